@@ -1,0 +1,269 @@
+package intake
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+// validEntry is the raw JSON form of validIntent.
+const validEntry = `{
+  "notification_type": "order.shipped",
+  "producer": "shop",
+  "idempotency_key": "order-9-shipped",
+  "audience": {
+    "user_ids": ["42"],
+    "sms": ["+14155550123"],
+    "email": ["ops@example.com"],
+    "webhook": ["https://hooks.example.com/orders"]
+  },
+  "channels": ["sms", "email", "webhook"],
+  "content": {
+    "sms": {"body": "Order 9 shipped"},
+    "email": {"subject": "Order 9 shipped", "text": "It is on its way."},
+    "webhook": {"order":9}
+  }
+}`
+
+func TestDecodeRawDecodesAnIntakeEntry(t *testing.T) {
+	t.Parallel()
+
+	in, err := DecodeRaw([]byte(validEntry), Limits{})
+	require.NoError(t, err)
+	require.Equal(t, validIntent(), in)
+}
+
+func TestDecodeRawReadsWhatJSONMarshalOfIntentWrites(t *testing.T) {
+	t.Parallel()
+
+	want := validIntent()
+	want.OccurredAt = time.Date(2026, 2, 28, 23, 59, 59, 123456789, time.UTC)
+	want.SendAt = testNow.Add(time.Hour)
+	want.ExpiresAt = testNow.Add(2 * time.Hour)
+	want.Priority = PriorityBulk
+	want.MaxAttempts = 7
+	want.RequestID = "req-1"
+	want.TraceID = "trace-1"
+	want.Content.Email.HTML = "<p>It is on its way.</p>"
+	body, err := json.Marshal(want)
+	require.NoError(t, err)
+
+	got, err := DecodeRaw(body, Limits{})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+func TestDecodeRawTreatsNullAndEmptyTimeAsAbsent(t *testing.T) {
+	t.Parallel()
+
+	in, err := DecodeRaw([]byte(`{"notification_type":null,"channels":null,"audience":null,
+		"content":{"sms":null,"email":null,"webhook":null},"send_at":"","expires_at":null,
+		"max_attempts":null,"request_id":null}`), Limits{})
+	require.NoError(t, err)
+	require.Equal(t, &Intent{}, in)
+}
+
+func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name      string
+		body      string
+		lim       Limits
+		wantField string
+		wantCode  string
+	}{
+		{"OverMaxEntryBytes", validEntry, Limits{MaxEntryBytes: 100}, "", CodeTooLarge},
+		{"OverDefaultMaxEntryBytes", `{"x":"` + strings.Repeat("a", 256<<10) + `"}`, Limits{}, "", CodeTooLarge},
+		{"Empty", ``, Limits{}, "", CodeNotJSON},
+		{"Whitespace", " \n", Limits{}, "", CodeNotJSON},
+		{"PlainText", `order 9 shipped`, Limits{}, "", CodeNotJSON},
+		{"Truncated", `{"producer":"shop",`, Limits{}, "", CodeNotJSON},
+		{"TrailingGarbage", `{} {}`, Limits{}, "", CodeNotJSON},
+		{"InvalidUTF8", "{\"producer\":\"sh\xffop\"}", Limits{}, "", CodeNotJSON},
+		{"ByteOrderMark", "\uFEFF{}", Limits{}, "", CodeNotJSON},
+		{"SingleQuotes", `{'producer':'shop'}`, Limits{}, "", CodeNotJSON},
+		{"TopLevelArray", `[{"producer":"shop"}]`, Limits{}, "", CodeWrongShape},
+		{"TopLevelNull", `null`, Limits{}, "", CodeWrongShape},
+		{"TopLevelString", `"order.shipped"`, Limits{}, "", CodeWrongShape},
+		{"TopLevelNumber", `42`, Limits{}, "", CodeWrongShape},
+		{"UnknownField", `{"prodcuer":"shop"}`, Limits{}, "prodcuer", CodeWrongShape},
+		{"FieldNameCaseMatters", `{"Producer":"shop"}`, Limits{}, "Producer", CodeWrongShape},
+		{"RepeatedField", `{"producer":"shop","producer":"shop"}`, Limits{}, "producer", CodeWrongShape},
+		{"StringFieldGivenNumber", `{"producer":7}`, Limits{}, "producer", CodeWrongShape},
+		{"StringFieldGivenObject", `{"idempotency_key":{"k":1}}`, Limits{}, "idempotency_key", CodeWrongShape},
+		{"ChannelsGivenString", `{"channels":"sms"}`, Limits{}, "channels", CodeWrongShape},
+		{"ChannelElementNumber", `{"channels":["sms",2]}`, Limits{}, "channels[1]", CodeWrongShape},
+		{"ChannelElementNull", `{"channels":[null]}`, Limits{}, "channels[0]", CodeWrongShape},
+		{"AudienceGivenArray", `{"audience":["42"]}`, Limits{}, "audience", CodeWrongShape},
+		{"AudienceUnknownList", `{"audience":{"phone":["+14155550123"]}}`, Limits{}, "audience.phone", CodeWrongShape},
+		{"AudienceListOfObjects", `{"audience":{"email":[{"address":"a@example.com"}]}}`, Limits{}, "audience.email[0]", CodeWrongShape},
+		{"ContentGivenString", `{"content":"hi"}`, Limits{}, "content", CodeWrongShape},
+		{"ContentUnknownChannel", `{"content":{"push":{}}}`, Limits{}, "content.push", CodeWrongShape},
+		{"SMSContentGivenString", `{"content":{"sms":"hi"}}`, Limits{}, "content.sms", CodeWrongShape},
+		{"SMSContentUnknownField", `{"content":{"sms":{"text":"hi"}}}`, Limits{}, "content.sms.text", CodeWrongShape},
+		{"EmailSubjectGivenNumber", `{"content":{"email":{"subject":1}}}`, Limits{}, "content.email.subject", CodeWrongShape},
+		{"MaxAttemptsGivenString", `{"max_attempts":"3"}`, Limits{}, "max_attempts", CodeWrongShape},
+		{"MaxAttemptsFraction", `{"max_attempts":1.5}`, Limits{}, "max_attempts", CodeWrongShape},
+		{"MaxAttemptsExponent", `{"max_attempts":1e1}`, Limits{}, "max_attempts", CodeWrongShape},
+		{"MaxAttemptsBoolean", `{"max_attempts":true}`, Limits{}, "max_attempts", CodeWrongShape},
+		{"MaxAttemptsOverflow", `{"max_attempts":99999999999}`, Limits{}, "max_attempts", CodeInvalidField},
+		{"SendAtGivenNumber", `{"send_at":1767225600}`, Limits{}, "send_at", CodeWrongShape},
+		{"SendAtNotRFC3339", `{"send_at":"tomorrow"}`, Limits{}, "send_at", CodeInvalidField},
+		{"SendAtWithoutZone", `{"send_at":"2026-03-01T12:00:00"}`, Limits{}, "send_at", CodeInvalidField},
+		{"ExpiresAtDateOnly", `{"expires_at":"2026-03-01"}`, Limits{}, "expires_at", CodeInvalidField},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in, err := DecodeRaw([]byte(tt.body), tt.lim)
+			require.Nil(t, in)
+			requireFieldError(t, err, tt.wantField, tt.wantCode)
+		})
+	}
+}
+
+func TestDecodeRawReportsEveryShapeError(t *testing.T) {
+	t.Parallel()
+
+	_, err := DecodeRaw([]byte(`{"producer":1,"colour":"red","channels":["sms",{}],
+		"audience":{"sms":"+14155550123"},"content":{"sms":{"body":false}},"send_at":"now"}`), Limits{})
+	type fc struct{ Field, Code string }
+	var got []fc
+	for _, fe := range fieldErrors(t, err) {
+		got = append(got, fc{fe.Field, fe.Code})
+	}
+	require.Equal(t, []fc{
+		{"producer", CodeWrongShape},
+		{"colour", CodeWrongShape},
+		{"channels[1]", CodeWrongShape},
+		{"audience.sms", CodeWrongShape},
+		{"content.sms.body", CodeWrongShape},
+		{"send_at", CodeInvalidField},
+	}, got)
+}
+
+func TestDecodeRawThenValidateReportsValidationCodes(t *testing.T) {
+	t.Parallel()
+
+	in, err := DecodeRaw([]byte(`{"notification_type":"order.shipped","producer":"shop",
+		"idempotency_key":"k","channels":["sms"],"audience":{"sms":["0123"]},
+		"content":{"sms":{"body":"hi"}}}`), Limits{})
+	require.NoError(t, err)
+	_, err = Validate(in, Limits{}, testNow)
+	requireFieldError(t, err, "audience.sms[0]", CodeInvalidPhone)
+}
+
+// requireJSONBSafe asserts that out is JSON PostgreSQL's jsonb accepts: one
+// valid value, valid UTF-8, and no \u escape other than a control
+// character's (so no \u0000 and no lone surrogate).
+func requireJSONBSafe(t testing.TB, out []byte) {
+	t.Helper()
+	require.True(t, json.Valid(out), "not valid JSON: %q", out)
+	require.True(t, utf8.Valid(out), "not valid UTF-8: %q", out)
+	for i := 0; i < len(out); i++ {
+		if out[i] != '\\' {
+			continue
+		}
+		i++
+		if out[i] != 'u' {
+			continue
+		}
+		esc := string(out[i+1 : i+5])
+		require.True(t, esc[:3] == "000" || esc[:3] == "001", "unexpected escape \\u%s in %q", esc, out)
+		require.NotEqual(t, "0000", esc, "\\u0000 in %q", out)
+		i += 4
+	}
+}
+
+func TestRawFieldsReturnsJSONBSafeJSON(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name string
+		body string
+		want string
+	}{
+		{"ObjectItself", `{"producer": "shop", "n": 1.50, "a": [true, null]}`, `{"a":[true,null],"n":1.50,"producer":"shop"}`},
+		{"EmptyObject", ` {} `, `{}`},
+		{"ArrayIsWrappedAsText", `[1, 2]`, `{"body":"[1, 2]"}`},
+		{"ScalarIsWrappedAsText", `42`, `{"body":"42"}`},
+		{"TextIsWrapped", `order "9" shipped`, `{"body":"order \"9\" shipped"}`},
+		{"BrokenJSONIsWrapped", `{"producer":`, `{"body":"{\"producer\":"}`},
+		{"EmptyBody", ``, `{"body":""}`},
+		{"NULEscapeInStringIsReplaced", `{"a":"x\u0000y"}`, "{\"a\":\"x\uFFFDy\"}"},
+		{"NULEscapeInKeyIsReplaced", `{"\u0000":1}`, "{\"\uFFFD\":1}"},
+		{"RawNULByteIsReplaced", "bad\x00body", "{\"body\":\"bad\uFFFDbody\"}"},
+		{"InvalidUTF8InTextIsReplaced", "bad\xffbody", "{\"body\":\"bad\uFFFDbody\"}"},
+		{"InvalidUTF8InObjectIsReplaced", "{\"a\":\"\xff\"}", "{\"a\":\"\uFFFD\"}"},
+		{"LoneSurrogateIsReplaced", `{"a":"\udc00"}`, "{\"a\":\"\uFFFD\"}"},
+		{"ControlCharactersStayEscaped", `{"a":"\u0001\n"}`, `{"a":"\u0001\n"}`},
+		{"HugeNumberBecomesString", `{"n":1e999999,"m":-2E+5}`, `{"m":-2E+5,"n":"1e999999"}`},
+		{"DuplicateKeysAreKept", `{"a":1,"a":2}`, `{"a":1,"a":2}`},
+		{"DeepValueBecomesText", `{"a":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`,
+			`{"a":` + strings.Repeat("[", 63) + `"` + strings.Repeat("[", 7) + strings.Repeat("]", 7) + `"` + strings.Repeat("]", 63) + `}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := RawFields([]byte(tt.body))
+			require.Equal(t, tt.want, string(got))
+			requireJSONBSafe(t, got)
+		})
+	}
+}
+
+func TestRawFieldsTruncatesAnOversizedEntry(t *testing.T) {
+	t.Parallel()
+
+	// A multi-byte rune straddles the excerpt's end; it must not be split.
+	body := []byte("{\"x\":\"" + strings.Repeat("a", 4089) + "€" + strings.Repeat("b", 300<<10) + "\"}")
+	got := RawFields(body)
+	requireJSONBSafe(t, got)
+
+	var out struct {
+		Body      string `json:"body"`
+		Truncated bool   `json:"truncated"`
+		Bytes     int    `json:"bytes"`
+	}
+	require.NoError(t, json.Unmarshal(got, &out))
+	require.True(t, out.Truncated)
+	require.Equal(t, len(body), out.Bytes)
+	require.Len(t, out.Body, 4095, "cut before the €, which would not fit whole")
+	require.True(t, strings.HasPrefix(string(body), out.Body))
+}
+
+func TestPartialFieldsDigsOutWhatItCan(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name                        string
+		body                        string
+		wantType, wantProd, wantKey string
+	}{
+		{"ValidEntry", validEntry, "order.shipped", "shop", "order-9-shipped"},
+		{"StopsAtSyntaxError", `{"producer":" shop ","notification_type":"a.b","idempotency_key":`, "a.b", "shop", ""},
+		{"FieldsAfterAnErrorAreLost", `{"producer":"shop",,"idempotency_key":"k"}`, "", "shop", ""},
+		{"NonStringsAreIgnored", `{"producer":7,"notification_type":["a"],"idempotency_key":"k"}`, "", "", "k"},
+		{"NestedFieldsAreIgnored", `{"audience":{"producer":"x"},"content":{"idempotency_key":"y"}}`, "", "", ""},
+		{"FirstOccurrenceWins", `{"producer":"a","producer":"b"}`, "", "a", ""},
+		{"NotAnObject", `["producer","shop"]`, "", "", ""},
+		{"NotJSON", `producer=shop`, "", "", ""},
+		{"NULAndInvalidUTF8AreReplaced", "{\"producer\":\"s\\u0000h\xffop\"}", "", "s\uFFFDh\uFFFDop", ""},
+		{"LongValuesAreCut", `{"notification_type":"` + strings.Repeat("é", 200) + `","idempotency_key":"` + strings.Repeat("k", 300) + `"}`,
+			strings.Repeat("é", 128), "", strings.Repeat("k", 255)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			typ, prod, key := PartialFields([]byte(tt.body))
+			require.Equal(t, tt.wantType, typ)
+			require.Equal(t, tt.wantProd, prod)
+			require.Equal(t, tt.wantKey, key)
+		})
+	}
+}
