@@ -1,0 +1,386 @@
+// Package webhook delivers notifications as HTTP POSTs of JSON, signed per
+// the Standard Webhooks specification (https://www.standardwebhooks.com):
+// a webhook-id stable across retries, a webhook-timestamp, and one
+// "v1,<base64 HMAC-SHA256>" signature per configured secret in
+// webhook-signature, so secrets can be rotated without a gap.
+//
+// Destinations belong to recipients, not to whoever runs herald, so every
+// connection passes a dial-time guard: unless AllowPrivate is set or the
+// host is allow-listed, an address that resolves to a loopback, private,
+// link-local (including the 169.254.169.254 metadata service), unspecified,
+// multicast or otherwise reserved address is refused before a packet is
+// sent. The check runs on the resolved address at connect time, so DNS
+// rebinding cannot get around it.
+package webhook
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/heraldhq/herald/internal/channel"
+)
+
+// Header names from the Standard Webhooks specification.
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// SecretPrefix starts every secret in the Standard Webhooks format: the
+// rest of the secret is the base64 of the key bytes.
+const SecretPrefix = "whsec_"
+
+// ClassDestinationDenied is the classification of a delivery refused by
+// the dial guard (Permanent).
+const ClassDestinationDenied = "destination_denied"
+
+// Defaults for the zero values of Config.
+const (
+	DefaultTimeout          = 10 * time.Second
+	DefaultUserAgent        = "herald-webhook/1"
+	DefaultMaxResponseBytes = 64 << 10
+)
+
+// minSecretBytes is the shortest key accepted: the specification
+// recommends 24 to 64 bytes.
+const minSecretBytes = 16
+
+// Config configures a webhook Deliverer.
+type Config struct {
+	// Timeout bounds one delivery attempt, from dial to the response's
+	// status line, and is shortened by the caller's context deadline.
+	// Default 10s.
+	Timeout time.Duration
+	// Secrets sign every request, each in the "whsec_<base64 key>" form.
+	// Each produces one signature, all sent space-separated in one
+	// webhook-signature header, so a receiver can move from an old secret
+	// to a new one. At least one is required.
+	Secrets []string
+	// AllowPrivate lets webhooks reach loopback, private, link-local and
+	// reserved addresses. Off by default: turn it on only where every
+	// destination is trusted (development, tests).
+	AllowPrivate bool
+	// AllowHosts lists host names or IP literals exempt from the
+	// private-address guard, e.g. an internal receiver.
+	AllowHosts []string
+	// DenyCIDRs lists further ranges never to connect to, whatever
+	// AllowPrivate and AllowHosts say.
+	DenyCIDRs []string
+	// UserAgent is sent with every request. Default "herald-webhook/1".
+	UserAgent string
+	// MaxResponseBytes bounds how much of a response body is read (and
+	// thrown away, so the connection can be reused). Default 64 KiB.
+	MaxResponseBytes int64
+	// Logger receives a debug record per attempt, with the destination
+	// masked. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Timeout < 0 {
+		return errors.New("Timeout must not be negative")
+	}
+	if c.MaxResponseBytes < 0 {
+		return errors.New("MaxResponseBytes must not be negative")
+	}
+	if len(c.Secrets) == 0 {
+		return errors.New("Secrets must hold at least one " + SecretPrefix + " secret")
+	}
+	return nil
+}
+
+// Deliverer delivers webhooks. It is safe for concurrent use.
+type Deliverer struct {
+	client           *http.Client
+	transport        *http.Transport
+	keys             [][]byte
+	timeout          time.Duration
+	userAgent        string
+	maxResponseBytes int64
+	logger           *slog.Logger
+	now              func() time.Time
+}
+
+// New returns a webhook Deliverer, or an error naming the Config field
+// that is wrong.
+func New(cfg Config) (*Deliverer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("webhook config: %w", err)
+	}
+	keys := make([][]byte, 0, len(cfg.Secrets))
+	for i, s := range cfg.Secrets {
+		k, err := ParseSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("webhook config: Secrets[%d]: %w", i, err)
+		}
+		keys = append(keys, k)
+	}
+	g, err := newGuard(cfg.AllowPrivate, cfg.AllowHosts, cfg.DenyCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("webhook config: %w", err)
+	}
+	timeout := cmp.Or(cfg.Timeout, DefaultTimeout)
+	transport := &http.Transport{
+		// No proxy: a proxy would connect on herald's behalf and the dial
+		// guard would only ever see the proxy's address.
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("split %q: %w", addr, err)
+			}
+			d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control(host)}
+			return d.DialContext(ctx, network, addr)
+		},
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ExpectContinueTimeout: time.Second,
+		// Bound the headers a hostile receiver can make herald buffer.
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &Deliverer{
+		client: &http.Client{
+			Transport: transport,
+			// Redirects are not followed: a redirect could point anywhere
+			// (the guard would still apply, but the receiver should fix its
+			// URL), and a POST body is not safely re-sent.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		transport:        transport,
+		keys:             keys,
+		timeout:          timeout,
+		userAgent:        cmp.Or(cfg.UserAgent, DefaultUserAgent),
+		maxResponseBytes: cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes),
+		logger:           cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		now:              time.Now,
+	}, nil
+}
+
+// ParseSecret returns the key bytes of a "whsec_<base64>" secret. It
+// returns an error, which never quotes the secret, if the prefix is missing,
+// the rest is not base64, or the key is shorter than 16 bytes.
+func ParseSecret(secret string) ([]byte, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(secret), SecretPrefix)
+	if !ok {
+		return nil, errors.New("secret must start with " + SecretPrefix)
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		return nil, errors.New("secret must be " + SecretPrefix + " followed by standard base64")
+	}
+	if len(key) < minSecretBytes {
+		return nil, fmt.Errorf("secret key must be at least %d bytes, got %d", minSecretBytes, len(key))
+	}
+	return key, nil
+}
+
+// Close releases idle connections. The Deliverer stays usable.
+func (d *Deliverer) Close() error {
+	d.transport.CloseIdleConnections()
+	return nil
+}
+
+// MessageID returns the webhook-id of a route: the same for every attempt
+// of the route, so receivers can drop duplicates, and different for every
+// route.
+func MessageID(notificationID, routeID string) string {
+	sum := sha256.Sum256([]byte(notificationID + "\x00" + routeID))
+	return "msg_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
+}
+
+// Sign returns the webhook-signature value for one request: a
+// "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>" entry per key,
+// space-separated.
+func Sign(keys [][]byte, id string, timestamp int64, body []byte) string {
+	signed := make([]byte, 0, len(id)+len(body)+24)
+	signed = append(signed, id...)
+	signed = append(signed, '.')
+	signed = strconv.AppendInt(signed, timestamp, 10)
+	signed = append(signed, '.')
+	signed = append(signed, body...)
+	sigs := make([]string, 0, len(keys))
+	for _, k := range keys {
+		mac := hmac.New(sha256.New, k)
+		mac.Write(signed)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return strings.Join(sigs, " ")
+}
+
+// payload is the request body.
+type payload struct {
+	Type      string          `json:"type"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Deliver POSTs msg to msg.Address and classifies the result. It never
+// panics and never returns an outcome quoting the full URL, a secret or the
+// payload.
+func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	out := d.deliver(ctx, msg)
+	d.logger.DebugContext(ctx, "webhook attempt",
+		slog.String("notification_id", msg.NotificationID),
+		slog.String("route_id", msg.RouteID),
+		slog.String("channel", channel.Webhook),
+		slog.Int("attempt", msg.Attempt),
+		slog.String("address", channel.MaskAddress(msg.Address)),
+		slog.String("class", out.Class.String()),
+		slog.String("classification", out.Classification),
+	)
+	return out
+}
+
+func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	if strings.TrimSpace(msg.Address) == "" {
+		return channel.NoAddress(channel.Webhook)
+	}
+	target, err := url.Parse(strings.TrimSpace(msg.Address))
+	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
+		return channel.Outcome{
+			Class:          channel.Permanent,
+			Classification: channel.ClassInvalidDestination,
+			Message:        "webhook address is not an absolute http(s) URL",
+			RecoveryHint:   "correct the recipient's webhook URL, then replay the dead letter",
+		}
+	}
+	dest := target.Scheme + "://" + target.Host // masked form; never the path or query
+
+	data := msg.Content
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = json.RawMessage("null")
+	} else if !json.Valid(data) {
+		return channel.BadContent(channel.Webhook, json.Unmarshal(data, new(any)))
+	}
+	at := msg.AcceptedAt
+	if at.IsZero() {
+		at = d.now()
+	}
+	body, err := json.Marshal(payload{
+		Type:      msg.NotificationType,
+		Timestamp: at.UTC().Format(time.RFC3339),
+		Data:      data,
+	})
+	if err != nil {
+		return channel.BadContent(channel.Webhook, err)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	if err != nil {
+		return channel.Outcome{
+			Class:          channel.Permanent,
+			Classification: channel.ClassInvalidDestination,
+			Message:        "webhook address cannot be requested (" + dest + ")",
+			RecoveryHint:   "correct the recipient's webhook URL, then replay the dead letter",
+		}
+	}
+	id := MessageID(msg.NotificationID, msg.RouteID)
+	ts := d.now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", d.userAgent)
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, Sign(d.keys, id, ts, body))
+
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return d.transportOutcome(ctx, err, dest)
+	}
+	defer resp.Body.Close()
+	// Drain a bounded amount so the connection can be reused; the body
+	// itself is not kept (it could echo the payload).
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, d.maxResponseBytes))
+	return classifyResponse(resp, dest, d.now())
+}
+
+// transportOutcome classifies a request that got no response.
+func (d *Deliverer) transportOutcome(ctx context.Context, err error, dest string) channel.Outcome {
+	if isDenied(err) {
+		return channel.Outcome{
+			Class:          channel.Permanent,
+			Classification: ClassDestinationDenied,
+			Message:        "webhook destination refused (" + dest + "): " + deniedReason(err),
+			RecoveryHint: "the URL's host resolves to a private or reserved address; use a public URL, " +
+				"or list the host in the webhook channel's AllowHosts if it is a trusted internal receiver, then replay",
+		}
+	}
+	out := channel.NetworkOutcome(ctx, err, dest)
+	if out.Classification == channel.ClassTLSCertificate {
+		// The receiver owns its certificate; retrying will not fix it.
+		out.Class = channel.Permanent
+		out.RecoveryHint = "the receiver's TLS certificate is invalid or untrusted; ask the receiver to fix it, then replay"
+	}
+	return out
+}
+
+// classifyResponse maps an HTTP response onto an outcome.
+func classifyResponse(resp *http.Response, dest string, now time.Time) channel.Outcome {
+	code := resp.StatusCode
+	out := channel.Outcome{
+		Classification: "http_" + strconv.Itoa(code),
+		Message:        fmt.Sprintf("%s answered HTTP %d %s", dest, code, http.StatusText(code)),
+	}
+	switch {
+	case code >= 200 && code < 300:
+		out.Class = channel.Delivered
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
+		out.Class = channel.Transient
+		out.RetryAfter = channel.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
+	case code >= 300 && code < 400:
+		out.Class = channel.Permanent
+		loc := channel.MaskAddress(resp.Header.Get("Location"))
+		if loc == "" {
+			loc = "an unnamed location"
+		} else if !strings.Contains(resp.Header.Get("Location"), "://") {
+			loc = "a path on the same host" // relative; not quoted, it may carry tokens
+		}
+		out.Message += ", redirecting to " + loc + " (redirects are not followed)"
+		out.RecoveryHint = "the receiver redirects to " + loc + "; update the webhook URL to the final address, then replay"
+	default:
+		out.Class = channel.Permanent
+		out.RecoveryHint = hint4xx(code)
+	}
+	return out
+}
+
+// hint4xx says what an operator can do about a 4xx answer.
+func hint4xx(code int) string {
+	switch code {
+	case http.StatusGone:
+		return "the receiver says this webhook is gone for good: remove or replace the recipient's webhook URL; do not replay to it"
+	case http.StatusNotFound:
+		return "the URL does not exist on the receiver: check the recipient's webhook URL, then replay"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return "the receiver refused the request: make sure it verifies signatures with a current secret and allows herald, then replay"
+	case http.StatusMethodNotAllowed:
+		return "the URL does not accept POST: check the recipient's webhook URL, then replay"
+	case http.StatusRequestEntityTooLarge:
+		return "the payload is larger than the receiver accepts: shrink the content or raise the receiver's limit, then replay"
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusUnsupportedMediaType:
+		return "the receiver rejected the payload: check the content with the receiver's owner, then replay or resubmit"
+	default:
+		return fmt.Sprintf("the receiver rejected the request with HTTP %d: fix the endpoint or the content, then replay", code)
+	}
+}
