@@ -229,6 +229,9 @@ func (d *Deliverer) Close() error {
 // panics and never returns an outcome quoting a full address, the
 // credentials or the content.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	if msg == nil {
+		return channel.BadContent(channel.Email, errors.New("no message"))
+	}
 	out := d.deliver(ctx, msg)
 	d.logger.DebugContext(ctx, "email attempt",
 		slog.String("notification_id", msg.NotificationID),

@@ -678,3 +678,11 @@ func TestNewValidatesConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+	t.Parallel()
+	d := newDeliverer(t, Config{Host: "127.0.0.1", From: "noreply@example.com"})
+	out := d.Deliver(t.Context(), nil)
+	require.Equal(t, channel.Permanent, out.Class)
+	require.Equal(t, channel.ClassBadContent, out.Classification)
+}

@@ -55,6 +55,9 @@ func New(cfg Config) (*Deliverer, error) {
 // Deliver logs msg (masked address, content size only) and returns
 // Delivered, whatever msg holds.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	if msg == nil {
+		msg = &channel.Message{}
+	}
 	d.logger.LogAttrs(ctx, slog.LevelInfo, "notification delivered to log",
 		slog.String("notification_id", msg.NotificationID),
 		slog.String("route_id", msg.RouteID),

@@ -84,3 +84,9 @@ func TestNewRequiresLogger(t *testing.T) {
 	_, err := New(Config{})
 	require.ErrorContains(t, err, "Logger")
 }
+
+func TestDeliverNilMessageIsDelivered(t *testing.T) {
+	t.Parallel()
+	d, _ := setup(t)
+	require.Equal(t, channel.Delivered, d.Deliver(t.Context(), nil).Class)
+}

@@ -196,6 +196,9 @@ type content struct {
 // panics and never returns an outcome quoting the full number, the API key
 // or the body.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	if msg == nil {
+		return channel.BadContent(channel.SMS, errors.New("no message"))
+	}
 	out := d.deliver(ctx, msg)
 	d.logger.DebugContext(ctx, "sms attempt",
 		slog.String("notification_id", msg.NotificationID),

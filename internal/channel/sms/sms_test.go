@@ -461,3 +461,11 @@ func TestParseProviderResponseReadsCommonShapes(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+	t.Parallel()
+	d := newDeliverer(t, Config{URL: "https://sms.example.com/v1", APIKey: "k"})
+	out := d.Deliver(t.Context(), nil)
+	require.Equal(t, channel.Permanent, out.Class)
+	require.Equal(t, channel.ClassBadContent, out.Classification)
+}

@@ -238,6 +238,9 @@ type payload struct {
 // panics and never returns an outcome quoting the full URL, a secret or the
 // payload.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	if msg == nil {
+		return channel.BadContent(channel.Webhook, errors.New("no message"))
+	}
 	out := d.deliver(ctx, msg)
 	d.logger.DebugContext(ctx, "webhook attempt",
 		slog.String("notification_id", msg.NotificationID),

@@ -566,3 +566,11 @@ func TestNewValidatesConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	out := b.deliverer.Deliver(t.Context(), nil)
+	require.Equal(t, channel.Permanent, out.Class)
+	require.Equal(t, channel.ClassBadContent, out.Classification)
+}
