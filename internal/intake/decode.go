@@ -261,7 +261,13 @@ func jsonKind(raw []byte) string {
 
 func isNull(raw []byte) bool { return jsonKind(raw) == "null" }
 
+// joinPath appends key to path. The key comes from the entry, so it is
+// sanitized and cut to 64 characters: the path ends up in failure_message.
 func joinPath(path, key string) string {
+	key = sanitizeText(key)
+	if utf8.RuneCountInString(key) > 64 {
+		key = cutRunes(key, 63) + "…"
+	}
 	if path == "" {
 		return key
 	}
