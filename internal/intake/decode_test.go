@@ -92,6 +92,8 @@ func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
 		{"TopLevelString", `"order.shipped"`, Limits{}, "", CodeWrongShape},
 		{"TopLevelNumber", `42`, Limits{}, "", CodeWrongShape},
 		{"UnknownField", `{"prodcuer":"shop"}`, Limits{}, "prodcuer", CodeWrongShape},
+		{"UnknownFieldWithNULKey", `{"a\u0000":1}`, Limits{}, "a\uFFFD", CodeWrongShape},
+		{"UnknownFieldLongKeyIsCut", `{"` + strings.Repeat("k", 100) + `":1}`, Limits{}, strings.Repeat("k", 63) + "…", CodeWrongShape},
 		{"FieldNameCaseMatters", `{"Producer":"shop"}`, Limits{}, "Producer", CodeWrongShape},
 		{"RepeatedField", `{"producer":"shop","producer":"shop"}`, Limits{}, "producer", CodeWrongShape},
 		{"StringFieldGivenNumber", `{"producer":7}`, Limits{}, "producer", CodeWrongShape},
