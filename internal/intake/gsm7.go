@@ -4,7 +4,9 @@ import "unicode/utf16"
 
 // SMS encodings, as stored in routes.sms_encoding.
 const (
+	// EncodingGSM7 is the GSM 03.38 7-bit default alphabet.
 	EncodingGSM7 = "gsm7"
+	// EncodingUCS2 is UCS-2 (in practice UTF-16), for any other body.
 	EncodingUCS2 = "ucs2"
 )
 

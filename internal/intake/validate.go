@@ -101,11 +101,16 @@ func Codes() []string {
 
 // Default limits, used for the zero fields of a Limits.
 const (
-	DefaultMaxPayloadBytes  = 64 << 10
-	DefaultMaxEntryBytes    = 256 << 10
-	DefaultMaxSMSSegments   = 10
+	// DefaultMaxPayloadBytes is the default Limits.MaxPayloadBytes: 64 KiB.
+	DefaultMaxPayloadBytes = 64 << 10
+	// DefaultMaxEntryBytes is the default Limits.MaxEntryBytes: 256 KiB.
+	DefaultMaxEntryBytes = 256 << 10
+	// DefaultMaxSMSSegments is the default Limits.MaxSMSSegments: 10.
+	DefaultMaxSMSSegments = 10
+	// DefaultMaxScheduleAhead is the default Limits.MaxScheduleAhead: 90 days.
 	DefaultMaxScheduleAhead = 90 * 24 * time.Hour
-	DefaultMaxRoutes        = 1000
+	// DefaultMaxRoutes is the default Limits.MaxRoutes: 1000.
+	DefaultMaxRoutes = 1000
 )
 
 // Field length limits, in characters (runes) unless noted.
@@ -254,9 +259,12 @@ type Validated struct {
 
 // Audience kinds, as stored in records.audience_kind.
 const (
-	AudienceUsers     = "users"
+	// AudienceUsers: the intent names user ids only.
+	AudienceUsers = "users"
+	// AudienceAddresses: the intent names direct addresses only.
 	AudienceAddresses = "addresses"
-	AudienceMixed     = "mixed"
+	// AudienceMixed: the intent names both user ids and direct addresses.
+	AudienceMixed = "mixed"
 )
 
 // RoutePlan is one route an intent fans out to.
