@@ -1,0 +1,135 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lmittmann/tint"
+)
+
+// globalFlags are accepted by every command that touches the database.
+type globalFlags struct {
+	DatabaseURL string
+	LogFormat   string
+	LogLevel    string
+	JSON        bool
+}
+
+// newFlagSet returns a FlagSet for a command with the global flags bound,
+// their defaults taken from the environment (flags win over environment).
+func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("herald "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&g.DatabaseURL, "database-url", cmp.Or(m.Getenv("HERALD_DATABASE_URL"), m.Getenv("DATABASE_URL")),
+		"PostgreSQL URL (env HERALD_DATABASE_URL or DATABASE_URL; empty: libpq PG* variables)")
+	fs.StringVar(&g.LogFormat, "log-format", cmp.Or(m.Getenv("HERALD_LOG_FORMAT"), "auto"),
+		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
+	fs.StringVar(&g.LogLevel, "log-level", cmp.Or(m.Getenv("HERALD_LOG_LEVEL"), "info"),
+		"log level: debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	return fs
+}
+
+// parse parses args and validates the global flags: a bad value is one
+// usage error naming it.
+func (m *Main) parse(fs *flag.FlagSet, g *globalFlags, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	switch g.LogFormat {
+	case "auto", "text", "json":
+	default:
+		return usageError{fmt.Errorf("invalid -log-format %q: want auto, text or json", g.LogFormat)}
+	}
+	if _, err := parseLevel(g.LogLevel); err != nil {
+		return usageError{err}
+	}
+	if g.DatabaseURL != "" {
+		if _, err := pgxpool.ParseConfig(g.DatabaseURL); err != nil {
+			return usageError{fmt.Errorf("invalid -database-url: %s", redactErr(err))}
+		}
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("invalid -log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// logger builds the command's logger: tint on a terminal, JSON otherwise.
+func (m *Main) logger(g *globalFlags) *slog.Logger {
+	level, _ := parseLevel(g.LogLevel)
+	format := g.LogFormat
+	if format == "auto" {
+		format = "json"
+		if m.IsTerminal {
+			format = "text"
+		}
+	}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
+	}
+	return slog.New(tint.NewHandler(m.Stderr, &tint.Options{
+		Level:      level,
+		TimeFormat: time.TimeOnly,
+		NoColor:    !m.IsTerminal,
+	}))
+}
+
+// pool connects to the configured database. An empty URL lets pgx read the
+// libpq PG* variables.
+func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %s", redactErr(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), err)
+	}
+	m.onClose(pool.Close)
+	return pool, nil
+}
+
+func describe(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// redactErr drops anything after "password" from a parse error, which may
+// echo the URL.
+func redactErr(err error) string {
+	s := err.Error()
+	if i := strings.Index(strings.ToLower(s), "password"); i >= 0 {
+		return s[:i] + "(redacted)"
+	}
+	return s
+}
+
+// writeJSON prints v as indented JSON: the --json output of every command.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/heraldhq/herald/internal/migrate"
+)
+
+func init() {
+	register(&command{
+		name:    "migrate",
+		summary: "apply (up), roll back (down) or show (status) the schema migrations",
+		run:     runMigrate,
+	})
+}
+
+func runMigrate(ctx context.Context, m *Main, args []string) error {
+	sub, args, err := subcommand(args, "up", "down", "status")
+	if err != nil {
+		return err
+	}
+	var g globalFlags
+	fs := m.newFlagSet("migrate "+sub, &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	to := fs.Int64("to", -1, "down: roll back to this version (0: everything, River's tables too); default: the last migration only")
+	if err := m.parse(fs, &g, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	pool, err := m.pool(ctx, &g)
+	if err != nil {
+		return err
+	}
+	mig := migrate.New(pool, &migrate.Config{Logger: m.logger(&g)})
+
+	if sub == "status" {
+		sts, err := mig.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, sts)
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "COMPONENT\tCURRENT\tLATEST\tPENDING")
+		for _, s := range sts {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%v\n", s.Component, s.Current, s.Latest, s.Pending)
+		}
+		return tw.Flush()
+	}
+
+	var steps []migrate.Step
+	switch {
+	case sub == "up":
+		steps, err = mig.Up(ctx)
+	case *to >= 0:
+		steps, err = mig.Down(ctx, *to)
+	default:
+		steps, err = mig.DownOne(ctx)
+	}
+	if g.JSON {
+		if jerr := writeJSON(m.Stdout, map[string]any{"steps": steps}); jerr != nil && err == nil {
+			err = jerr
+		}
+		return err
+	}
+	for _, s := range steps {
+		fmt.Fprintf(m.Stdout, "%-6s %-4s %5d  %s  (%s)\n", s.Component, s.Direction, s.Version, s.Name, s.Duration.Round(1000))
+	}
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		fmt.Fprintln(m.Stdout, "nothing to do: the schema is", map[string]string{"up": "up to date", "down": "already at the target version"}[sub])
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package migrate_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/migrate"
+	"github.com/heraldhq/herald/internal/pgtemp"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+// emptyPool returns a pool on a database with nothing migrated.
+func emptyPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := pgtemp.NewPool(t)
+	_, err := migrate.New(pool, nil).Down(context.Background(), 0)
+	require.NoError(t, err)
+	return pool
+}
+
+func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
+	t.Helper()
+	var ok bool
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok))
+	return ok
+}
+
+func TestUpDownUpRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := emptyPool(t)
+	m := migrate.New(pool, nil)
+	require.False(t, tableExists(t, pool, "herald.routes"))
+	require.False(t, tableExists(t, pool, "herald.river_job"))
+
+	steps, err := m.Up(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, steps)
+	require.True(t, tableExists(t, pool, "herald.routes"))
+	require.True(t, tableExists(t, pool, "herald.river_job"))
+	current, err := m.Current(ctx)
+	require.NoError(t, err)
+	require.True(t, current)
+
+	// Up again is a no-op.
+	steps, err = m.Up(ctx)
+	require.NoError(t, err)
+	require.Empty(t, steps)
+
+	// One step down and up again.
+	steps, err = m.DownOne(ctx)
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	require.False(t, tableExists(t, pool, "herald.intake"))
+	current, err = m.Current(ctx)
+	require.NoError(t, err)
+	require.False(t, current)
+
+	_, err = m.Down(ctx, 0)
+	require.NoError(t, err)
+	require.False(t, tableExists(t, pool, "herald.records"))
+	require.False(t, tableExists(t, pool, "herald.river_job"))
+
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	require.True(t, tableExists(t, pool, "herald.intake"))
+	require.True(t, tableExists(t, pool, "herald.river_job"))
+}
+
+func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := emptyPool(t)
+
+	const runners = 4
+	var wg sync.WaitGroup
+	errs := make([]error, runners)
+	applied := make([]int, runners)
+	for i := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			steps, err := migrate.New(pool, nil).Up(ctx)
+			errs[i], applied[i] = err, len(steps)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i := range runners {
+		require.NoError(t, errs[i])
+		total += applied[i]
+	}
+
+	sts, err := migrate.New(pool, nil).Status(ctx)
+	require.NoError(t, err)
+	want := 0
+	for _, s := range sts {
+		require.Empty(t, s.Pending, s.Component)
+		require.Equal(t, s.Latest, s.Current, s.Component)
+		want += int(s.Latest)
+	}
+	// Every migration was applied exactly once, by one of the runners.
+	require.Equal(t, want, total)
+
+	var rows int
+	require.NoError(t, pool.QueryRow(ctx,
+		"SELECT count(*) FROM herald.goose_db_version WHERE version_id > 0 AND is_applied").Scan(&rows))
+	require.Equal(t, int(sts[0].Latest), rows)
+}
