@@ -1,0 +1,111 @@
+// Package metrics defines herald's Prometheus metric families in one place,
+// so the engine's parts record into the same registry and names never drift.
+// A nil *Metrics is valid and records nothing: library users and tests that
+// do not care about metrics pass nil.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds herald's metric families.
+type Metrics struct {
+	// IntentsAccepted counts intents by producer and result: accepted,
+	// duplicate, conflict, invalid (Go client) or malformed (SQL intake).
+	IntentsAccepted *prometheus.CounterVec
+	// RouteAttempts counts delivery attempts by channel and outcome:
+	// delivered, transient, permanent, skip, expired, stale (a completion
+	// fenced out because a newer attempt owns the route).
+	RouteAttempts *prometheus.CounterVec
+	// DeliveryLatency observes accepted → published, per channel.
+	DeliveryLatency *prometheus.HistogramVec
+	// DeadLetters counts routes dead-lettered, by channel and classification.
+	DeadLetters *prometheus.CounterVec
+	// MaintenanceRuns counts maintenance job runs by job and result.
+	MaintenanceRuns *prometheus.CounterVec
+	// MaintenanceRows counts rows a maintenance job deleted or rebuilt.
+	MaintenanceRows *prometheus.CounterVec
+}
+
+// New creates herald's metric families and registers them with reg (a new
+// registry if reg is nil).
+func New(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &Metrics{
+		IntentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_intents_total",
+			Help: "Intents submitted, by producer and result (accepted, duplicate, conflict, invalid, malformed).",
+		}, []string{"producer", "result"}),
+		RouteAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_route_attempts_total",
+			Help: "Delivery attempts, by channel and outcome (delivered, transient, permanent, skip, expired, stale).",
+		}, []string{"channel", "outcome"}),
+		DeliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_delivery_latency_seconds",
+			Help:    "Time from an intent's acceptance to its route's publication, by channel.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"channel"}),
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_dead_letters_total",
+			Help: "Routes dead-lettered, by channel and failure classification.",
+		}, []string{"channel", "classification"}),
+		MaintenanceRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_maintenance_runs_total",
+			Help: "Maintenance job runs, by job and result (ok, error).",
+		}, []string{"job", "result"}),
+		MaintenanceRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_maintenance_rows_total",
+			Help: "Rows deleted or indexes rebuilt by maintenance jobs, by job.",
+		}, []string{"job"}),
+	}
+	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
+		m.MaintenanceRuns, m.MaintenanceRows)
+	return m
+}
+
+// Intent records one intent's result.
+func (m *Metrics) Intent(producer, result string) {
+	if m != nil {
+		m.IntentsAccepted.WithLabelValues(producer, result).Inc()
+	}
+}
+
+// Attempt records one delivery attempt's outcome.
+func (m *Metrics) Attempt(channel, outcome string) {
+	if m != nil {
+		m.RouteAttempts.WithLabelValues(channel, outcome).Inc()
+	}
+}
+
+// Published records a route's publication latency since acceptance.
+func (m *Metrics) Published(channel string, sinceAccepted time.Duration) {
+	if m != nil {
+		m.DeliveryLatency.WithLabelValues(channel).Observe(sinceAccepted.Seconds())
+	}
+}
+
+// DeadLetter records one route dead-lettered.
+func (m *Metrics) DeadLetter(channel, classification string) {
+	if m != nil {
+		m.DeadLetters.WithLabelValues(channel, classification).Inc()
+	}
+}
+
+// Maintenance records one maintenance job run and the rows it affected.
+func (m *Metrics) Maintenance(job string, rows int64, err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.MaintenanceRuns.WithLabelValues(job, result).Inc()
+	if rows > 0 {
+		m.MaintenanceRows.WithLabelValues(job).Add(float64(rows))
+	}
+}
