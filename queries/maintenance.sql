@@ -1,0 +1,120 @@
+-- name: RecordDeleteFinished :many
+-- Retention of finished notifications (every statement here touches a
+-- bounded number of rows: no job holds a long transaction). Deletes up to
+-- @batch_size finished notifications: every route terminal
+-- (published, skipped or canceled; none still pending, claimed or failed, and
+-- none dead-lettered: dead letters wait for an operator or for dead-letter
+-- retention), accepted before @accepted_before, no route changed since
+-- @finished_before, and the idempotency window over, so a key is never freed
+-- early (DESIGN.md invariant 3). Routes and their dead letters go with the
+-- record (ON DELETE CASCADE). The candidate records are locked with SKIP
+-- LOCKED, so two maintenance runs never wait on each other. Returns the ids
+-- deleted.
+WITH doomed AS (
+    SELECT r.notification_id
+    FROM herald.records r
+    WHERE r.accepted_at < @accepted_before::timestamptz
+        AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.routes rt
+            WHERE rt.notification_id = r.notification_id
+                AND (rt.status NOT IN ('published', 'skipped', 'canceled')
+                    OR rt.updated_at >= @finished_before::timestamptz)
+        )
+    -- Oldest first, along records_listing_idx.
+    ORDER BY r.accepted_at
+    LIMIT @batch_size::integer
+    FOR UPDATE OF r SKIP LOCKED
+)
+DELETE FROM herald.records r
+USING doomed
+WHERE r.notification_id = doomed.notification_id
+RETURNING r.notification_id;
+
+-- name: RecordDeleteDeadLettered :many
+-- Dead-letter retention (off unless configured): deletes up to @batch_size
+-- notifications that have at least one dead-lettered route, all of whose
+-- routes are terminal (a replayed route is pending again and keeps its
+-- record), all of whose dead letters are older than @dead_before, and whose
+-- idempotency window is over. The record goes whole, with its routes and dead
+-- letters, so no orphan is left for the operator views. Returns the ids
+-- deleted.
+WITH doomed AS (
+    SELECT r.notification_id
+    FROM herald.records r
+    WHERE r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND r.accepted_at < @dead_before::timestamptz
+        AND EXISTS (
+            SELECT 1
+            FROM herald.dead_letters d
+            WHERE d.notification_id = r.notification_id
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.routes rt
+            WHERE rt.notification_id = r.notification_id
+                AND (rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
+                    OR rt.updated_at >= @dead_before::timestamptz)
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.dead_letters d
+            WHERE d.notification_id = r.notification_id
+                AND d.created_at >= @dead_before::timestamptz
+        )
+    ORDER BY r.accepted_at
+    LIMIT @batch_size::integer
+    FOR UPDATE OF r SKIP LOCKED
+)
+DELETE FROM herald.records r
+USING doomed
+WHERE r.notification_id = doomed.notification_id
+RETURNING r.notification_id;
+
+-- name: MalformedIntentDeleteBefore :execrows
+-- Malformed-intent retention: deletes up to @batch_size malformed intents
+-- recorded before @recorded_before, oldest first along
+-- malformed_intents_listing_idx.
+DELETE FROM herald.malformed_intents m
+WHERE m.stream_entry_id IN (
+    SELECT stream_entry_id
+    FROM herald.malformed_intents
+    WHERE recorded_at < @recorded_before::timestamptz
+    ORDER BY recorded_at
+    LIMIT @batch_size::integer
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: RouteBloatStats :one
+-- What the bloat check decides on, from the statistics views only (no table
+-- scan; pgstattuple is an extension that may not be installed): the routes
+-- table's live and dead tuples and size, and routes_due_idx's size and the
+-- number of entries the planner believes it holds (reltuples, refreshed by
+-- VACUUM and ANALYZE; -1 when never analysed).
+SELECT
+    coalesce(s.n_live_tup, 0)::bigint AS table_live_tuples,
+    coalesce(s.n_dead_tup, 0)::bigint AS table_dead_tuples,
+    pg_relation_size('herald.routes'::regclass)::bigint AS table_bytes,
+    pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS index_bytes,
+    greatest(i.reltuples, 0)::bigint AS index_tuples
+FROM pg_catalog.pg_class i
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes'::regclass
+WHERE i.oid = 'herald.routes_due_idx'::regclass;
+
+-- name: RouteBacklogByChannel :many
+-- The backlog and lag per channel for the metrics collector: one scan of
+-- routes_due_idx (index-only: every column read is in the index, and only
+-- scheduling candidates are in it). Lag is how late the most overdue route
+-- is (0 when nothing is overdue); a claimed route's next_attempt_at is its
+-- lease's end, in the future, so it adds to the backlog and not to the lag.
+SELECT
+    channel,
+    count(*)::bigint AS backlog,
+    coalesce(extract(epoch FROM
+        greatest(coalesce(sqlc.narg('now')::timestamptz, now()) - min(next_attempt_at), interval '0')
+    ), 0)::float8 AS lag_seconds
+FROM herald.routes
+WHERE next_attempt_at IS NOT NULL
+GROUP BY channel
+ORDER BY channel;
