@@ -1,0 +1,354 @@
+// Package maintenance keeps herald's tables healthy: River periodic jobs,
+// run under River's leader election so that only one `herald serve` process
+// schedules them however many run, delete finished notifications once their
+// retention and idempotency windows are over, delete old malformed intents,
+// optionally delete old dead letters, and rebuild the routes due index when it
+// is bloated.
+//
+// Each job works in bounded batches (one short statement each), logs what it
+// did, and records a run in metrics.Maintenance. The same River client runs
+// other packages' workers (the operator's bulk replay) through
+// Config.Workers.
+package maintenance
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/schema"
+)
+
+// Job names, used as the River job kinds' suffix, in logs (key "job") and as
+// the metrics' job label.
+const (
+	// JobFinishedRetention deletes finished notifications.
+	JobFinishedRetention = "finished_retention"
+	// JobMalformedRetention deletes old malformed intents.
+	JobMalformedRetention = "malformed_retention"
+	// JobDeadLetterRetention deletes old dead-lettered notifications; it is
+	// scheduled only when Config.DeadLetterRetention is set.
+	JobDeadLetterRetention = "dead_letter_retention"
+	// JobBloatCheck measures routes_due_idx and reindexes it when bloated.
+	JobBloatCheck = "bloat_check"
+)
+
+// Defaults for Config's zero fields.
+const (
+	DefaultInterval           = 10 * time.Minute
+	DefaultBloatCheckInterval = 15 * time.Minute
+	DefaultFinishedRetention  = 7 * 24 * time.Hour
+	DefaultMalformedRetention = 30 * 24 * time.Hour
+	DefaultBatchSize          = 1000
+	DefaultMaxWorkers         = 4
+	DefaultBloatRatio         = 4.0
+	DefaultBloatMinBytes      = 16 << 20
+)
+
+// Config configures Maintenance. The zero value (or nil) is usable.
+type Config struct {
+	// Logger receives one line per job run saying what it did. Defaults to a
+	// logger that discards.
+	Logger *slog.Logger
+	// Metrics records each run (nil records nothing).
+	Metrics *metrics.Metrics
+	// NowFunc is the clock the retention cut-offs are computed from. Defaults
+	// to time.Now; tests move it.
+	NowFunc func() time.Time
+
+	// Interval is how often the retention jobs run. Defaults to
+	// DefaultInterval.
+	Interval time.Duration
+	// FinishedRetention is how long a notification whose routes are all
+	// published, skipped or canceled is kept after its last route changed.
+	// It is never deleted before its idempotency window ends, whatever this
+	// says. Defaults to DefaultFinishedRetention.
+	FinishedRetention time.Duration
+	// MalformedRetention is how long malformed intents are kept. Defaults to
+	// DefaultMalformedRetention.
+	MalformedRetention time.Duration
+	// DeadLetterRetention, when positive, is how long a notification with
+	// dead-lettered routes is kept once all its routes are terminal. Zero
+	// (the default) keeps dead letters until an operator replays or purges
+	// them.
+	DeadLetterRetention time.Duration
+	// BatchSize is how many rows one delete statement removes at most.
+	// Defaults to DefaultBatchSize.
+	BatchSize int
+
+	// BloatCheckInterval is how often routes_due_idx is measured. Defaults
+	// to DefaultBloatCheckInterval.
+	BloatCheckInterval time.Duration
+	// BloatRatio is how many times larger than its live entries need the due
+	// index may grow before it is rebuilt. Defaults to DefaultBloatRatio.
+	BloatRatio float64
+	// BloatMinBytes is the size under which the due index is never rebuilt,
+	// however bloated. Defaults to DefaultBloatMinBytes; negative means 0.
+	BloatMinBytes int64
+
+	// MaxWorkers is the default queue's concurrency in this process.
+	// Defaults to DefaultMaxWorkers.
+	MaxWorkers int
+	// Workers, when set, registers other packages' River workers (the
+	// operator's bulk replay) on the client maintenance runs.
+	Workers func(*river.Workers) error
+	// PeriodicJobs are other packages' periodic jobs, scheduled alongside
+	// maintenance's under the same leader election.
+	PeriodicJobs []*river.PeriodicJob
+	// RunOnStart inserts each periodic job once as soon as this process is
+	// elected leader (the demo and tests use it).
+	RunOnStart bool
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Interval < 0:
+		return errors.New("Interval must not be negative")
+	case c.BloatCheckInterval < 0:
+		return errors.New("BloatCheckInterval must not be negative")
+	case c.FinishedRetention < 0:
+		return errors.New("FinishedRetention must not be negative")
+	case c.MalformedRetention < 0:
+		return errors.New("MalformedRetention must not be negative")
+	case c.DeadLetterRetention < 0:
+		return errors.New("DeadLetterRetention must not be negative (0 keeps dead letters)")
+	case c.BatchSize < 0:
+		return errors.New("BatchSize must not be negative")
+	case c.BloatRatio < 0:
+		return errors.New("BloatRatio must not be negative")
+	case c.MaxWorkers < 0:
+		return errors.New("MaxWorkers must not be negative")
+	}
+	return nil
+}
+
+// Maintenance runs herald's maintenance jobs on a River client.
+type Maintenance struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics.Metrics
+	queries *store.Queries
+	client  *river.Client[pgx.Tx]
+}
+
+// New returns Maintenance for the database behind pool, with its River client
+// configured but not started. It returns an error naming the bad Config
+// field.
+func New(pool *pgxpool.Pool, cfg *Config) (*Maintenance, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("maintenance config: %w", err)
+	}
+	c := *cfg
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
+	c.BloatCheckInterval = cmp.Or(c.BloatCheckInterval, DefaultBloatCheckInterval)
+	c.FinishedRetention = cmp.Or(c.FinishedRetention, DefaultFinishedRetention)
+	c.MalformedRetention = cmp.Or(c.MalformedRetention, DefaultMalformedRetention)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.BloatRatio = cmp.Or(c.BloatRatio, DefaultBloatRatio)
+	if c.BloatMinBytes == 0 {
+		c.BloatMinBytes = DefaultBloatMinBytes
+	}
+	c.BloatMinBytes = max(c.BloatMinBytes, 0)
+	c.MaxWorkers = cmp.Or(c.MaxWorkers, DefaultMaxWorkers)
+	if c.NowFunc == nil {
+		c.NowFunc = time.Now
+	}
+	m := &Maintenance{
+		pool:    pool,
+		cfg:     c,
+		logger:  cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
+		metrics: c.Metrics,
+		queries: store.New(),
+	}
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[finishedRetentionArgs]) error {
+		_, err := m.DeleteFinished(ctx)
+		return err
+	}))
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[malformedRetentionArgs]) error {
+		_, err := m.DeleteMalformed(ctx)
+		return err
+	}))
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[deadLetterRetentionArgs]) error {
+		_, err := m.DeleteDeadLettered(ctx)
+		return err
+	}))
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[bloatCheckArgs]) error {
+		_, err := m.CheckBloat(ctx)
+		return err
+	}))
+	if c.Workers != nil {
+		if err := c.Workers(workers); err != nil {
+			return nil, fmt.Errorf("register extra workers: %w", err)
+		}
+	}
+
+	opts := &river.PeriodicJobOpts{RunOnStart: c.RunOnStart}
+	periodic := []*river.PeriodicJob{
+		periodicJob(c.Interval, finishedRetentionArgs{}, opts),
+		periodicJob(c.Interval, malformedRetentionArgs{}, opts),
+		periodicJob(c.BloatCheckInterval, bloatCheckArgs{}, opts),
+	}
+	if c.DeadLetterRetention > 0 {
+		periodic = append(periodic, periodicJob(c.Interval, deadLetterRetentionArgs{}, opts))
+	}
+	periodic = append(periodic, c.PeriodicJobs...)
+
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:       schema.Name,
+		Logger:       m.logger,
+		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: c.MaxWorkers}},
+		Workers:      workers,
+		PeriodicJobs: periodic,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	m.client = client
+	return m, nil
+}
+
+// Client returns the River client, for packages that insert jobs the
+// maintenance process works (the operator's bulk replay).
+func (m *Maintenance) Client() *river.Client[pgx.Tx] { return m.client }
+
+// Start starts the River client: it works jobs and, while this process is
+// the elected leader, schedules the periodic ones. It returns once started;
+// the client runs until Stop or ctx is done.
+func (m *Maintenance) Start(ctx context.Context) error {
+	if err := m.client.Start(ctx); err != nil {
+		return fmt.Errorf("start maintenance: %w", err)
+	}
+	m.logger.Info("maintenance started",
+		"interval", m.cfg.Interval,
+		"finished_retention", m.cfg.FinishedRetention,
+		"malformed_retention", m.cfg.MalformedRetention,
+		"dead_letter_retention", m.cfg.DeadLetterRetention,
+		"bloat_check_interval", m.cfg.BloatCheckInterval)
+	return nil
+}
+
+// Stop stops the River client, letting running jobs finish until ctx is done.
+func (m *Maintenance) Stop(ctx context.Context) error {
+	if err := m.client.Stop(ctx); err != nil {
+		return fmt.Errorf("stop maintenance: %w", err)
+	}
+	return nil
+}
+
+// DeleteFinished deletes, batch by batch, the notifications whose routes are
+// all published, skipped or canceled, whose last route change is older than
+// Config.FinishedRetention, and whose idempotency window is over. It never
+// deletes a notification with a dead-lettered or non-terminal route. It
+// returns how many notifications it deleted.
+func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
+	now := m.cfg.NowFunc()
+	cutoff := ts(now.Add(-m.cfg.FinishedRetention))
+	return m.run(ctx, JobFinishedRetention, func(ctx context.Context) (int64, error) {
+		ids, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
+			AcceptedBefore: cutoff,
+			FinishedBefore: cutoff,
+			Now:            ts(now),
+			BatchSize:      int32(m.cfg.BatchSize),
+		})
+		return int64(len(ids)), err
+	})
+}
+
+// DeleteDeadLettered deletes, batch by batch, the notifications with
+// dead-lettered routes whose routes are all terminal, whose dead letters are
+// all older than Config.DeadLetterRetention and whose idempotency window is
+// over. With DeadLetterRetention zero (the default) it deletes nothing.
+func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
+	if m.cfg.DeadLetterRetention <= 0 {
+		return 0, nil
+	}
+	now := m.cfg.NowFunc()
+	cutoff := ts(now.Add(-m.cfg.DeadLetterRetention))
+	return m.run(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, error) {
+		ids, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
+			DeadBefore: cutoff,
+			Now:        ts(now),
+			BatchSize:  int32(m.cfg.BatchSize),
+		})
+		return int64(len(ids)), err
+	})
+}
+
+// DeleteMalformed deletes, batch by batch, the malformed intents recorded
+// more than Config.MalformedRetention ago.
+func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
+	cutoff := ts(m.cfg.NowFunc().Add(-m.cfg.MalformedRetention))
+	return m.run(ctx, JobMalformedRetention, func(ctx context.Context) (int64, error) {
+		return m.queries.MalformedIntentDeleteBefore(ctx, m.pool, store.MalformedIntentDeleteBeforeParams{
+			RecordedBefore: cutoff,
+			BatchSize:      int32(m.cfg.BatchSize),
+		})
+	})
+}
+
+// run calls batch until it deletes fewer rows than a batch holds, then logs
+// and records the total.
+func (m *Maintenance) run(ctx context.Context, job string, batch func(context.Context) (int64, error)) (int64, error) {
+	start := time.Now()
+	var total int64
+	var err error
+	for {
+		var n int64
+		n, err = batch(ctx)
+		total += n
+		if err != nil || n < int64(m.cfg.BatchSize) {
+			break
+		}
+	}
+	m.metrics.Maintenance(job, total, err)
+	if err != nil {
+		m.logger.Error("maintenance job failed", "job", job, "deleted", total, "err", err)
+		return total, fmt.Errorf("%s: %w", job, err)
+	}
+	m.logger.Info("maintenance job done", "job", job, "deleted", total, "duration", time.Since(start).Round(time.Millisecond))
+	return total, nil
+}
+
+func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
+
+// The River job args, one kind per job. They carry nothing: each run reads
+// its configuration from Maintenance.
+type (
+	finishedRetentionArgs   struct{}
+	malformedRetentionArgs  struct{}
+	deadLetterRetentionArgs struct{}
+	bloatCheckArgs          struct{}
+)
+
+func (finishedRetentionArgs) Kind() string   { return "herald_" + JobFinishedRetention }
+func (malformedRetentionArgs) Kind() string  { return "herald_" + JobMalformedRetention }
+func (deadLetterRetentionArgs) Kind() string { return "herald_" + JobDeadLetterRetention }
+func (bloatCheckArgs) Kind() string          { return "herald_" + JobBloatCheck }
+
+// periodicJob schedules args every interval. A job is unique per interval,
+// so a slow run never piles up copies, and tried at most three times.
+func periodicJob(interval time.Duration, args river.JobArgs, opts *river.PeriodicJobOpts) *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(interval), func() (river.JobArgs, *river.InsertOpts) {
+		return args, &river.InsertOpts{
+			MaxAttempts: 3,
+			UniqueOpts:  river.UniqueOpts{ByPeriod: interval},
+		}
+	}, opts)
+}

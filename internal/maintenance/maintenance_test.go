@@ -1,0 +1,366 @@
+package maintenance_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/maintenance"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+// t0 is when the seeded notifications were accepted: a fixed instant in the
+// past, so every cut-off in these tests is computed from the injected clock.
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+type testBundle struct {
+	pool    *pgxpool.Pool
+	metrics *metrics.Metrics
+	reg     *prometheus.Registry
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	return &testBundle{pool: pgtemp.NewPool(t), metrics: metrics.New(reg), reg: reg}
+}
+
+// newMaintenance returns Maintenance whose clock reads now.
+func (b *testBundle) newMaintenance(t *testing.T, now time.Time, cfg maintenance.Config) *maintenance.Maintenance {
+	t.Helper()
+	cfg.NowFunc = func() time.Time { return now }
+	cfg.Metrics = b.metrics
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m, err := maintenance.New(b.pool, &cfg)
+	require.NoError(t, err)
+	return m
+}
+
+// seedSpec is one notification to seed: accepted at t0 with an idempotency
+// window of window, one route per status, each last changed at changed.
+type seedSpec struct {
+	id       string
+	window   time.Duration
+	statuses []string
+	changed  time.Time
+}
+
+// seed accepts the notifications through the intake's own insert, at t0, and
+// then moves their routes to the given statuses.
+func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range specs {
+		var p store.RecordInsertManyParams
+		p.NotificationIds = []string{s.id}
+		p.NotificationTypes = []string{"order.shipped"}
+		p.Producers = []string{"shop"}
+		p.AudienceKinds = []string{"user"}
+		p.RecipientUserIds = [][]byte{[]byte(`["u1"]`)}
+		p.PayloadJsons = []string{`{}`}
+		p.IdempotencyKeys = []string{"key-" + s.id}
+		p.RequestFingerprints = []string{"fp-" + s.id}
+		p.RequestIds = []string{""}
+		p.TraceIds = []string{""}
+		p.OccurredAts = []pgtype.Timestamptz{ts(t0)}
+		p.ChannelLists = []string{"email"}
+		p.Priorities = []int16{0}
+		p.SendAts = []pgtype.Timestamptz{{}}
+		p.ExpiresAts = []pgtype.Timestamptz{{}}
+		p.Now = ts(t0)
+		p.IdempotencyWindowSeconds = s.window.Seconds()
+		for i := range s.statuses {
+			p.RouteNotificationIds = append(p.RouteNotificationIds, s.id)
+			p.RouteIds = append(p.RouteIds, fmt.Sprintf("r%d", i))
+			p.RouteChannels = append(p.RouteChannels, "email")
+			p.RouteRecipientRefs = append(p.RouteRecipientRefs, "user:u1")
+			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 0)
+			p.RoutePriorities = append(p.RoutePriorities, 0)
+			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
+			p.RouteExpiresAts = append(p.RouteExpiresAts, pgtype.Timestamptz{})
+			p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
+			p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
+		}
+		_, err := store.New().RecordInsertMany(ctx, b.pool, p)
+		require.NoError(t, err)
+		for i, st := range s.statuses {
+			b.setRouteStatus(t, s.id, fmt.Sprintf("r%d", i), st, s.changed)
+		}
+	}
+}
+
+// setRouteStatus moves one route to status as the dispatcher would, with its
+// last change at changed, and writes its dead letter when status is
+// dead_letter. SQL in a test is the test's own helper: the dispatcher's
+// queries do this for real.
+func (b *testBundle) setRouteStatus(t *testing.T, id, routeID, status string, changed time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `
+		UPDATE herald.routes SET
+			status = $3::text,
+			updated_at = $4::timestamptz,
+			next_attempt_at = CASE WHEN $3 IN ('pending', 'claimed', 'failed') THEN $4 END,
+			published_at = CASE WHEN $3 = 'published' THEN $4 END,
+			dead_lettered_at = CASE WHEN $3 = 'dead_letter' THEN $4 END,
+			skipped_at = CASE WHEN $3 = 'skipped' THEN $4 END,
+			canceled_at = CASE WHEN $3 = 'canceled' THEN $4 END
+		WHERE notification_id = $1 AND route_id = $2`, id, routeID, status, changed)
+	require.NoError(t, err)
+	if status == "dead_letter" {
+		_, err = b.pool.Exec(ctx, `
+			INSERT INTO herald.dead_letters (notification_id, route_id, channel, recipient_ref,
+				final_attempt_count, max_attempts, failure_classification, failure_message, created_at)
+			VALUES ($1, $2, 'email', 'user:u1', 1, 5, 'permanent', '550 no such user', $3)`, id, routeID, changed)
+		require.NoError(t, err)
+	}
+}
+
+func (b *testBundle) remaining(t *testing.T) []string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT notification_id FROM herald.records ORDER BY 1`)
+	require.NoError(t, err)
+	var ids []string
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		ids = append(ids, id)
+	}
+	require.NoError(t, rows.Err())
+	return ids
+}
+
+func (b *testBundle) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM herald."+table).Scan(&n))
+	return n
+}
+
+func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
+
+const day = 24 * time.Hour
+
+func TestDeleteFinishedDeletesOnlyFinishedRecordsPastBothWindows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	finished := t0.Add(time.Hour)
+	b.seed(t,
+		seedSpec{id: "published", window: day, statuses: []string{"published", "published"}, changed: finished},
+		seedSpec{id: "skipped-canceled", window: day, statuses: []string{"skipped", "canceled", "published"}, changed: finished},
+		seedSpec{id: "window-open", window: 30 * day, statuses: []string{"published"}, changed: finished},
+		seedSpec{id: "pending", window: day, statuses: []string{"published", "pending"}, changed: finished},
+		seedSpec{id: "claimed", window: day, statuses: []string{"claimed"}, changed: finished},
+		seedSpec{id: "failed", window: day, statuses: []string{"failed"}, changed: finished},
+		seedSpec{id: "dead", window: day, statuses: []string{"published", "dead_letter"}, changed: finished},
+		seedSpec{id: "recent", window: day, statuses: []string{"published"}, changed: t0.Add(9 * day)},
+	)
+
+	// Ten days on, with a week's retention: the idempotency window of
+	// "window-open" (30 days) is still open, "recent" finished two days ago.
+	m := b.newMaintenance(t, t0.Add(10*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err := m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	require.Equal(t, []string{"claimed", "dead", "failed", "pending", "recent", "window-open"}, b.remaining(t))
+	require.Equal(t, 1, b.count(t, "dead_letters"), "dead letters are kept without dead-letter retention")
+
+	// Running again deletes nothing more.
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// Thirty-one days on, the window of "window-open" is over and "recent"
+	// finished 22 days ago; the rest are still not finished or dead.
+	m = b.newMaintenance(t, t0.Add(31*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	require.Equal(t, []string{"claimed", "dead", "failed", "pending"}, b.remaining(t))
+
+	require.Equal(t, 3.0, testutil.ToFloat64(b.metrics.MaintenanceRuns.WithLabelValues(maintenance.JobFinishedRetention, "ok")))
+	require.Equal(t, 4.0, testutil.ToFloat64(b.metrics.MaintenanceRows.WithLabelValues(maintenance.JobFinishedRetention)))
+}
+
+func TestDeleteFinishedNeverFreesAnIdempotencyKeyEarly(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t, seedSpec{id: "n1", window: 3 * day, statuses: []string{"published"}, changed: t0})
+
+	// Retention of one second, but the key stays reserved three days.
+	for _, now := range []time.Time{t0.Add(time.Hour), t0.Add(3*day - time.Second)} {
+		m := b.newMaintenance(t, now, maintenance.Config{FinishedRetention: time.Second})
+		n, err := m.DeleteFinished(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "deleted at %s", now)
+	}
+	m := b.newMaintenance(t, t0.Add(3*day), maintenance.Config{FinishedRetention: time.Second})
+	n, err := m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Zero(t, b.count(t, "routes"), "routes go with their record")
+}
+
+func TestDeleteFinishedWorksInBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var specs []seedSpec
+	for i := range 7 {
+		specs = append(specs, seedSpec{id: fmt.Sprintf("n%d", i), window: day, statuses: []string{"published"}, changed: t0})
+	}
+	b.seed(t, specs...)
+
+	m := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{BatchSize: 2})
+	n, err := m.DeleteFinished(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(7), n)
+	require.Empty(t, b.remaining(t))
+}
+
+func TestDeleteDeadLetteredIsOffByDefaultAndKeepsReplayedRoutes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t,
+		seedSpec{id: "dead-old", window: day, statuses: []string{"published", "dead_letter"}, changed: t0},
+		seedSpec{id: "dead-new", window: day, statuses: []string{"dead_letter"}, changed: t0.Add(25 * day)},
+		seedSpec{id: "replayed", window: day, statuses: []string{"dead_letter", "published"}, changed: t0},
+	)
+	// An operator replayed one of its routes: pending again, dead letter row
+	// still there until the dispatcher finishes it.
+	b.setRouteStatus(t, "replayed", "r1", "pending", t0.Add(time.Hour))
+
+	off := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{})
+	n, err := off.DeleteDeadLettered(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	n, err = off.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	on := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{DeadLetterRetention: 14 * day})
+	n, err = on.DeleteDeadLettered(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []string{"dead-new", "replayed"}, b.remaining(t))
+	require.Equal(t, 2, b.count(t, "dead_letters"))
+}
+
+func TestDeleteMalformedDeletesOnlyOldEntries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for i, at := range []time.Time{t0, t0.Add(day), t0.Add(20 * day), t0.Add(29 * day)} {
+		_, err := b.pool.Exec(ctx, `
+			INSERT INTO herald.malformed_intents (stream_entry_id, failure_code, failure_message, raw_fields, recorded_at)
+			VALUES ($1, 'invalid_json', 'body is not JSON', '{}', $2)`, fmt.Sprintf("intake:%d", i), at)
+		require.NoError(t, err)
+	}
+	m := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{MalformedRetention: 7 * day, BatchSize: 1})
+	n, err := m.DeleteMalformed(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.Equal(t, 1, b.count(t, "malformed_intents"), "the one recorded a day ago is kept")
+}
+
+func TestCheckBloatReindexesDueIndexPastThreshold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t, seedSpec{id: "n1", window: day, statuses: []string{"pending", "pending"}, changed: t0})
+	filenode := func() uint32 {
+		var n uint32
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT pg_relation_filenode('herald.routes_due_idx')::oid`).Scan(&n))
+		return n
+	}
+	before := filenode()
+
+	// Default thresholds: a tiny index is never rebuilt.
+	rep, err := b.newMaintenance(t, time.Now(), maintenance.Config{}).CheckBloat(ctx)
+	require.NoError(t, err)
+	require.False(t, rep.Reindexed)
+	require.Positive(t, rep.IndexBytes)
+	require.Equal(t, before, filenode())
+
+	// Thresholds at zero: rebuilt concurrently, and still valid.
+	rep, err = b.newMaintenance(t, time.Now(), maintenance.Config{BloatMinBytes: -1, BloatRatio: 1e-9}).CheckBloat(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.Reindexed)
+	require.Positive(t, rep.IndexBytesAfter)
+	require.NotEqual(t, before, filenode())
+	var valid bool
+	require.NoError(t, b.pool.QueryRow(ctx, `
+		SELECT indisvalid FROM pg_index WHERE indexrelid = 'herald.routes_due_idx'::regclass`).Scan(&valid))
+	require.True(t, valid)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.MaintenanceRows.WithLabelValues(maintenance.JobBloatCheck)))
+}
+
+type echoArgs struct{ Word string }
+
+func (echoArgs) Kind() string { return "herald_test_echo" }
+
+func TestRiverRunsPeriodicJobsAndExtraWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t, seedSpec{id: "old", window: day, statuses: []string{"published"}, changed: t0})
+
+	worked := make(chan string, 1)
+	m := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{
+		RunOnStart: true,
+		Workers: func(w *river.Workers) error {
+			return river.AddWorkerSafely(w, river.WorkFunc(func(_ context.Context, j *river.Job[echoArgs]) error {
+				worked <- j.Args.Word
+				return nil
+			}))
+		},
+	})
+	require.NoError(t, m.Start(ctx))
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Stop(sctx)
+	})
+
+	_, err := m.Client().Insert(ctx, echoArgs{Word: "hello"}, nil)
+	require.NoError(t, err)
+	select {
+	case w := <-worked:
+		require.Equal(t, "hello", w)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the extra worker never ran")
+	}
+
+	// Elected leader, the client inserts each periodic job once at start.
+	require.Eventually(t, func() bool { return len(b.remaining(t)) == 0 }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(b.metrics.MaintenanceRuns.WithLabelValues(maintenance.JobBloatCheck, "ok")) == 1 &&
+			testutil.ToFloat64(b.metrics.MaintenanceRuns.WithLabelValues(maintenance.JobMalformedRetention, "ok")) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+}
+
+func TestNewRejectsNegativeSettingsNamingTheField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := maintenance.New(b.pool, &maintenance.Config{DeadLetterRetention: -time.Hour})
+	require.ErrorContains(t, err, "DeadLetterRetention")
+	_, err = maintenance.New(b.pool, &maintenance.Config{BatchSize: -1})
+	require.ErrorContains(t, err, "BatchSize")
+}
