@@ -1,13 +1,19 @@
 -- name: RecordInsertMany :many
--- Accepts a batch of validated intents in ONE statement: the records, then
--- the routes of exactly those records that were inserted. The UNIQUE
--- (producer, idempotency_key) constraint is the idempotency check: a record
--- whose key exists already (committed, or committed by a racing transaction
--- this statement waited for) is skipped by ON CONFLICT DO NOTHING, and so are
--- its routes, because the routes are joined to the records this statement
--- actually inserted. Routes' foreign keys are checked at the end of the
--- statement, when their records exist. Returns the ids inserted; the caller
--- looks up the rest with RecordGetByKeys.
+-- Accepts a batch of validated intents in ONE statement (one round trip): the
+-- records, then the routes of exactly those records that were inserted, and
+-- the dispatchers' wake-up hint. The UNIQUE (producer, idempotency_key)
+-- constraint is the idempotency check: a record whose key exists already
+-- (committed, or committed by a racing transaction this statement waited
+-- for) is skipped by ON CONFLICT DO NOTHING, and so are its routes, because
+-- the routes are joined to the records this statement actually inserted.
+-- Routes' foreign keys are checked at the end of the statement, when their
+-- records exist.
+-- Returns one row per inserted record (inserted = true) and one per input
+-- key that already existed in this statement's snapshot (inserted = false,
+-- with the stored fingerprint: the caller decides duplicate or conflict). A
+-- key in neither set was committed by a racing transaction after the
+-- snapshot was taken; the caller reads it with RecordGetByKeys.
+-- The producer/idempotency_key pairs must be distinct within one call.
 -- NULL elements of the send_at / expires_at arrays mean "not set".
 WITH rec_in AS (
     -- Several set-returning functions in one select list are zipped row by
@@ -48,7 +54,7 @@ ins AS (
         expires_at
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
-    RETURNING notification_id
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at
 ),
 routes_ins AS (
     INSERT INTO herald.routes (
@@ -77,8 +83,26 @@ routes_ins AS (
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
+),
+wake AS (
+    -- The dispatchers' wake-up hint on channel herald_routes, sent only when
+    -- the caller asks (the leading edge of its debounce window; NULL means
+    -- no hint). Postgres delivers it at commit, so it rides the caller's
+    -- transaction. A SELECT CTE runs only if referenced: the final SELECT
+    -- joins it to ins, so the hint goes out only if a record was inserted.
+    SELECT count(pg_notify('herald_routes', sqlc.narg('notify_channel')::text)) AS hints
+    FROM (SELECT 1 WHERE sqlc.narg('notify_channel')::text IS NOT NULL) AS asked
 )
-SELECT notification_id FROM ins;
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at,
+    true AS inserted
+FROM ins CROSS JOIN wake
+UNION ALL
+-- Keys that exist already. This reads the statement's snapshot, so it never
+-- sees the rows ins just inserted.
+SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at,
+    false AS inserted
+FROM herald.records r
+JOIN rec_in k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key;
 
 -- name: RecordGetByKeys :many
 -- The existing records for (producer, idempotency_key) pairs: what a
@@ -88,3 +112,19 @@ FROM herald.records r
 JOIN (
     SELECT unnest(@producers::text[]) AS producer, unnest(@idempotency_keys::text[]) AS idempotency_key
 ) AS k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key;
+
+-- name: RecordGet :one
+-- One record by id, for Get and Cancel.
+SELECT *
+FROM herald.records
+WHERE notification_id = @notification_id;
+
+-- name: RecordAuditInsert :exec
+-- Writes the audit row of an operation on one record (the client's cancel).
+INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
+VALUES (
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    @actor, @action, @reason,
+    jsonb_build_object('notification_id', @notification_id::text),
+    @affected, @details::jsonb
+);

@@ -11,6 +11,73 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const recordAuditInsert = `-- name: RecordAuditInsert :exec
+INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
+VALUES (
+    coalesce($1::timestamptz, now()),
+    $2, $3, $4,
+    jsonb_build_object('notification_id', $5::text),
+    $6, $7::jsonb
+)
+`
+
+type RecordAuditInsertParams struct {
+	Now            pgtype.Timestamptz
+	Actor          string
+	Action         string
+	Reason         string
+	NotificationID string
+	Affected       int32
+	Details        []byte
+}
+
+// Writes the audit row of an operation on one record (the client's cancel).
+func (q *Queries) RecordAuditInsert(ctx context.Context, db DBTX, arg RecordAuditInsertParams) error {
+	_, err := db.Exec(ctx, recordAuditInsert,
+		arg.Now,
+		arg.Actor,
+		arg.Action,
+		arg.Reason,
+		arg.NotificationID,
+		arg.Affected,
+		arg.Details,
+	)
+	return err
+}
+
+const recordGet = `-- name: RecordGet :one
+SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
+FROM herald.records
+WHERE notification_id = $1
+`
+
+// One record by id, for Get and Cancel.
+func (q *Queries) RecordGet(ctx context.Context, db DBTX, notificationID string) (HeraldRecord, error) {
+	row := db.QueryRow(ctx, recordGet, notificationID)
+	var i HeraldRecord
+	err := row.Scan(
+		&i.NotificationID,
+		&i.NotificationType,
+		&i.Producer,
+		&i.AudienceKind,
+		&i.RecipientUserIds,
+		&i.PayloadJson,
+		&i.IdempotencyKey,
+		&i.RequestFingerprint,
+		&i.RequestID,
+		&i.TraceID,
+		&i.OccurredAt,
+		&i.AcceptedAt,
+		&i.UpdatedAt,
+		&i.IdempotencyExpiresAt,
+		&i.Channels,
+		&i.Priority,
+		&i.SendAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
 const recordGetByKeys = `-- name: RecordGetByKeys :many
 SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at
 FROM herald.records r
@@ -100,7 +167,7 @@ ins AS (
         expires_at
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
-    RETURNING notification_id
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at
 ),
 routes_ins AS (
     INSERT INTO herald.routes (
@@ -129,8 +196,24 @@ routes_ins AS (
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
+),
+wake AS (
+    -- The dispatchers' wake-up hint on channel herald_routes, sent only when
+    -- the caller asks (the leading edge of its debounce window; NULL means
+    -- no hint). Postgres delivers it at commit, so it rides the caller's
+    -- transaction. A SELECT CTE runs only if referenced: the final SELECT
+    -- joins it to ins, so the hint goes out only if a record was inserted.
+    SELECT count(pg_notify('herald_routes', $28::text)) AS hints
+    FROM (SELECT 1 WHERE $28::text IS NOT NULL) AS asked
 )
-SELECT notification_id FROM ins
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at,
+    true AS inserted
+FROM ins CROSS JOIN wake
+UNION ALL
+SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at,
+    false AS inserted
+FROM herald.records r
+JOIN rec_in k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key
 `
 
 type RecordInsertManyParams struct {
@@ -161,19 +244,37 @@ type RecordInsertManyParams struct {
 	RouteExpiresAts          []pgtype.Timestamptz
 	RouteSmsEncodings        []string
 	RouteSmsSegments         []int16
+	NotifyChannel            *string
 }
 
-// Accepts a batch of validated intents in ONE statement: the records, then
-// the routes of exactly those records that were inserted. The UNIQUE
-// (producer, idempotency_key) constraint is the idempotency check: a record
-// whose key exists already (committed, or committed by a racing transaction
-// this statement waited for) is skipped by ON CONFLICT DO NOTHING, and so are
-// its routes, because the routes are joined to the records this statement
-// actually inserted. Routes' foreign keys are checked at the end of the
-// statement, when their records exist. Returns the ids inserted; the caller
-// looks up the rest with RecordGetByKeys.
+type RecordInsertManyRow struct {
+	NotificationID     string
+	Producer           string
+	IdempotencyKey     string
+	RequestFingerprint string
+	AcceptedAt         pgtype.Timestamptz
+	Inserted           bool
+}
+
+// Accepts a batch of validated intents in ONE statement (one round trip): the
+// records, then the routes of exactly those records that were inserted, and
+// the dispatchers' wake-up hint. The UNIQUE (producer, idempotency_key)
+// constraint is the idempotency check: a record whose key exists already
+// (committed, or committed by a racing transaction this statement waited
+// for) is skipped by ON CONFLICT DO NOTHING, and so are its routes, because
+// the routes are joined to the records this statement actually inserted.
+// Routes' foreign keys are checked at the end of the statement, when their
+// records exist.
+// Returns one row per inserted record (inserted = true) and one per input
+// key that already existed in this statement's snapshot (inserted = false,
+// with the stored fingerprint: the caller decides duplicate or conflict). A
+// key in neither set was committed by a racing transaction after the
+// snapshot was taken; the caller reads it with RecordGetByKeys.
+// The producer/idempotency_key pairs must be distinct within one call.
 // NULL elements of the send_at / expires_at arrays mean "not set".
-func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInsertManyParams) ([]string, error) {
+// Keys that exist already. This reads the statement's snapshot, so it never
+// sees the rows ins just inserted.
+func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInsertManyParams) ([]RecordInsertManyRow, error) {
 	rows, err := db.Query(ctx, recordInsertMany,
 		arg.NotificationIds,
 		arg.NotificationTypes,
@@ -202,18 +303,26 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 		arg.RouteExpiresAts,
 		arg.RouteSmsEncodings,
 		arg.RouteSmsSegments,
+		arg.NotifyChannel,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []RecordInsertManyRow{}
 	for rows.Next() {
-		var notification_id string
-		if err := rows.Scan(&notification_id); err != nil {
+		var i RecordInsertManyRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.Producer,
+			&i.IdempotencyKey,
+			&i.RequestFingerprint,
+			&i.AcceptedAt,
+			&i.Inserted,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, notification_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -1,0 +1,392 @@
+package herald
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultIdempotencyWindow is the default Config.IdempotencyWindow.
+	DefaultIdempotencyWindow = intake.DefaultIdempotencyWindow
+	// DefaultNotifyDebounce is the default Config.NotifyDebounce.
+	DefaultNotifyDebounce = intake.DefaultWakeDebounce
+	// DefaultActor is the default Config.Actor.
+	DefaultActor = "herald-client"
+)
+
+// Limits bounds what an intent may carry. Zero fields take the defaults.
+type Limits struct {
+	// MaxPayloadBytes caps the content as canonical JSON. Default 64 KiB.
+	MaxPayloadBytes int
+	// MaxSMSSegments caps the segments an SMS body may need. Default 10.
+	MaxSMSSegments int
+	// MaxScheduleAhead caps how far ahead SendAt may be. Default 90 days.
+	MaxScheduleAhead time.Duration
+	// MaxRoutes caps the routes one intent may fan out to. Default 1000.
+	MaxRoutes int
+}
+
+// Config configures a Client. The zero value is valid.
+type Config struct {
+	// Logger receives debug lines about submits and cancels; nil discards.
+	Logger *slog.Logger
+	// IdempotencyWindow is how long an idempotency key stays reserved
+	// after its notification is accepted. Default 48 hours; at least one
+	// second.
+	IdempotencyWindow time.Duration
+	// Limits bounds intents; zero fields take the defaults.
+	Limits Limits
+	// NotifyDebounce is the window of the dispatchers' wake-up hint: the
+	// first submit of a quiet period sends a NOTIFY herald_routes inside its
+	// own statement, later submits within the window send none, and one
+	// trailing NOTIFY follows at the window's end. Default 5 ms; negative
+	// sends one per submit.
+	NotifyDebounce time.Duration
+	// Actor names this client in the audit log (Cancel). Default
+	// "herald-client".
+	Actor string
+	// NowFunc, if set, replaces the clock for validation and is written as
+	// the acceptance time; for tests. Nil means time.Now for validation and
+	// the database's now() for acceptance.
+	NowFunc func() time.Time
+}
+
+func (c *Config) validate() error {
+	if c.IdempotencyWindow != 0 && c.IdempotencyWindow < time.Second {
+		return errors.New("IdempotencyWindow must be at least 1s")
+	}
+	switch {
+	case c.Limits.MaxPayloadBytes < 0:
+		return errors.New("Limits.MaxPayloadBytes must not be negative")
+	case c.Limits.MaxSMSSegments < 0:
+		return errors.New("Limits.MaxSMSSegments must not be negative")
+	case c.Limits.MaxScheduleAhead < 0:
+		return errors.New("Limits.MaxScheduleAhead must not be negative")
+	case c.Limits.MaxRoutes < 0:
+		return errors.New("Limits.MaxRoutes must not be negative")
+	}
+	return nil
+}
+
+// Client submits intents to herald and reads and cancels notifications. It
+// is safe for concurrent use; make one per process and share it.
+type Client struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	window time.Duration
+	limits intake.Limits
+	actor  string
+	now    func() time.Time
+	waker  *intake.Waker
+}
+
+// NewClient returns a Client storing into the herald schema of pool's
+// database (migrated with `herald migrate`). A nil cfg means the defaults.
+// It returns an error naming the Config field that is invalid.
+func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
+	if pool == nil {
+		return nil, errors.New("new client: pool is nil")
+	}
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{
+		pool:   pool,
+		logger: logger,
+		window: cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		limits: intake.Limits{
+			MaxPayloadBytes:  cfg.Limits.MaxPayloadBytes,
+			MaxSMSSegments:   cfg.Limits.MaxSMSSegments,
+			MaxScheduleAhead: cfg.Limits.MaxScheduleAhead,
+			MaxRoutes:        cfg.Limits.MaxRoutes,
+		}.WithDefaults(),
+		actor: cmp.Or(cfg.Actor, DefaultActor),
+		now:   cfg.NowFunc,
+		waker: intake.NewWaker(pool, cfg.NotifyDebounce, logger),
+	}, nil
+}
+
+// Close stops the client's pending trailing wake-up hint. It does not close
+// the pool. The client must not be used afterwards.
+func (c *Client) Close() { c.waker.Close() }
+
+// Submit validates in and stores it, with its routes, in one statement
+// committed on its own. It returns the receipt; for an intent accepted
+// before with the same idempotency key and the same request, the original
+// notification's receipt with Duplicate set. It returns a *ValidationError
+// if in is refused and a *ConflictError (errors.Is ErrIdempotencyConflict)
+// if the key holds a different request.
+func (c *Client) Submit(ctx context.Context, in *Intent) (*Receipt, error) {
+	return c.submitOne(ctx, c.pool, in)
+}
+
+// SubmitTx is Submit inside the caller's transaction tx: the notification
+// and its routes commit or roll back with the caller's own writes (the
+// outbox pattern), and the wake-up hint, if it is this submit's to send,
+// goes out at commit. Every statement names the herald schema, so tx's
+// search_path does not matter. A conflict or database error inside tx
+// leaves tx usable only for rollback, as any failed statement does; a
+// *ValidationError is returned before anything is sent.
+func (c *Client) SubmitTx(ctx context.Context, tx pgx.Tx, in *Intent) (*Receipt, error) {
+	if tx == nil {
+		return nil, errors.New("submit intent: tx is nil")
+	}
+	return c.submitOne(ctx, tx, in)
+}
+
+func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent) (*Receipt, error) {
+	res, err := c.submit(ctx, db, []*Intent{in})
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Receipt, res[0].Err
+}
+
+// SubmitMany validates and stores many intents in one statement, one round
+// trip, committed on its own. It returns one result per intent, in order:
+// a refused intent (a *ValidationError or a *ConflictError in its
+// SubmitResult.Err) does not keep the others from being stored. Intents of
+// the same producer and idempotency key within one call behave as if
+// submitted one after the other. The error is non-nil only when the
+// statement itself failed, and then nothing was stored.
+func (c *Client) SubmitMany(ctx context.Context, ins []*Intent) ([]SubmitResult, error) {
+	return c.submit(ctx, c.pool, ins)
+}
+
+func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]SubmitResult, error) {
+	now := time.Now()
+	var sqlNow time.Time // zero: the database's clock
+	if c.now != nil {
+		now = c.now()
+		sqlNow = now
+	}
+	results := make([]SubmitResult, len(ins))
+	valid := make([]*intake.Validated, 0, len(ins))
+	index := make([]int, 0, len(ins)) // valid[j] is ins[index[j]]
+	for i, in := range ins {
+		v, err := intake.Validate(in.toInternal(), c.limits, now)
+		if err != nil {
+			results[i].Err = publicError(err)
+			continue
+		}
+		valid = append(valid, v)
+		index = append(index, i)
+	}
+	if len(valid) == 0 {
+		return results, nil
+	}
+	outcomes, err := intake.Accept(ctx, db, valid, intake.AcceptParams{
+		Now:               sqlNow,
+		IdempotencyWindow: c.window,
+		Notify:            c.waker.Hint(intake.HintChannel(valid)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit intents: %w", err)
+	}
+	for j, o := range outcomes {
+		v := valid[j]
+		if o.Conflict {
+			results[index[j]].Err = &ConflictError{
+				ExistingID: o.NotificationID, Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey,
+			}
+			c.logger.DebugContext(ctx, "intent refused: idempotency conflict", slog.String("notification_id", o.NotificationID))
+			continue
+		}
+		ids := make([]string, len(v.Routes))
+		for k, r := range v.Routes {
+			ids[k] = r.RouteID
+		}
+		results[index[j]].Receipt = &Receipt{
+			NotificationID: o.NotificationID,
+			Duplicate:      o.Duplicate,
+			AcceptedAt:     o.AcceptedAt,
+			RouteIDs:       ids,
+		}
+		c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", o.NotificationID),
+			slog.Bool("duplicate", o.Duplicate), slog.Int("routes", len(ids)))
+	}
+	return results, nil
+}
+
+// Get returns the notification id with every route's state, attempts and
+// last error. It returns ErrNotFound if there is no such notification
+// (including one removed by retention).
+func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
+	q := store.New()
+	rec, err := q.RecordGet(ctx, c.pool, id)
+	if err != nil {
+		return nil, fmt.Errorf("get notification: %w", notFound(err))
+	}
+	routes, err := q.RouteListByNotification(ctx, c.pool, id)
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	n := &Notification{
+		ID:                   rec.NotificationID,
+		Type:                 rec.NotificationType,
+		Producer:             rec.Producer,
+		IdempotencyKey:       rec.IdempotencyKey,
+		AudienceKind:         rec.AudienceKind,
+		Channels:             rec.Channels,
+		Priority:             PriorityTransactional,
+		Content:              json.RawMessage(rec.PayloadJson),
+		RequestID:            rec.RequestID,
+		TraceID:              rec.TraceID,
+		OccurredAt:           rec.OccurredAt.Time,
+		AcceptedAt:           rec.AcceptedAt.Time,
+		SendAt:               timePtr(rec.SendAt),
+		ExpiresAt:            timePtr(rec.ExpiresAt),
+		IdempotencyExpiresAt: rec.IdempotencyExpiresAt.Time,
+		Routes:               make([]Route, len(routes)),
+	}
+	if rec.Priority == 1 {
+		n.Priority = PriorityBulk
+	}
+	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
+		return nil, fmt.Errorf("decode recipient user ids: %w", err)
+	}
+	for i, r := range routes {
+		n.Routes[i] = Route{
+			ID:                r.RouteID,
+			Channel:           r.Channel,
+			RecipientRef:      r.RecipientRef,
+			Status:            r.Status,
+			Attempts:          int(r.AttemptCount),
+			MaxAttempts:       int(r.MaxAttempts),
+			NextAttemptAt:     timePtr(r.NextAttemptAt),
+			LastErrorClass:    r.LastErrorClassification,
+			LastError:         r.LastErrorMessage,
+			LastErrorAt:       timePtr(r.LastErrorAt),
+			SMSEncoding:       r.SmsEncoding,
+			SMSSegments:       int(r.SmsSegments),
+			ProviderMessageID: r.ProviderMessageID,
+			CreatedAt:         r.CreatedAt.Time,
+			UpdatedAt:         r.UpdatedAt.Time,
+			PublishedAt:       timePtr(r.PublishedAt),
+			DeadLetteredAt:    timePtr(r.DeadLetteredAt),
+			SkippedAt:         timePtr(r.SkippedAt),
+			CanceledAt:        timePtr(r.CanceledAt),
+			ExpiresAt:         timePtr(r.ExpiresAt),
+		}
+	}
+	return n, nil
+}
+
+// Cancel moves every route of notification id that is not yet terminal
+// (pending, claimed or failed) to canceled, and writes an audit_log row
+// (action "cancel") in the same transaction. A route a dispatcher is
+// delivering right now is canceled too, though that delivery may still
+// reach the recipient. It returns what it canceled (nothing if every route
+// was terminal already), or ErrNotFound if there is no such notification.
+// opts may be nil.
+func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*CancelResult, error) {
+	if opts == nil {
+		opts = &CancelOpts{}
+	}
+	var sqlNow pgtype.Timestamptz
+	if c.now != nil {
+		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
+	}
+	res := &CancelResult{NotificationID: id, Canceled: []CanceledRoute{}}
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		q := store.New()
+		if _, err := q.RecordGet(ctx, tx, id); err != nil {
+			return fmt.Errorf("get notification: %w", notFound(err))
+		}
+		rows, err := q.RouteCancelByNotification(ctx, tx, store.RouteCancelByNotificationParams{Now: sqlNow, NotificationID: id})
+		if err != nil {
+			return fmt.Errorf("cancel routes: %w", err)
+		}
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			res.Canceled = append(res.Canceled, CanceledRoute{RouteID: r.RouteID, Channel: r.Channel})
+			ids[i] = r.RouteID
+		}
+		details, err := json.Marshal(map[string]any{"route_ids": ids})
+		if err != nil {
+			return fmt.Errorf("marshal audit details: %w", err)
+		}
+		err = q.RecordAuditInsert(ctx, tx, store.RecordAuditInsertParams{
+			Now:            sqlNow,
+			Actor:          cmp.Or(opts.Actor, c.actor),
+			Action:         "cancel",
+			Reason:         opts.Reason,
+			NotificationID: id,
+			Affected:       int32(len(rows)),
+			Details:        details,
+		})
+		if err != nil {
+			return fmt.Errorf("write audit row: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancel notification: %w", err)
+	}
+	c.logger.DebugContext(ctx, "notification canceled", slog.String("notification_id", id), slog.Int("routes", len(res.Canceled)))
+	return res, nil
+}
+
+// UpsertRecipient creates or replaces r's entry in the recipient directory.
+// Addresses are validated with the intent's rules and stored normalized; it
+// returns a *ValidationError naming the field otherwise.
+func (c *Client) UpsertRecipient(ctx context.Context, r Recipient) error {
+	v, err := intake.ValidateRecipient(intake.Recipient(r))
+	if err != nil {
+		return publicError(err)
+	}
+	var sqlNow pgtype.Timestamptz
+	if c.now != nil {
+		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
+	}
+	err = store.New().RecipientUpsert(ctx, c.pool, store.RecipientUpsertParams{
+		UserID:     v.UserID,
+		Email:      v.Email,
+		Phone:      v.Phone,
+		WebhookUrl: v.WebhookURL,
+		Locale:     v.Locale,
+		OptedOut:   v.OptedOut,
+		Now:        sqlNow,
+	})
+	if err != nil {
+		return fmt.Errorf("upsert recipient: %w", err)
+	}
+	return nil
+}
+
+// notFound maps pgx.ErrNoRows to ErrNotFound: the one place that does.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// timePtr returns t's time, or nil for NULL.
+func timePtr(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	tt := t.Time
+	return &tt
+}

@@ -1,0 +1,270 @@
+package intake
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// DefaultIdempotencyWindow is how long an idempotency key stays reserved
+// when AcceptParams.IdempotencyWindow is zero: 48 hours, as the SMS
+// orchestrator kept its Redis keys.
+const DefaultIdempotencyWindow = 48 * time.Hour
+
+// Notification channels. Dispatchers LISTEN on both.
+const (
+	// RoutesChannel carries the accept path's wake-up hint: new routes may
+	// be due. The payload is the channel of the new routes ("sms", "email",
+	// "webhook"), or "" when they span several. The hint is debounced (see
+	// Waker), so a dispatcher must also poll; the hint only cuts latency.
+	RoutesChannel = "herald_routes"
+	// IntakeChannel carries the SQL intake's hint, sent once per INSERT
+	// statement by the trigger on herald.intake, with an empty payload.
+	IntakeChannel = "herald_intake"
+)
+
+// AcceptParams configures one Accept call.
+type AcceptParams struct {
+	// Now is the acceptance time written to records and routes; zero means
+	// the database's now().
+	Now time.Time
+	// IdempotencyWindow is how long the keys stay reserved
+	// (records.idempotency_expires_at); zero means
+	// DefaultIdempotencyWindow.
+	IdempotencyWindow time.Duration
+	// Notify, when non-nil, makes the insert statement itself send the
+	// herald_routes hint with payload *Notify, delivered when the
+	// transaction commits (see Waker.Hint). Nil sends none.
+	Notify *string
+}
+
+// Outcome is what Accept did with one validated intent.
+type Outcome struct {
+	// NotificationID is the new notification's id; for a duplicate or a
+	// conflict, the id of the notification that holds the key.
+	NotificationID string
+	// AcceptedAt is when that notification was accepted.
+	AcceptedAt time.Time
+	// Duplicate reports that the key was accepted before with the same
+	// fingerprint: nothing new was stored.
+	Duplicate bool
+	// Conflict reports that the key was accepted before with a different
+	// fingerprint: nothing new was stored, and NotificationID names the
+	// notification holding the key.
+	Conflict bool
+}
+
+// idemKey is the idempotency scope of an intent.
+type idemKey struct{ producer, key string }
+
+// keyHolder is the notification that holds an idempotency key.
+type keyHolder struct {
+	id          string
+	fingerprint string
+	acceptedAt  time.Time
+	insertedBy  int // index into vs of the intent that inserted it; -1 if it existed
+}
+
+// Accept stores validated intents idempotently through db (a pool, a
+// connection or the caller's transaction), each as one record plus its
+// routes, all in one statement, and returns one Outcome per intent in the
+// order of vs. The UNIQUE (producer, idempotency_key) constraint decides:
+// the first intent with a key is stored; the others with the same key get
+// the stored notification, as a Duplicate if their fingerprint matches it
+// and as a Conflict if not. It costs one round trip, plus one more only
+// when a racing transaction committed one of the keys while the statement
+// ran. Under REPEATABLE READ or SERIALIZABLE such a race fails with a
+// serialization error instead, which the caller retries. An error means
+// nothing was accepted by this call (in a transaction, the transaction is
+// then aborted).
+func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams) ([]Outcome, error) {
+	out := make([]Outcome, len(vs))
+	if len(vs) == 0 {
+		return out, nil
+	}
+	holders := make(map[idemKey]*keyHolder, len(vs))
+	var firsts []int // the first intent of each key: the ones sent to the insert
+	for i, v := range vs {
+		k := idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}
+		if _, ok := holders[k]; !ok {
+			holders[k] = nil
+			firsts = append(firsts, i)
+		}
+	}
+
+	params, err := insertParams(vs, firsts, p)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := store.New().RecordInsertMany(ctx, db, params)
+	if err != nil {
+		return nil, fmt.Errorf("insert records: %w", err)
+	}
+	firstOf := make(map[string]int, len(firsts)) // notification id → intent index
+	for j, i := range firsts {
+		firstOf[params.NotificationIds[j]] = i
+	}
+	for _, r := range rows {
+		h := &keyHolder{id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time, insertedBy: -1}
+		if r.Inserted {
+			h.insertedBy = firstOf[r.NotificationID]
+		}
+		holders[idemKey{r.Producer, r.IdempotencyKey}] = h
+	}
+
+	// Keys neither inserted nor seen were committed by a racing transaction
+	// after the statement's snapshot: ON CONFLICT waited for it, but the
+	// snapshot cannot show its row. A new statement can.
+	var missing store.RecordGetByKeysParams
+	for k, h := range holders {
+		if h == nil {
+			missing.Producers = append(missing.Producers, k.producer)
+			missing.IdempotencyKeys = append(missing.IdempotencyKeys, k.key)
+		}
+	}
+	if len(missing.Producers) > 0 {
+		found, err := store.New().RecordGetByKeys(ctx, db, missing)
+		if err != nil {
+			return nil, fmt.Errorf("get records by idempotency key: %w", err)
+		}
+		for _, r := range found {
+			holders[idemKey{r.Producer, r.IdempotencyKey}] = &keyHolder{
+				id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time, insertedBy: -1,
+			}
+		}
+	}
+
+	for i, v := range vs {
+		h := holders[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}]
+		if h == nil {
+			return nil, fmt.Errorf("accept intent: idempotency key of producer %q neither inserted nor found", v.Intent.Producer)
+		}
+		out[i] = Outcome{NotificationID: h.id, AcceptedAt: h.acceptedAt}
+		switch {
+		case h.insertedBy == i:
+		case h.fingerprint == v.Fingerprint:
+			out[i].Duplicate = true
+		default:
+			out[i].Conflict = true
+		}
+	}
+	return out, nil
+}
+
+// insertParams lays out the intents vs[firsts] as RecordInsertMany's
+// column arrays, with a fresh UUIDv7 notification id each.
+func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordInsertManyParams, error) {
+	n := len(firsts)
+	nRoutes := 0
+	for _, i := range firsts {
+		nRoutes += len(vs[i].Routes)
+	}
+	window := cmp.Or(p.IdempotencyWindow, DefaultIdempotencyWindow)
+	a := store.RecordInsertManyParams{
+		NotificationIds:          make([]string, 0, n),
+		NotificationTypes:        make([]string, 0, n),
+		Producers:                make([]string, 0, n),
+		AudienceKinds:            make([]string, 0, n),
+		RecipientUserIds:         make([][]byte, 0, n),
+		PayloadJsons:             make([]string, 0, n),
+		IdempotencyKeys:          make([]string, 0, n),
+		RequestFingerprints:      make([]string, 0, n),
+		RequestIds:               make([]string, 0, n),
+		TraceIds:                 make([]string, 0, n),
+		OccurredAts:              make([]pgtype.Timestamptz, 0, n),
+		ChannelLists:             make([]string, 0, n),
+		Priorities:               make([]int16, 0, n),
+		SendAts:                  make([]pgtype.Timestamptz, 0, n),
+		ExpiresAts:               make([]pgtype.Timestamptz, 0, n),
+		Now:                      timestamptz(p.Now),
+		IdempotencyWindowSeconds: window.Seconds(),
+		RouteNotificationIds:     make([]string, 0, nRoutes),
+		RouteIds:                 make([]string, 0, nRoutes),
+		RouteChannels:            make([]string, 0, nRoutes),
+		RouteRecipientRefs:       make([]string, 0, nRoutes),
+		RouteMaxAttempts:         make([]int32, 0, nRoutes),
+		RoutePriorities:          make([]int16, 0, nRoutes),
+		RouteSendAts:             make([]pgtype.Timestamptz, 0, nRoutes),
+		RouteExpiresAts:          make([]pgtype.Timestamptz, 0, nRoutes),
+		RouteSmsEncodings:        make([]string, 0, nRoutes),
+		RouteSmsSegments:         make([]int16, 0, nRoutes),
+		NotifyChannel:            p.Notify,
+	}
+	for _, i := range firsts {
+		v := vs[i]
+		in := &v.Intent
+		id, err := uuid.NewV7()
+		if err != nil {
+			return a, fmt.Errorf("generate notification id: %w", err)
+		}
+		nid := id.String()
+		userIDs := in.Audience.UserIDs
+		if userIDs == nil {
+			userIDs = []string{} // the column holds [], not null
+		}
+		users, err := json.Marshal(userIDs)
+		if err != nil {
+			return a, fmt.Errorf("marshal user ids: %w", err)
+		}
+		sendAt, expiresAt := timestamptz(in.SendAt), timestamptz(in.ExpiresAt)
+		a.NotificationIds = append(a.NotificationIds, nid)
+		a.NotificationTypes = append(a.NotificationTypes, in.NotificationType)
+		a.Producers = append(a.Producers, in.Producer)
+		a.AudienceKinds = append(a.AudienceKinds, v.AudienceKind)
+		a.RecipientUserIds = append(a.RecipientUserIds, users)
+		a.PayloadJsons = append(a.PayloadJsons, string(v.PayloadJSON))
+		a.IdempotencyKeys = append(a.IdempotencyKeys, in.IdempotencyKey)
+		a.RequestFingerprints = append(a.RequestFingerprints, v.Fingerprint)
+		a.RequestIds = append(a.RequestIds, in.RequestID)
+		a.TraceIds = append(a.TraceIds, in.TraceID)
+		a.OccurredAts = append(a.OccurredAts, timestamptz(in.OccurredAt))
+		a.ChannelLists = append(a.ChannelLists, strings.Join(in.Channels, ","))
+		a.Priorities = append(a.Priorities, v.Priority)
+		a.SendAts = append(a.SendAts, sendAt)
+		a.ExpiresAts = append(a.ExpiresAts, expiresAt)
+		for _, r := range v.Routes {
+			a.RouteNotificationIds = append(a.RouteNotificationIds, nid)
+			a.RouteIds = append(a.RouteIds, r.RouteID)
+			a.RouteChannels = append(a.RouteChannels, r.Channel)
+			a.RouteRecipientRefs = append(a.RouteRecipientRefs, r.RecipientRef)
+			a.RouteMaxAttempts = append(a.RouteMaxAttempts, int32(in.MaxAttempts))
+			a.RoutePriorities = append(a.RoutePriorities, v.Priority)
+			a.RouteSendAts = append(a.RouteSendAts, sendAt)
+			a.RouteExpiresAts = append(a.RouteExpiresAts, expiresAt)
+			a.RouteSmsEncodings = append(a.RouteSmsEncodings, r.SMSEncoding)
+			a.RouteSmsSegments = append(a.RouteSmsSegments, int16(r.SMSSegments))
+		}
+	}
+	return a, nil
+}
+
+// timestamptz converts t to a timestamptz parameter; the zero time is NULL.
+func timestamptz(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
+
+// HintChannel returns the payload of the herald_routes hint for the routes
+// of vs: their channel if they share one, else "".
+func HintChannel(vs []*Validated) string {
+	ch := ""
+	for _, v := range vs {
+		for _, r := range v.Routes {
+			switch ch {
+			case "":
+				ch = r.Channel
+			case r.Channel:
+			default:
+				return ""
+			}
+		}
+	}
+	return ch
+}

@@ -1,0 +1,109 @@
+package intake
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// DefaultWakeDebounce is the default debounce window of a Waker: 5 ms. A
+// NOTIFY is not free: every notifying transaction takes a cluster-wide lock
+// on the notification queue at commit, serializing those commits, so one
+// per submit would cap intake at that lock's rate. One hint per 5 ms is at
+// most 200 per second whatever the submit rate, while the leading edge
+// keeps an isolated submit's latency at zero and a burst's added latency
+// under 5 ms (a dispatcher woken by the first hint usually claims the rest
+// of the burst on the same wake-up anyway).
+const DefaultWakeDebounce = 5 * time.Millisecond
+
+// Waker debounces the herald_routes wake-up hint of one process: the first
+// accept of a quiet period sends it at once (leading edge, inside the
+// accept's own statement), the accepts that follow within the window send
+// nothing, and one trailing hint goes out at the end of the window if any
+// did. It is safe for concurrent use.
+type Waker struct {
+	db     store.DBTX // sends trailing hints
+	window time.Duration
+	logger *slog.Logger
+
+	mu             sync.Mutex
+	last           time.Time // when the last hint went out (or rode a statement)
+	timer          *time.Timer
+	pending        bool // a trailing hint is scheduled
+	pendingChannel string
+	closed         bool
+}
+
+// NewWaker returns a Waker sending trailing hints through db (normally the
+// pool) with debounce window window (DefaultWakeDebounce when zero; a
+// negative window disables debouncing: every accept sends its hint). A nil
+// logger discards.
+func NewWaker(db store.DBTX, window time.Duration, logger *slog.Logger) *Waker {
+	if window == 0 {
+		window = DefaultWakeDebounce
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Waker{db: db, window: window, logger: logger}
+}
+
+// Hint is called by an accept about to insert routes of channel ch (""
+// for several). It returns the payload the accept's statement should send
+// itself (AcceptParams.Notify) on the leading edge of a window, or nil
+// when a hint went out less than a window ago; in that case a trailing
+// hint is scheduled for the window's end, through the Waker's db.
+func (w *Waker) Hint(ch string) *string {
+	if w.window < 0 {
+		return &ch
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.last) >= w.window && !w.pending {
+		w.last = now
+		return &ch
+	}
+	if !w.pending {
+		w.pending, w.pendingChannel = true, ch
+		if !w.closed {
+			w.timer = time.AfterFunc(w.last.Add(w.window).Sub(now), w.trail)
+		}
+	} else if w.pendingChannel != ch {
+		w.pendingChannel = ""
+	}
+	return nil
+}
+
+// trail sends the scheduled trailing hint.
+func (w *Waker) trail() {
+	w.mu.Lock()
+	ch := w.pendingChannel
+	w.pending, w.pendingChannel = false, ""
+	w.last = time.Now()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := store.New().IntakeNotifyRoutes(ctx, w.db, ch); err != nil {
+		// Only a hint: dispatchers poll as well.
+		w.logger.Debug("send trailing wake-up hint", slog.String("channel", ch), slog.Any("err", err))
+	}
+}
+
+// Close cancels a scheduled trailing hint; later accepts still get their
+// leading-edge hints but no trailing ones. Close is idempotent.
+func (w *Waker) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}

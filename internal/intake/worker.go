@@ -1,0 +1,363 @@
+package intake
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Defaults of WorkerConfig.
+const (
+	// DefaultWorkerBatchSize is the default WorkerConfig.BatchSize.
+	DefaultWorkerBatchSize = 500
+	// DefaultWorkerPollInterval is the default WorkerConfig.PollInterval.
+	DefaultWorkerPollInterval = time.Second
+)
+
+// Results an intake entry can have, as passed to WorkerConfig.ResultFunc
+// (the herald_intents_total "result" label).
+const (
+	// ResultAccepted: a new notification was stored.
+	ResultAccepted = "accepted"
+	// ResultDuplicate: the key held the same request; nothing new stored.
+	ResultDuplicate = "duplicate"
+	// ResultMalformed: the entry was recorded in malformed_intents
+	// (including an idempotency conflict).
+	ResultMalformed = "malformed"
+)
+
+// WorkerConfig configures a Worker. The zero value is valid.
+type WorkerConfig struct {
+	// Logger receives the worker's lines; nil discards.
+	Logger *slog.Logger
+	// BatchSize is how many intake entries one transaction takes. Default
+	// 500.
+	BatchSize int
+	// PollInterval is how often the worker looks at the intake without a
+	// herald_intake notification (a lost one, or a dropped LISTEN
+	// connection). Default 1s.
+	PollInterval time.Duration
+	// Limits bounds the entries; zero fields take the defaults.
+	Limits Limits
+	// IdempotencyWindow is how long keys stay reserved; default 48 hours.
+	IdempotencyWindow time.Duration
+	// ResultFunc, if set, is called once per entry with its producer ("" if
+	// unknown) and result (ResultAccepted, ResultDuplicate,
+	// ResultMalformed), after the batch committed; serve passes the
+	// metrics' Intent method.
+	ResultFunc func(producer, result string)
+	// NowFunc, if set, replaces the clock; for tests.
+	NowFunc func() time.Time
+}
+
+func (c *WorkerConfig) validate() error {
+	switch {
+	case c.BatchSize < 0:
+		return errors.New("BatchSize must not be negative")
+	case c.BatchSize > 10000:
+		return errors.New("BatchSize must be at most 10000")
+	case c.PollInterval != 0 && c.PollInterval < time.Millisecond:
+		return errors.New("PollInterval must be at least 1ms")
+	case c.IdempotencyWindow != 0 && c.IdempotencyWindow < time.Second:
+		return errors.New("IdempotencyWindow must be at least 1s")
+	}
+	return nil
+}
+
+// Worker drains the SQL intake (herald.intake): it validates each entry
+// and, in one transaction per batch, accepts the valid ones through the
+// same idempotent path as the Go client, records the others in
+// malformed_intents, and deletes them all from the intake. Several
+// workers, in one process or many, may drain one database side by side.
+type Worker struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+	batch  int
+	poll   time.Duration
+	limits Limits
+	window time.Duration
+	result func(producer, result string)
+	now    func() time.Time
+
+	afterClaim func(batch int) // test hook: called after each batch is claimed
+}
+
+// NewWorker returns a Worker on pool; a nil cfg means the defaults. It
+// returns an error naming the Config field that is invalid.
+func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
+	if pool == nil {
+		return nil, errors.New("new intake worker: pool is nil")
+	}
+	if cfg == nil {
+		cfg = &WorkerConfig{}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new intake worker: %w", err)
+	}
+	w := &Worker{
+		pool:   pool,
+		logger: cfg.Logger,
+		batch:  cmp.Or(cfg.BatchSize, DefaultWorkerBatchSize),
+		poll:   cmp.Or(cfg.PollInterval, DefaultWorkerPollInterval),
+		limits: cfg.Limits.WithDefaults(),
+		window: cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		result: cfg.ResultFunc,
+		now:    cfg.NowFunc,
+	}
+	if w.logger == nil {
+		w.logger = slog.New(slog.DiscardHandler)
+	}
+	return w, nil
+}
+
+// Run drains the intake until ctx is done, then returns nil. It LISTENs on
+// herald_intake (the intake's INSERT trigger notifies it) and also polls
+// every PollInterval, so a lost notification or a broken LISTEN
+// connection delays entries but never strands them. Errors of a drain are
+// logged and retried at the next wake-up.
+func (w *Worker) Run(ctx context.Context) error {
+	wake := make(chan struct{}, 1)
+	listening := make(chan struct{})
+	go w.listen(ctx, wake, listening)
+	select { // LISTEN first, so that no entry slips in between drain and LISTEN
+	case <-listening:
+	case <-ctx.Done():
+		return nil
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		accepted, malformed, err := w.DrainOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			w.logger.ErrorContext(ctx, "drain intake", slog.Any("err", err))
+		case accepted+malformed > 0:
+			w.logger.DebugContext(ctx, "intake drained", slog.Int("accepted", accepted), slog.Int("malformed", malformed))
+		}
+		timer.Reset(w.poll)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// listen holds a connection LISTENing on herald_intake and signals wake on
+// each notification; it reconnects after a failure. It closes listening
+// after its first attempt, successful or not.
+func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening chan struct{}) {
+	first := true
+	signal := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	for ctx.Err() == nil {
+		err := func() error {
+			pooled, err := w.pool.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			// The connection ends LISTENing, so it must not go back to the
+			// pool: it is taken out of it and closed.
+			conn := pooled.Hijack()
+			defer conn.Close(context.WithoutCancel(ctx))
+			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{IntakeChannel}.Sanitize()); err != nil {
+				return err
+			}
+			if first {
+				first = false
+				close(listening)
+			} else {
+				signal() // entries may have arrived while we were not listening
+			}
+			for {
+				if _, err := conn.WaitForNotification(ctx); err != nil {
+					return err
+				}
+				signal()
+			}
+		}()
+		if first {
+			first = false
+			close(listening)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.logger.WarnContext(ctx, "listen for intake notifications; polling meanwhile", slog.Any("err", err))
+		select {
+		case <-ctx.Done():
+		case <-time.After(w.poll):
+		}
+	}
+}
+
+// DrainOnce drains the intake until it is empty, one transaction per batch
+// of BatchSize entries, and returns how many entries it accepted (new or
+// duplicate) and recorded as malformed. A batch is all or nothing: if the
+// worker dies or ctx is canceled during one, its transaction rolls back and
+// its entries stay in the intake. On error, the counts are those of the
+// batches committed before it.
+func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err error) {
+	for {
+		a, m, n, err := w.drainBatch(ctx)
+		accepted += a
+		malformed += m
+		if err != nil {
+			return accepted, malformed, err
+		}
+		if n < w.batch {
+			return accepted, malformed, nil
+		}
+	}
+}
+
+// malformedEntry is an intake entry refused by the validator or the accept
+// path.
+type malformedEntry struct {
+	entry    store.HeraldIntake
+	code     string
+	message  string
+	producer string // set for an idempotency conflict, else dug out of the body
+	key      string
+	ntype    string
+}
+
+// resultOf is one entry's result, reported after commit.
+type resultOf struct{ producer, result string }
+
+// drainBatch takes one batch off the intake and settles it in one
+// transaction; n is the number of entries taken.
+func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, err error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("begin intake batch: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
+
+	q := store.New()
+	entries, err := q.IntakeClaimBatch(ctx, tx, int32(w.batch))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("claim intake batch: %w", err)
+	}
+	if len(entries) == 0 {
+		return 0, 0, 0, nil
+	}
+	if w.afterClaim != nil {
+		w.afterClaim(len(entries))
+	}
+
+	now := time.Now()
+	var sqlNow time.Time
+	if w.now != nil {
+		now = w.now()
+		sqlNow = now
+	}
+	var (
+		valid   []*Validated
+		from    []int // valid[j] came from entries[from[j]]
+		bad     []malformedEntry
+		results = make([]resultOf, 0, len(entries))
+	)
+	for i, e := range entries {
+		body := []byte(e.Body)
+		in, err := DecodeRaw(body, w.limits)
+		var v *Validated
+		if err == nil {
+			v, err = Validate(in, w.limits, now)
+		}
+		if err != nil {
+			bad = append(bad, refused(e, err))
+			continue
+		}
+		valid = append(valid, v)
+		from = append(from, i)
+	}
+
+	if len(valid) > 0 {
+		// One hint per batch transaction: batching already debounces it.
+		hint := HintChannel(valid)
+		outcomes, err := Accept(ctx, tx, valid, AcceptParams{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("accept intake batch: %w", err)
+		}
+		for j, o := range outcomes {
+			v := valid[j]
+			switch {
+			case o.Conflict:
+				bad = append(bad, malformedEntry{
+					entry: entries[from[j]],
+					code:  CodeIdempotencyConflict,
+					message: fmt.Sprintf("idempotency key already used by notification %s for a different request (%s)",
+						o.NotificationID, CodeIdempotencyConflict),
+					ntype:    v.Intent.NotificationType,
+					producer: v.Intent.Producer,
+					key:      v.Intent.IdempotencyKey,
+				})
+			case o.Duplicate:
+				accepted++
+				results = append(results, resultOf{v.Intent.Producer, ResultDuplicate})
+			default:
+				accepted++
+				results = append(results, resultOf{v.Intent.Producer, ResultAccepted})
+			}
+		}
+	}
+
+	if len(bad) > 0 {
+		p := store.MalformedIntentInsertManyParams{Now: pgtype.Timestamptz{Time: sqlNow, Valid: !sqlNow.IsZero()}}
+		for _, b := range bad {
+			p.StreamEntryIds = append(p.StreamEntryIds, "intake:"+strconv.FormatInt(b.entry.ID, 10))
+			p.NotificationTypes = append(p.NotificationTypes, b.ntype)
+			p.Producers = append(p.Producers, b.producer)
+			p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)
+			p.FailureCodes = append(p.FailureCodes, b.code)
+			p.FailureMessages = append(p.FailureMessages, b.message)
+			p.RawFields = append(p.RawFields, RawFields([]byte(b.entry.Body)))
+			results = append(results, resultOf{b.producer, ResultMalformed})
+		}
+		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
+			return 0, 0, 0, fmt.Errorf("record malformed intents: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, 0, 0, fmt.Errorf("commit intake batch: %w", err)
+	}
+	for _, b := range bad {
+		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.ID),
+			slog.String("failure_code", b.code), slog.String("producer", b.producer))
+	}
+	if w.result != nil {
+		for _, r := range results {
+			w.result(r.producer, r.result)
+		}
+	}
+	return accepted, len(bad), len(entries), nil
+}
+
+// refused returns the malformed record of entry e refused with err.
+func refused(e store.HeraldIntake, err error) malformedEntry {
+	m := malformedEntry{entry: e, code: CodeInvalidField, message: err.Error()}
+	var ve *ValidationError
+	if errors.As(err, &ve) && ve.Code() != "" {
+		m.code = ve.Code()
+	}
+	m.ntype, m.producer, m.key = PartialFields([]byte(e.Body))
+	return m
+}

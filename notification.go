@@ -1,0 +1,171 @@
+package herald
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Receipt is what Submit returns for an accepted intent.
+type Receipt struct {
+	// NotificationID is the notification's id, a UUIDv7 in text form. For a
+	// duplicate it is the original notification's id.
+	NotificationID string
+	// Duplicate reports that the (producer, idempotency key) was accepted
+	// before with the same request: nothing new was stored, and the other
+	// fields describe the original notification.
+	Duplicate bool
+	// AcceptedAt is when the notification was accepted.
+	AcceptedAt time.Time
+	// RouteIDs are the ids of its routes, one per (channel, recipient),
+	// sorted by channel and recipient; their count is the fan-out.
+	RouteIDs []string
+}
+
+// SubmitResult is SubmitMany's result for one intent: a Receipt, or the
+// reason it was refused (a *ValidationError or a *ConflictError).
+type SubmitResult struct {
+	// Receipt is set when the intent was accepted or was a duplicate.
+	Receipt *Receipt
+	// Err is set when the intent was refused; Receipt is nil then.
+	Err error
+}
+
+// Route states, as Route.Status reports them.
+const (
+	// RouteStatusPending: waiting to be claimed, at NextAttemptAt.
+	RouteStatusPending = "pending"
+	// RouteStatusClaimed: a dispatcher is delivering it; its lease ends at
+	// NextAttemptAt.
+	RouteStatusClaimed = "claimed"
+	// RouteStatusFailed: the last attempt failed transiently; it is retried
+	// at NextAttemptAt.
+	RouteStatusFailed = "failed"
+	// RouteStatusPublished: delivered (terminal).
+	RouteStatusPublished = "published"
+	// RouteStatusDeadLetter: undeliverable or out of attempts; kept in
+	// herald.dead_letters for an operator (terminal until replayed).
+	RouteStatusDeadLetter = "dead_letter"
+	// RouteStatusSkipped: no address for the channel, or the user opted out
+	// (terminal).
+	RouteStatusSkipped = "skipped"
+	// RouteStatusCanceled: canceled before delivery (terminal).
+	RouteStatusCanceled = "canceled"
+)
+
+// Notification is an accepted intent with the state of each of its routes,
+// as Client.Get returns it.
+type Notification struct {
+	// ID is the notification id.
+	ID string
+	// Type, Producer and IdempotencyKey are the intent's, normalized.
+	Type           string
+	Producer       string
+	IdempotencyKey string
+	// AudienceKind is "users", "addresses" or "mixed".
+	AudienceKind string
+	// UserIDs are the audience's directory user ids.
+	UserIDs []string
+	// Channels are the intent's channels.
+	Channels []string
+	// Priority is PriorityTransactional or PriorityBulk.
+	Priority string
+	// Content is the canonical JSON of the intent's content (the Content
+	// type's JSON form).
+	Content json.RawMessage
+	// RequestID and TraceID are the producer's identifiers.
+	RequestID string
+	TraceID   string
+	// OccurredAt, AcceptedAt: when the event happened and was accepted.
+	OccurredAt time.Time
+	AcceptedAt time.Time
+	// SendAt and ExpiresAt are the schedule; nil when not set.
+	SendAt    *time.Time
+	ExpiresAt *time.Time
+	// IdempotencyExpiresAt is when the idempotency key stops being
+	// reserved.
+	IdempotencyExpiresAt time.Time
+	// Routes are the notification's routes, sorted by id.
+	Routes []Route
+}
+
+// Route is one (channel, recipient) delivery of a notification.
+type Route struct {
+	// ID is "<channel>:<12 hex digits>", deterministic for the recipient.
+	ID string
+	// Channel is "sms", "email" or "webhook".
+	Channel string
+	// RecipientRef is "user:<id>" for a directory user, else the address.
+	RecipientRef string
+	// Status is one of the RouteStatus constants.
+	Status string
+	// Attempts is the number of delivery attempts made so far.
+	Attempts int
+	// MaxAttempts is the attempt budget; 0 means the channel's default.
+	MaxAttempts int
+	// NextAttemptAt is when the route is next due (or its lease ends); nil
+	// for a terminal route.
+	NextAttemptAt *time.Time
+	// LastErrorClass ("transient", "permanent", ...) and LastError describe
+	// the last failed attempt; empty if none failed.
+	LastErrorClass string
+	LastError      string
+	// LastErrorAt is when the last attempt failed; nil if none did.
+	LastErrorAt *time.Time
+	// SMSEncoding ("gsm7" or "ucs2") and SMSSegments describe an SMS body.
+	SMSEncoding string
+	SMSSegments int
+	// ProviderMessageID is what the channel's provider called the delivery.
+	ProviderMessageID string
+	// CreatedAt and UpdatedAt are the row's times; the others are set when
+	// the route reached that state, else nil.
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	PublishedAt    *time.Time
+	DeadLetteredAt *time.Time
+	SkippedAt      *time.Time
+	CanceledAt     *time.Time
+	// ExpiresAt is when the route stops being attempted; nil for never.
+	ExpiresAt *time.Time
+}
+
+// CancelResult is what Client.Cancel did.
+type CancelResult struct {
+	// NotificationID is the canceled notification.
+	NotificationID string
+	// Canceled are the routes Cancel moved to canceled: those not yet in a
+	// terminal state. Empty if every route was terminal already.
+	Canceled []CanceledRoute
+}
+
+// CanceledRoute is one route Cancel canceled.
+type CanceledRoute struct {
+	RouteID string
+	Channel string
+}
+
+// Recipient is one user's entry in the recipient directory, which routes
+// addressed to a user id resolve through at delivery time. Empty addresses
+// mean the user has none for that channel (the route is skipped).
+type Recipient struct {
+	// UserID is the id intents name in Audience.UserIDs. Required.
+	UserID string
+	// Email is an RFC 5322 address.
+	Email string
+	// Phone is an international number with a leading "+"; stored in E.164.
+	Phone string
+	// WebhookURL is an absolute http or https URL.
+	WebhookURL string
+	// Locale is a language tag such as "pt-BR".
+	Locale string
+	// OptedOut lists the channels the user opted out of; their routes are
+	// skipped.
+	OptedOut []string
+}
+
+// CancelOpts are Client.Cancel's optional arguments.
+type CancelOpts struct {
+	// Actor is who cancels, for the audit log; "" means Config.Actor.
+	Actor string
+	// Reason is why, for the audit log.
+	Reason string
+}
