@@ -1,0 +1,256 @@
+package intake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+// workerBundle is a database of its own and a worker on it.
+type workerBundle struct {
+	pool   *pgxpool.Pool
+	dbURL  string
+	worker *Worker
+}
+
+// setupWorker returns a workerBundle whose worker validates with
+// fuzzLimits at testNow; mutate, if not nil, adjusts its config.
+func setupWorker(t *testing.T, mutate func(*WorkerConfig)) *workerBundle {
+	t.Helper()
+	b := &workerBundle{dbURL: pgtemp.NewDatabase(t)}
+	var err error
+	b.pool, err = pgxpool.New(context.Background(), b.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(b.pool.Close)
+	cfg := &WorkerConfig{Limits: fuzzLimits, NowFunc: func() time.Time { return testNow }}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	b.worker, err = NewWorker(b.pool, cfg)
+	require.NoError(t, err)
+	return b
+}
+
+// insert INSERTs raw entries into the intake, as a producer would.
+func (b *workerBundle) insert(t *testing.T, bodies ...string) {
+	t.Helper()
+	require.NoError(t, store.New().IntakeInsertMany(context.Background(), b.pool, bodies))
+}
+
+// count runs a COUNT(*) statement (test-only SQL, as an operator's psql).
+func (b *workerBundle) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
+}
+
+func TestNewWorkerRefusesBadConfigNamingTheField(t *testing.T) {
+	t.Parallel()
+	b := setupWorker(t, nil)
+	_, err := NewWorker(b.pool, &WorkerConfig{BatchSize: -1})
+	require.ErrorContains(t, err, "BatchSize")
+	_, err = NewWorker(b.pool, &WorkerConfig{PollInterval: time.Microsecond})
+	require.ErrorContains(t, err, "PollInterval")
+	_, err = NewWorker(nil, nil)
+	require.Error(t, err)
+}
+
+func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	results := map[string]int{}
+	b := setupWorker(t, func(c *WorkerConfig) {
+		c.BatchSize = 4 // several batches, and keys that meet across them
+		c.ResultFunc = func(_, result string) {
+			mu.Lock()
+			defer mu.Unlock()
+			results[result]++
+		}
+	})
+
+	seeds := fuzzSeeds()
+	want := map[int]string{} // intake id → expected failure code
+	wantAccepted := 0
+	id := 0
+	for _, s := range seeds {
+		if !utf8.ValidString(s.body) || strings.Contains(s.body, "\x00") {
+			continue // a text column cannot hold it: PostgreSQL refuses the INSERT
+		}
+		b.insert(t, s.body)
+		id++ // identity values, in insertion order
+		switch {
+		case s.name == "ValidWithEveryField":
+			// Same key as Valid, different request: a conflict.
+			want[id] = CodeIdempotencyConflict
+		case s.want == "":
+			wantAccepted++
+		default:
+			want[id] = s.want
+		}
+	}
+	b.insert(t, validEntry) // a retry of Valid: accepted as a duplicate
+	wantAccepted++
+
+	accepted, malformed, err := b.worker.DrainOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, wantAccepted, accepted)
+	require.Equal(t, len(want), malformed)
+	require.Equal(t, map[string]int{ResultAccepted: wantAccepted - 1, ResultDuplicate: 1, ResultMalformed: len(want)}, results)
+
+	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"), "the intake is empty afterwards")
+	require.Equal(t, wantAccepted-1, b.count(t, "SELECT count(*) FROM herald.records"))
+	require.Equal(t, len(want), b.count(t, "SELECT count(*) FROM herald.malformed_intents"))
+
+	var validID string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT notification_id FROM herald.records
+		WHERE idempotency_key = 'order-9-shipped'`).Scan(&validID))
+	covered := map[string]bool{}
+	for id, code := range want {
+		m, err := store.New().MalformedIntentGet(ctx, b.pool, fmt.Sprintf("intake:%d", id))
+		require.NoError(t, err, "entry %d", id)
+		require.Equal(t, code, m.FailureCode, "entry %d: %s", id, m.FailureMessage)
+		require.NotEmpty(t, m.FailureMessage)
+		require.True(t, json.Valid(m.RawFields))
+		require.Equal(t, testNow, m.RecordedAt.Time.UTC())
+		covered[code] = true
+		if code == CodeIdempotencyConflict {
+			require.Contains(t, m.FailureMessage, validID, "a conflict names the existing notification")
+			require.Equal(t, "shop", m.Producer)
+			require.Equal(t, "order-9-shipped", m.IdempotencyKey)
+			require.Equal(t, "order.shipped", m.NotificationType)
+		}
+	}
+	require.ElementsMatch(t, Codes(), keys(covered), "every failure code is exercised")
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
+	t.Parallel()
+	// Polling an hour apart: only the herald_intake notification can wake
+	// the worker within the test.
+	b := setupWorker(t, func(c *WorkerConfig) { c.PollInterval = time.Hour })
+	conn, err := pgx.Connect(context.Background(), b.dbURL)
+	require.NoError(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), "LISTEN "+RoutesChannel)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.worker.Run(ctx) }()
+
+	// Wait until the worker LISTENs, then insert.
+	require.Eventually(t, func() bool {
+		return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%herald_intake%'") > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	b.insert(t, validEntry, `not json`)
+	require.Eventually(t, func() bool {
+		return b.count(t, "SELECT count(*) FROM herald.intake") == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM herald.records"))
+	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM herald.malformed_intents WHERE failure_code = 'not_json'"))
+
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer wcancel()
+	n, err := conn.WaitForNotification(wctx)
+	require.NoError(t, err)
+	require.Empty(t, n.Payload, "the routes span several channels")
+
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// envKillDB names the database the helper process drains until it kills
+// itself.
+const envKillDB = "HERALD_TEST_KILL_WORKER_DB"
+
+// TestWorkerHelperProcess is TestWorkerKilledMidBatchLosesNothing's
+// worker process: it commits one batch of 100, takes the next one and
+// kills itself with SIGKILL before committing it.
+func TestWorkerHelperProcess(t *testing.T) {
+	dbURL := os.Getenv(envKillDB)
+	if dbURL == "" {
+		t.Skip("helper process of TestWorkerKilledMidBatchLosesNothing")
+	}
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	w, err := NewWorker(pool, &WorkerConfig{BatchSize: 100})
+	require.NoError(t, err)
+	batches := 0
+	w.afterClaim = func(int) {
+		batches++
+		if batches == 2 {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+	_, _, err = w.DrainOnce(context.Background())
+	t.Fatalf("drained without being killed: %v", err)
+}
+
+func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupWorker(t, func(c *WorkerConfig) { c.NowFunc = nil; c.Limits = Limits{} })
+
+	const n = 250
+	bodies := make([]string, n)
+	for i := range bodies {
+		bodies[i] = strings.Replace(validEntry, "order-9-shipped", fmt.Sprintf("key-%d", i), 1)
+	}
+	b.insert(t, bodies...)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envKillDB+"="+b.dbURL)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	status, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled(), "%s", out)
+	require.Equal(t, syscall.SIGKILL, status.Signal())
+
+	// The first batch committed; the second rolled back with the process.
+	require.Equal(t, 100, b.count(t, "SELECT count(*) FROM herald.records"))
+	require.Equal(t, n-100, b.count(t, "SELECT count(*) FROM herald.intake"))
+
+	// The dead backend may hold its row locks for a moment (SKIP LOCKED
+	// passes over them), so drain until the intake is empty.
+	accepted := 0
+	require.Eventually(t, func() bool {
+		a, m, err := b.worker.DrainOnce(ctx)
+		require.NoError(t, err)
+		require.Zero(t, m)
+		accepted += a
+		return b.count(t, "SELECT count(*) FROM herald.intake") == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, n-100, accepted)
+	require.Equal(t, n, b.count(t, "SELECT count(*) FROM herald.records"))
+	require.Equal(t, n*6, b.count(t, "SELECT count(*) FROM herald.routes"))
+	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.malformed_intents"))
+}
