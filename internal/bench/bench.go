@@ -1,0 +1,212 @@
+// Package bench measures herald end to end, and River on the same database
+// in the same run: a workload generator (intents, routes per intent, payload
+// size, submit batch size, channel latency, failure share, concurrency,
+// processes), the throughput and latency it reaches, the peak memory of the
+// processes doing it, and what it cost Postgres (WAL bytes, rows written,
+// dead tuples, table and index sizes, from pg_stat_* and pg_current_wal_lsn).
+//
+// The package cannot import the module root (internal packages never do), so
+// the caller wires herald in through Herald: a function that submits a batch
+// through the public client, and one that starts the engine. cmd/herald's
+// bench command does that.
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultIntents      = 100_000
+	DefaultBatch        = 1_000
+	DefaultPayloadBytes = 256
+	DefaultConcurrency  = 100
+	DefaultProducers    = 2
+	DefaultIdleSamples  = 50
+)
+
+// Config configures a benchmark run.
+type Config struct {
+	// Intents is the number of intents submitted per engine. Default 100,000.
+	Intents int
+	// RoutesPerIntent is the number of routes each intent fans out into
+	// (webhook destinations). Default 1.
+	RoutesPerIntent int
+	// PayloadBytes is the size of each notification's content. Default 256.
+	PayloadBytes int
+	// Batch is the submit batch size: SubmitMany for herald, InsertMany for
+	// River. Default 1,000.
+	Batch int
+	// Producers is the number of goroutines submitting batches at once.
+	// Default 2.
+	Producers int
+	// Latency is what one delivery takes in the bench channel.
+	Latency time.Duration
+	// FailShare is the share of delivery attempts that fail transiently
+	// (0 to 1).
+	FailShare float64
+	// Concurrency is the number of deliveries in flight per process: the
+	// dispatcher's channel concurrency and River's MaxWorkers. Default 100.
+	Concurrency int
+	// Processes is the number of herald engine processes; 1 runs the engine
+	// in this process. Default 1.
+	Processes int
+	// Vs names the engine to compare with: "" (herald alone) or "river".
+	Vs string
+	// IdleSamples is the number of one-at-a-time pick-up latency samples
+	// taken on the idle engine. Default 50; negative skips them.
+	IdleSamples int
+	// Logger receives progress lines. Defaults to discarding.
+	Logger *slog.Logger
+	// Herald wires herald in. Required.
+	Herald *Herald
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Intents < 1:
+		return fmt.Errorf("Intents must be at least 1, not %d", c.Intents)
+	case c.RoutesPerIntent < 1:
+		return fmt.Errorf("RoutesPerIntent must be at least 1, not %d", c.RoutesPerIntent)
+	case c.PayloadBytes < 16:
+		return fmt.Errorf("PayloadBytes must be at least 16, not %d", c.PayloadBytes)
+	case c.Batch < 1:
+		return fmt.Errorf("Batch must be at least 1, not %d", c.Batch)
+	case c.Producers < 1:
+		return fmt.Errorf("Producers must be at least 1, not %d", c.Producers)
+	case c.Latency < 0:
+		return fmt.Errorf("Latency must not be negative, not %s", c.Latency)
+	case c.FailShare < 0 || c.FailShare >= 1:
+		return fmt.Errorf("FailShare must be in [0, 1), not %g", c.FailShare)
+	case c.Concurrency < 1:
+		return fmt.Errorf("Concurrency must be at least 1, not %d", c.Concurrency)
+	case c.Processes < 1:
+		return fmt.Errorf("Processes must be at least 1, not %d", c.Processes)
+	case c.Vs != "" && c.Vs != "river":
+		return fmt.Errorf("Vs must be empty or \"river\", not %q", c.Vs)
+	case c.Herald == nil || c.Herald.NewSubmitter == nil || c.Herald.StartEngine == nil:
+		return errors.New("Herald with NewSubmitter and StartEngine is required")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	c.Intents = cmp.Or(c.Intents, DefaultIntents)
+	c.RoutesPerIntent = cmp.Or(c.RoutesPerIntent, 1)
+	c.PayloadBytes = cmp.Or(c.PayloadBytes, DefaultPayloadBytes)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.Producers = cmp.Or(c.Producers, DefaultProducers)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Processes = cmp.Or(c.Processes, 1)
+	c.IdleSamples = cmp.Or(c.IdleSamples, DefaultIdleSamples)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// SubmitFunc submits one batch of intents through herald's public client
+// and returns once they are accepted (committed).
+type SubmitFunc func(ctx context.Context, batch []intake.Intent) error
+
+// Herald is how the bench drives herald without importing the module root.
+type Herald struct {
+	// NewSubmitter returns a SubmitFunc that uses a client on pool.
+	NewSubmitter func(pool *pgxpool.Pool) (SubmitFunc, error)
+	// StartEngine starts the engine (the dispatcher, in this process or in
+	// p.Processes `herald serve` processes) against p.DatabaseURL.
+	StartEngine func(ctx context.Context, p *EngineParams) (Engine, error)
+}
+
+// EngineParams is what StartEngine needs to know.
+type EngineParams struct {
+	// DatabaseURL is the database to work.
+	DatabaseURL string
+	// Channel is the channel the bench's intents use ("webhook").
+	Channel string
+	// Deliverer is the bench channel, for an engine in this process.
+	Deliverer channel.Deliverer
+	// SinkURL is a loopback HTTP endpoint that behaves as the bench channel
+	// (same latency and failure share, same counters), for engines in other
+	// processes; empty when Processes is 1.
+	SinkURL string
+	// Concurrency is the channel's concurrency per process.
+	Concurrency int
+	// Processes is the number of engine processes.
+	Processes int
+	// MaxConns is the size of each engine process's connection pool; River
+	// gets the same.
+	MaxConns int32
+	// Logger is for the engine's logs.
+	Logger *slog.Logger
+}
+
+// Engine is a running herald engine.
+type Engine interface {
+	// Stop stops the engine and waits for it; it closes the engine's
+	// database connections, which flushes their statistics.
+	Stop() error
+	// PeakRSS returns the peak resident set size of each engine process in
+	// bytes, read just before Stop; for an in-process engine, this
+	// process's (which includes the bench's own producers).
+	PeakRSS() []int64
+}
+
+// Row is one engine's figures for one run.
+type Row struct {
+	Engine string `json:"engine"`
+	// Settings describes the engine's configuration in one line.
+	Settings  string `json:"settings"`
+	Intents   int    `json:"intents"`
+	Routes    int64  `json:"routes"`
+	Published int64  `json:"published"`
+	Attempts  int64  `json:"attempts"`
+	// AcceptSeconds is how long submitting every intent took.
+	AcceptSeconds float64 `json:"accept_seconds"`
+	// EndToEndSeconds runs from the first submit to the last route terminal
+	// (by the database's clock of the last completion).
+	EndToEndSeconds float64 `json:"end_to_end_seconds"`
+	AcceptedPerSec  float64 `json:"accepted_per_sec"`
+	DeliveredPerSec float64 `json:"delivered_per_sec"`
+	// Latency from accept (commit of the submit) to published, in ms.
+	P50ms float64 `json:"p50_ms"`
+	P95ms float64 `json:"p95_ms"`
+	P99ms float64 `json:"p99_ms"`
+	// IdleP50ms and IdleP95ms are the pick-up latency on an idle engine,
+	// from the submit's return to the delivery's start, in ms.
+	IdleP50ms float64 `json:"idle_p50_ms"`
+	IdleP95ms float64 `json:"idle_p95_ms"`
+	// PeakRSS is the peak resident set size of each engine process.
+	PeakRSS []int64 `json:"peak_rss_bytes"`
+	Cost    PGCost  `json:"pg_cost"`
+}
+
+// Report is a run's result.
+type Report struct {
+	Config struct {
+		Intents         int     `json:"intents"`
+		RoutesPerIntent int     `json:"routes_per_intent"`
+		PayloadBytes    int     `json:"payload_bytes"`
+		Batch           int     `json:"batch"`
+		Producers       int     `json:"producers"`
+		Latency         string  `json:"latency"`
+		FailShare       float64 `json:"fail_share"`
+		Concurrency     int     `json:"concurrency"`
+		Processes       int     `json:"processes"`
+		Durable         bool    `json:"durable"`
+		Postgres        string  `json:"postgres"`
+		CPUs            int     `json:"cpus"`
+	} `json:"config"`
+	Rows []Row `json:"rows"`
+	// Notes say how the comparison was set up.
+	Notes []string `json:"notes"`
+}

@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// heraldSubject drives herald through the caller's Herald wiring.
+type heraldSubject struct {
+	cfg      *Config
+	db       *Database
+	sink     *sink
+	work     *workload
+	pool     *pgxpool.Pool // the producers' pool
+	submitF  SubmitFunc
+	engine   Engine
+	stopSink func()
+	q        *store.Queries
+}
+
+func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
+	return &heraldSubject{cfg: cfg, db: db, sink: sk, work: w, q: store.New()}
+}
+
+func (h *heraldSubject) name() string { return "herald" }
+
+func (h *heraldSubject) settings() string {
+	where := "in this process"
+	if h.cfg.Processes > 1 {
+		where = fmt.Sprintf("%d herald serve processes, loopback webhook sink", h.cfg.Processes)
+	}
+	return fmt.Sprintf("dispatcher concurrency %d per process, %s; SubmitMany batches of %d from %d producers",
+		h.cfg.Concurrency, where, h.cfg.Batch, h.cfg.Producers)
+}
+
+func (h *heraldSubject) start(ctx context.Context) error {
+	pcfg, err := pgxpool.ParseConfig(h.db.URL)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	pcfg.MaxConns = int32(h.cfg.Producers + 1)
+	h.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return fmt.Errorf("connect producers: %w", err)
+	}
+	h.submitF, err = h.cfg.Herald.NewSubmitter(h.pool)
+	if err != nil {
+		return fmt.Errorf("create submitter: %w", err)
+	}
+	p := &EngineParams{
+		DatabaseURL: h.db.URL,
+		Channel:     channel.Webhook,
+		Deliverer:   h.sink,
+		Concurrency: h.cfg.Concurrency,
+		Processes:   h.cfg.Processes,
+		MaxConns:    engineConns(h.cfg.Concurrency),
+		Logger:      h.cfg.Logger,
+	}
+	if h.cfg.Processes > 1 {
+		p.SinkURL, h.stopSink, err = h.sink.serveHTTP()
+		if err != nil {
+			return fmt.Errorf("start webhook sink: %w", err)
+		}
+		h.work.dest = p.SinkURL
+	}
+	h.engine, err = h.cfg.Herald.StartEngine(ctx, p)
+	if err != nil {
+		return fmt.Errorf("start herald: %w", err)
+	}
+	return nil
+}
+
+func (h *heraldSubject) submit(ctx context.Context, from, to int) error {
+	return h.submitF(ctx, h.work.batch(benchProducer, from, to))
+}
+
+func (h *heraldSubject) submitIdle(ctx context.Context, i int) error {
+	return h.submitF(ctx, []intake.Intent{h.work.probeIntent(i)})
+}
+
+func (h *heraldSubject) open(ctx context.Context) (int64, error) {
+	n, err := h.q.BenchRouteCountOpen(ctx, h.db.Pool)
+	if err != nil {
+		return 0, fmt.Errorf("count open routes: %w", err)
+	}
+	return n, nil
+}
+
+func (h *heraldSubject) summarize(ctx context.Context) (summary, error) {
+	r, err := h.q.BenchRouteSummary(ctx, h.db.Pool, benchProducer)
+	if err != nil {
+		return summary{}, fmt.Errorf("summarize routes: %w", err)
+	}
+	return summary{
+		routes: r.Routes, published: r.Published, attempts: r.Attempts,
+		p50: r.P50, p95: r.P95, p99: r.P99,
+		lastTerminal: r.LastTerminalAt.Time,
+	}, nil
+}
+
+func (h *heraldSubject) peakRSS() []int64 {
+	if h.engine == nil {
+		return nil
+	}
+	return h.engine.PeakRSS()
+}
+
+func (h *heraldSubject) stop() error {
+	var err error
+	if h.engine != nil {
+		err = h.engine.Stop()
+		h.engine = nil
+	}
+	if h.pool != nil {
+		h.pool.Close()
+		h.pool = nil
+	}
+	if h.stopSink != nil {
+		h.stopSink()
+		h.stopSink = nil
+	}
+	return err
+}
+
+func (h *heraldSubject) owns(table string) bool { return !strings.HasPrefix(table, "river_") }

@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// metric is one line of the side-by-side table.
+type metric struct {
+	name string
+	unit string
+	get  func(r *Row) float64
+	// better says which way is better, for the reader: "higher" or "lower".
+	better string
+}
+
+func perRoute(r *Row, v int64) float64 {
+	if r.Published == 0 {
+		return 0
+	}
+	return float64(v) / float64(r.Published)
+}
+
+var metrics = []metric{
+	{"intents accepted/s", "", func(r *Row) float64 { return r.AcceptedPerSec }, "higher"},
+	{"routes delivered/s (end to end)", "", func(r *Row) float64 { return r.DeliveredPerSec }, "higher"},
+	{"accept→published p50", "ms", func(r *Row) float64 { return r.P50ms }, "lower"},
+	{"accept→published p95", "ms", func(r *Row) float64 { return r.P95ms }, "lower"},
+	{"accept→published p99", "ms", func(r *Row) float64 { return r.P99ms }, "lower"},
+	{"idle pick-up p50", "ms", func(r *Row) float64 { return r.IdleP50ms }, "lower"},
+	{"idle pick-up p95", "ms", func(r *Row) float64 { return r.IdleP95ms }, "lower"},
+	{"peak RSS (max process)", "MiB", func(r *Row) float64 {
+		var m int64
+		for _, v := range r.PeakRSS {
+			m = max(m, v)
+		}
+		return float64(m) / (1 << 20)
+	}, "lower"},
+	{"WAL per route", "bytes", func(r *Row) float64 { return perRoute(r, r.Cost.WALBytes) }, "lower"},
+	{"rows written per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.Rows()) }, "lower"},
+	{"dead tuples made per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.DeadCreated()) }, "lower"},
+	{"non-HOT updates per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.NonHOT()) }, "lower"},
+	{"dead tuples left at end", "", func(r *Row) float64 {
+		var n int64
+		for _, t := range r.Cost.Tables {
+			n += t.DeadTuples
+		}
+		return float64(n)
+	}, "lower"},
+	{"table size after", "MiB", func(r *Row) float64 { t, _ := r.Cost.Bytes(); return float64(t) / (1 << 20) }, "lower"},
+	{"index size after", "MiB", func(r *Row) float64 { _, i := r.Cost.Bytes(); return float64(i) / (1 << 20) }, "lower"},
+}
+
+// WriteTable prints the report as a table: one column per engine and, with
+// two engines, the ratio of the first to the second for every figure.
+func WriteTable(w io.Writer, rep *Report) error {
+	c := rep.Config
+	fmt.Fprintf(w, "workload: %d intents × %d route(s), payload %d B, batch %d, %d producers, channel latency %s, fail share %g, concurrency %d, %d process(es)\n",
+		c.Intents, c.RoutesPerIntent, c.PayloadBytes, c.Batch, c.Producers, c.Latency, c.FailShare, c.Concurrency, c.Processes)
+	fmt.Fprintf(w, "postgres: %s, fsync %s, %d CPUs\n", c.Postgres, map[bool]string{true: "on", false: "off"}[c.Durable], c.CPUs)
+	for _, r := range rep.Rows {
+		fmt.Fprintf(w, "%s: %s\n", r.Engine, r.Settings)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "figure\t")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(tw, "%s\t", r.Engine)
+	}
+	if len(rep.Rows) == 2 {
+		fmt.Fprintf(tw, "%s/%s\tbetter\t", rep.Rows[0].Engine, rep.Rows[1].Engine)
+	}
+	fmt.Fprintln(tw)
+	for _, m := range metrics {
+		name := m.name
+		if m.unit != "" {
+			name += " (" + m.unit + ")"
+		}
+		fmt.Fprintf(tw, "%s\t", name)
+		for i := range rep.Rows {
+			fmt.Fprintf(tw, "%s\t", num(m.get(&rep.Rows[i])))
+		}
+		if len(rep.Rows) == 2 {
+			a, b := m.get(&rep.Rows[0]), m.get(&rep.Rows[1])
+			ratio := "-"
+			if b != 0 {
+				ratio = fmt.Sprintf("%.2f×", a/b)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", ratio, m.better)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Rows {
+		fmt.Fprintf(w, "%s: %d routes, %d published, %d attempts; accept %.2fs, end to end %.2fs; tables:", r.Engine, r.Routes, r.Published, r.Attempts, r.AcceptSeconds, r.EndToEndSeconds)
+		for _, t := range r.Cost.Tables {
+			fmt.Fprintf(w, " %s(ins %d upd %d hot %d del %d dead %d)", t.Table, t.Inserted, t.Updated, t.HOTUpdated, t.Deleted, t.DeadTuples)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, n := range rep.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	return nil
+}
+
+func num(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}

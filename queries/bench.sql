@@ -1,0 +1,79 @@
+-- Queries used only by `herald bench` (internal/bench) to measure a run. They
+-- read what the engine wrote; none of them is on the engine's path.
+
+-- name: BenchRouteSummary :one
+-- Accept-to-terminal latency of every route that reached a terminal state, in
+-- seconds, and the moment the last one did. accepted_at is the intent's
+-- commit-time clock (now() of the accepting transaction), published_at or
+-- dead_lettered_at the completing one's, both from the same server clock.
+SELECT
+    count(*)::bigint AS routes,
+    count(r.published_at)::bigint AS published,
+    coalesce(percentile_cont(0.50) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - c.accepted_at)), 0)::float8 AS p50,
+    coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - c.accepted_at)), 0)::float8 AS p95,
+    coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM r.published_at - c.accepted_at)), 0)::float8 AS p99,
+    coalesce(max(coalesce(r.published_at, r.dead_lettered_at, r.skipped_at, r.canceled_at)), now())::timestamptz AS last_terminal_at,
+    coalesce(min(c.accepted_at), now())::timestamptz AS first_accepted_at,
+    coalesce(sum(r.attempt_count), 0)::bigint AS attempts
+FROM herald.routes r
+JOIN herald.records c USING (notification_id)
+WHERE c.producer = @producer
+    AND r.next_attempt_at IS NULL;
+
+-- name: BenchRouteCountOpen :one
+-- Routes not terminal yet: read through the due index's predicate.
+SELECT count(*)::bigint FROM herald.routes WHERE next_attempt_at IS NOT NULL;
+
+-- name: BenchRoutePreload :execrows
+-- Preloads a backlog of due routes in one statement (the scale mode): one
+-- record and one route each, all due at the same moment, on one channel at
+-- one priority. The parameters are read once in p, because sqlc mangles a
+-- named parameter repeated inside INSERT ... SELECT.
+WITH p AS (
+    SELECT
+        @id_prefix::text AS id_prefix,
+        @producer::text AS producer,
+        @payload_json::text AS payload_json,
+        @due_at::timestamptz AS due_at,
+        @channel::text AS channel,
+        @priority::smallint AS priority,
+        @recipient_ref::text AS recipient_ref,
+        @n::integer AS n
+),
+rec AS (
+    INSERT INTO herald.records (
+        notification_id, notification_type, producer, audience_kind, payload_json,
+        idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at,
+        idempotency_expires_at, channels, priority
+    )
+    SELECT
+        p.id_prefix || g, 'bench.preload', p.producer, 'direct', p.payload_json,
+        p.id_prefix || g, 'preload', p.due_at, p.due_at, p.due_at,
+        p.due_at + interval '1 day', ARRAY[p.channel], p.priority
+    FROM p, generate_series(1, p.n) AS g
+    RETURNING notification_id
+)
+INSERT INTO herald.routes (
+    notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
+    priority, created_at, updated_at
+)
+SELECT rec.notification_id, p.channel || ':0', p.channel, p.recipient_ref, 'pending', 0,
+    p.due_at, p.priority, p.due_at, p.due_at
+FROM rec, p;
+
+-- name: BenchReset :exec
+-- Empties herald's notification tables between the scale mode's runs, so
+-- each starts from a table of exactly the backlog it measures.
+TRUNCATE herald.dead_letters, herald.routes, herald.records;
+
+-- name: BenchAnalyze :exec
+-- Refreshes the planner's statistics after a preload, as autovacuum would
+-- shortly after a real backlog built up.
+ANALYZE herald.routes, herald.records;
+
+-- name: BenchRouteSizes :one
+-- The routes table's and its due index's size: what an old snapshot makes
+-- grow in the xmin mode.
+SELECT
+    pg_relation_size('herald.routes'::regclass)::bigint AS routes_bytes,
+    pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS due_index_bytes;
