@@ -19,6 +19,16 @@ type HeraldAuditLog struct {
 	Details  []byte
 }
 
+type HeraldBacklogView struct {
+	Channel     string
+	Status      string
+	Routes      int64
+	Due         int64
+	OldestDueAt interface{}
+	Lag         interface{}
+	NextDueAt   interface{}
+}
+
 type HeraldDeadLetter struct {
 	NotificationID        string
 	RouteID               string
@@ -30,6 +40,23 @@ type HeraldDeadLetter struct {
 	FailureMessage        string
 	RecoveryHint          string
 	CreatedAt             pgtype.Timestamptz
+}
+
+type HeraldDeadLetterView struct {
+	NotificationID   string
+	RouteID          string
+	NotificationType string
+	Producer         string
+	RecipientRef     string
+	Channel          string
+	Attempts         int32
+	MaxAttempts      int32
+	Classification   string
+	Message          string
+	RecoveryHint     string
+	AcceptedAt       pgtype.Timestamptz
+	LastFailedAt     pgtype.Timestamptz
+	DeadLetteredAt   pgtype.Timestamptz
 }
 
 type HeraldIntake struct {
@@ -47,6 +74,17 @@ type HeraldMalformedIntent struct {
 	FailureMessage   string
 	RawFields        []byte
 	RecordedAt       pgtype.Timestamptz
+}
+
+type HeraldMalformedView struct {
+	StreamEntryID    string
+	RecordedAt       pgtype.Timestamptz
+	FailureCode      string
+	FailureMessage   string
+	Producer         string
+	NotificationType string
+	IdempotencyKey   string
+	RawFields        []byte
 }
 
 type HeraldRecipient struct {

@@ -1,0 +1,99 @@
+// Package operatortest seeds herald databases with notifications and dead
+// letters for the operator's tests (package operator and the CLI's).
+package operatortest
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Spec describes notifications to seed, one route each.
+type Spec struct {
+	// N is how many notifications. Defaults to 1.
+	N int
+	// Channel defaults to "email"; Producer to "shop"; Type to
+	// "order.shipped".
+	Channel  string
+	Producer string
+	Type     string
+	// Dead dead-letters every route, with Classification (default
+	// "permanent") and the message "rejected by test".
+	Dead           bool
+	Classification string
+}
+
+// Seed inserts the notifications of spec through RecordInsertMany (the
+// client's path), dead-letters them if spec.Dead, and returns their routes.
+func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
+	t.Helper()
+	ctx := context.Background()
+	n := cmp.Or(spec.N, 1)
+	channel := cmp.Or(spec.Channel, "email")
+	q := store.New()
+	var tag [4]byte
+	_, _ = rand.Read(tag[:])
+	prefix := "ntf_" + hex.EncodeToString(tag[:])
+	refs := make([]operator.RouteRef, 0, n)
+	const chunk = 5000
+	for start := 0; start < n; start += chunk {
+		var p store.RecordInsertManyParams
+		p.IdempotencyWindowSeconds = 86400
+		var nids []string
+		for i := start; i < min(n, start+chunk); i++ {
+			nid := fmt.Sprintf("%s_%06d", prefix, i)
+			rid := channel + ":0"
+			nids = append(nids, nid)
+			refs = append(refs, operator.RouteRef{NotificationID: nid, RouteID: rid})
+			p.NotificationIds = append(p.NotificationIds, nid)
+			p.NotificationTypes = append(p.NotificationTypes, cmp.Or(spec.Type, "order.shipped"))
+			p.Producers = append(p.Producers, cmp.Or(spec.Producer, "shop"))
+			p.AudienceKinds = append(p.AudienceKinds, "addresses")
+			p.RecipientUserIds = append(p.RecipientUserIds, []byte(`[]`))
+			p.PayloadJsons = append(p.PayloadJsons, `{"email":{"subject":"Shipped","text":"On its way."}}`)
+			p.IdempotencyKeys = append(p.IdempotencyKeys, nid)
+			p.RequestFingerprints = append(p.RequestFingerprints, "fp")
+			p.RequestIds = append(p.RequestIds, "")
+			p.TraceIds = append(p.TraceIds, "")
+			p.OccurredAts = append(p.OccurredAts, pgtype.Timestamptz{Time: time.Now(), Valid: true})
+			p.ChannelLists = append(p.ChannelLists, channel)
+			p.Priorities = append(p.Priorities, 0)
+			p.SendAts = append(p.SendAts, pgtype.Timestamptz{})
+			p.ExpiresAts = append(p.ExpiresAts, pgtype.Timestamptz{})
+			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
+			p.RouteIds = append(p.RouteIds, rid)
+			p.RouteChannels = append(p.RouteChannels, channel)
+			p.RouteRecipientRefs = append(p.RouteRecipientRefs, "user@example.com")
+			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 3)
+			p.RoutePriorities = append(p.RoutePriorities, 0)
+			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
+			p.RouteExpiresAts = append(p.RouteExpiresAts, pgtype.Timestamptz{})
+			p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
+			p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
+		}
+		_, err := q.RecordInsertMany(ctx, db, p)
+		require.NoError(t, err)
+		if spec.Dead {
+			moved, err := q.RouteDeadLetterMany(ctx, db, store.RouteDeadLetterManyParams{
+				NotificationIds: nids,
+				Attempts:        3,
+				Classification:  cmp.Or(spec.Classification, "permanent"),
+				Message:         "rejected by test",
+				RecoveryHint:    "fix the address, then replay",
+			})
+			require.NoError(t, err)
+			require.Equal(t, int64(len(nids)), moved)
+		}
+	}
+	return refs
+}

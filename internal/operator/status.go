@@ -1,0 +1,133 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Record is a notification as `herald status` shows it. The payload is left
+// out (it may hold personal data); PayloadBytes says how large it is.
+type Record struct {
+	NotificationID       string     `json:"notification_id"`
+	NotificationType     string     `json:"type"`
+	Producer             string     `json:"producer"`
+	AudienceKind         string     `json:"audience_kind"`
+	IdempotencyKey       string     `json:"idempotency_key"`
+	Channels             []string   `json:"channels"`
+	Priority             int        `json:"priority"`
+	RequestID            string     `json:"request_id,omitempty"`
+	TraceID              string     `json:"trace_id,omitempty"`
+	PayloadBytes         int        `json:"payload_bytes"`
+	OccurredAt           time.Time  `json:"occurred_at"`
+	AcceptedAt           time.Time  `json:"accepted_at"`
+	SendAt               *time.Time `json:"send_at,omitempty"`
+	ExpiresAt            *time.Time `json:"expires_at,omitempty"`
+	IdempotencyExpiresAt time.Time  `json:"idempotency_expires_at"`
+}
+
+// Route is one route of a notification as `herald status` shows it.
+type Route struct {
+	RouteID           string     `json:"route_id"`
+	Channel           string     `json:"channel"`
+	RecipientRef      string     `json:"recipient_ref"`
+	Status            string     `json:"status"`
+	Attempts          int        `json:"attempts"`
+	MaxAttempts       int        `json:"max_attempts"`
+	NextAttemptAt     *time.Time `json:"next_attempt_at,omitempty"`
+	LastError         string     `json:"last_error,omitempty"`
+	LastErrorClass    string     `json:"last_error_classification,omitempty"`
+	LastErrorAt       *time.Time `json:"last_error_at,omitempty"`
+	ProviderMessageID string     `json:"provider_message_id,omitempty"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+}
+
+// Event is one line of a notification's timeline (herald.notification_timeline).
+type Event struct {
+	At      time.Time `json:"at"`
+	RouteID string    `json:"route_id,omitempty"`
+	Channel string    `json:"channel,omitempty"`
+	Event   string    `json:"event"`
+	Attempt int       `json:"attempt,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+}
+
+// Status is everything known about one notification: its record, its
+// routes, and its timeline in order.
+type Status struct {
+	Record   Record  `json:"record"`
+	Routes   []Route `json:"routes"`
+	Timeline []Event `json:"timeline"`
+}
+
+// Status returns the notification's record, routes and timeline. It returns
+// ErrNotFound when no notification has the id (retention may have deleted
+// it).
+func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, error) {
+	rec, err := o.q.RecordShow(ctx, o.pool, notificationID)
+	if err != nil {
+		return nil, fmt.Errorf("notification %s: %w", notificationID, notFound(err, "read record"))
+	}
+	routes, err := o.q.RouteListByNotification(ctx, o.pool, notificationID)
+	if err != nil {
+		return nil, fmt.Errorf("routes of %s: %w", notificationID, err)
+	}
+	events, err := o.q.NotificationTimeline(ctx, o.pool, notificationID)
+	if err != nil {
+		return nil, fmt.Errorf("timeline of %s: %w", notificationID, err)
+	}
+	st := &Status{
+		Record:   record(rec),
+		Routes:   make([]Route, len(routes)),
+		Timeline: make([]Event, len(events)),
+	}
+	for i, r := range routes {
+		st.Routes[i] = route(r)
+	}
+	for i, e := range events {
+		st.Timeline[i] = Event{
+			At: timeOf(e.At), RouteID: e.RouteID, Channel: e.Channel,
+			Event: e.Event, Attempt: int(e.Attempt), Detail: e.Detail,
+		}
+	}
+	return st, nil
+}
+
+func record(r store.HeraldRecord) Record {
+	return Record{
+		NotificationID:       r.NotificationID,
+		NotificationType:     r.NotificationType,
+		Producer:             r.Producer,
+		AudienceKind:         r.AudienceKind,
+		IdempotencyKey:       r.IdempotencyKey,
+		Channels:             r.Channels,
+		Priority:             int(r.Priority),
+		RequestID:            r.RequestID,
+		TraceID:              r.TraceID,
+		PayloadBytes:         len(r.PayloadJson),
+		OccurredAt:           timeOf(r.OccurredAt),
+		AcceptedAt:           timeOf(r.AcceptedAt),
+		SendAt:               timePtr(r.SendAt),
+		ExpiresAt:            timePtr(r.ExpiresAt),
+		IdempotencyExpiresAt: timeOf(r.IdempotencyExpiresAt),
+	}
+}
+
+func route(r store.HeraldRoute) Route {
+	return Route{
+		RouteID:           r.RouteID,
+		Channel:           r.Channel,
+		RecipientRef:      r.RecipientRef,
+		Status:            r.Status,
+		Attempts:          int(r.AttemptCount),
+		MaxAttempts:       int(r.MaxAttempts),
+		NextAttemptAt:     timePtr(r.NextAttemptAt),
+		LastError:         r.LastErrorMessage,
+		LastErrorClass:    r.LastErrorClassification,
+		LastErrorAt:       timePtr(r.LastErrorAt),
+		ProviderMessageID: r.ProviderMessageID,
+		UpdatedAt:         timeOf(r.UpdatedAt),
+	}
+}
