@@ -183,10 +183,14 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]Su
 	results := make([]SubmitResult, len(ins))
 	valid := make([]*intake.Validated, 0, len(ins))
 	index := make([]int, 0, len(ins)) // valid[j] is ins[index[j]]
+	internal := make([]*intake.Intent, len(ins))
 	for i, in := range ins {
-		v, err := intake.Validate(in.toInternal(), c.limits, now)
-		if err != nil {
-			results[i].Err = publicError(err)
+		internal[i] = in.toInternal()
+	}
+	vs, errs := intake.ValidateMany(internal, c.limits, now)
+	for i, v := range vs {
+		if errs[i] != nil {
+			results[i].Err = publicError(errs[i])
 			continue
 		}
 		valid = append(valid, v)

@@ -275,18 +275,21 @@ func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, er
 		bad     []malformedEntry
 		results = make([]resultOf, 0, len(entries))
 	)
-	for i, e := range entries {
-		body := []byte(e.Body)
-		in, err := DecodeRaw(body, w.limits)
-		var v *Validated
+	vs := make([]*Validated, len(entries))
+	errs := make([]error, len(entries))
+	forEach(len(entries), func(i int) {
+		in, err := DecodeRaw([]byte(entries[i].Body), w.limits)
 		if err == nil {
-			v, err = Validate(in, w.limits, now)
+			vs[i], err = Validate(in, w.limits, now)
 		}
-		if err != nil {
-			bad = append(bad, refused(e, err))
+		errs[i] = err
+	})
+	for i, e := range entries {
+		if errs[i] != nil {
+			bad = append(bad, refused(e, errs[i]))
 			continue
 		}
-		valid = append(valid, v)
+		valid = append(valid, vs[i])
 		from = append(from, i)
 	}
 
