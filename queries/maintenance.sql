@@ -66,10 +66,24 @@ WITH doomed AS (
     ORDER BY r.accepted_at
     LIMIT @batch_size::integer
     FOR UPDATE OF r SKIP LOCKED
+),
+-- A replay that committed after this statement's snapshot moved a route
+-- back to pending, which the checks above cannot see. Locking the routes
+-- re-reads each one's newest version (READ COMMITTED's recheck) and leaves
+-- out any that is no longer terminal, or that a replay holds right now
+-- (SKIP LOCKED); a record whose routes are not all locked here is kept.
+locked AS (
+    SELECT rt.notification_id
+    FROM herald.routes rt
+    WHERE rt.notification_id IN (SELECT notification_id FROM doomed)
+        AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
+    FOR UPDATE OF rt SKIP LOCKED
 )
 DELETE FROM herald.records r
 USING doomed
 WHERE r.notification_id = doomed.notification_id
+    AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
+        = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
 RETURNING r.notification_id;
 
 -- name: MalformedIntentDeleteBefore :execrows

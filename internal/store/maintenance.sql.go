@@ -66,10 +66,19 @@ WITH doomed AS (
     ORDER BY r.accepted_at
     LIMIT $3::integer
     FOR UPDATE OF r SKIP LOCKED
+),
+locked AS (
+    SELECT rt.notification_id
+    FROM herald.routes rt
+    WHERE rt.notification_id IN (SELECT notification_id FROM doomed)
+        AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
+    FOR UPDATE OF rt SKIP LOCKED
 )
 DELETE FROM herald.records r
 USING doomed
 WHERE r.notification_id = doomed.notification_id
+    AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
+        = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
 RETURNING r.notification_id
 `
 
@@ -86,6 +95,11 @@ type RecordDeleteDeadLetteredParams struct {
 // idempotency window is over. The record goes whole, with its routes and dead
 // letters, so no orphan is left for the operator views. Returns the ids
 // deleted.
+// A replay that committed after this statement's snapshot moved a route
+// back to pending, which the checks above cannot see. Locking the routes
+// re-reads each one's newest version (READ COMMITTED's recheck) and leaves
+// out any that is no longer terminal, or that a replay holds right now
+// (SKIP LOCKED); a record whose routes are not all locked here is kept.
 func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) ([]string, error) {
 	rows, err := db.Query(ctx, recordDeleteDeadLettered, arg.Now, arg.DeadBefore, arg.BatchSize)
 	if err != nil {
