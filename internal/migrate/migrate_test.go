@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"context"
+	"io/fs"
 	"sync"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/schema"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -56,7 +58,9 @@ func TestUpDownUpRoundTrips(t *testing.T) {
 	steps, err = m.DownOne(ctx)
 	require.NoError(t, err)
 	require.Len(t, steps, 1)
-	require.False(t, tableExists(t, pool, "herald.intake"))
+	sts, err := m.Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{steps[0].Version}, sts[0].Pending, "the last migration only is rolled back")
 	current, err = m.Current(ctx)
 	require.NoError(t, err)
 	require.False(t, current)
@@ -98,11 +102,17 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 
 	sts, err := migrate.New(pool, nil).Status(ctx)
 	require.NoError(t, err)
-	want := 0
+	// Herald's versions need not be contiguous (goose orders them), so
+	// count its migration files rather than trust its latest version.
+	files, err := fs.Glob(schema.FS, "*.sql")
+	require.NoError(t, err)
+	want := len(files)
 	for _, s := range sts {
 		require.Empty(t, s.Pending, s.Component)
 		require.Equal(t, s.Latest, s.Current, s.Component)
-		want += int(s.Latest)
+		if s.Component == "river" {
+			want += int(s.Latest)
+		}
 	}
 	// Every migration was applied exactly once, by one of the runners.
 	require.Equal(t, want, total)
@@ -110,5 +120,5 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 	var rows int
 	require.NoError(t, pool.QueryRow(ctx,
 		"SELECT count(*) FROM herald.goose_db_version WHERE version_id > 0 AND is_applied").Scan(&rows))
-	require.Equal(t, int(sts[0].Latest), rows)
+	require.Equal(t, len(files), rows)
 }
