@@ -6,4 +6,172 @@
 // route per channel and recipient, delivers every route through a real
 // channel, retries what fails for a transient reason, and parks what cannot
 // be delivered in herald.dead_letters, where an operator finds it with psql.
+//
+// This package is the Go door in: [NewClient] on a pgx pool of a database
+// migrated with `herald migrate`, then [Client.Submit], [Client.SubmitTx]
+// (inside the caller's own transaction), [Client.SubmitMany], [Client.Get],
+// [Client.Cancel] and [Client.UpsertRecipient]. Importing it pulls in pgx
+// and libphonenumber, and nothing of the engine (no River, no channel
+// adapters, no Prometheus).
+//
+// # The intent
+//
+// An [Intent] has these fields (its JSON names in brackets, which are also
+// the keys of the SQL door's JSON):
+//
+//   - NotificationType [notification_type], required: what happened, e.g.
+//     "order.shipped"; at most 128 characters of letters, digits and . _ : -.
+//   - Producer [producer], required: the submitting service; same rules.
+//     Idempotency keys are scoped by it.
+//   - IdempotencyKey [idempotency_key], required: at most 255 printable
+//     characters; see Idempotency below.
+//   - Audience [audience], at least one recipient: UserIDs [user_ids]
+//     resolved at delivery through the recipient directory, and direct
+//     addresses per channel: SMS [sms] (international numbers with a
+//     leading "+", checked with libphonenumber, stored in E.164), Email
+//     [email] (RFC 5322, stored as a bare address with the domain
+//     lower-cased) and Webhook [webhook] (absolute http or https URLs
+//     without userinfo).
+//   - Channels [channels], required: any of "sms", "email", "webhook".
+//     Each user id gets one route per channel; a direct address must belong
+//     to a listed channel.
+//   - Content [content]: per listed channel, and only for listed channels:
+//     SMS.Body [sms.body] (GSM-7, or UCS-2 if it needs a character GSM-7
+//     lacks; at most Limits.MaxSMSSegments segments, 10 by default), Email
+//     [email] with Subject [subject] and Text [text] and/or HTML [html],
+//     and Webhook [webhook], any JSON value, POSTed as the body. The content
+//     as canonical JSON may be at most Limits.MaxPayloadBytes (64 KiB).
+//   - OccurredAt [occurred_at]: when the event happened; default: now.
+//   - SendAt [send_at]: schedule; default now; at most
+//     Limits.MaxScheduleAhead (90 days) ahead.
+//   - ExpiresAt [expires_at]: undelivered routes are not attempted after it
+//     (an OTP stale after 10 minutes); must be after now and after SendAt.
+//   - Priority [priority]: [PriorityTransactional] (default; claimed first)
+//     or [PriorityBulk].
+//   - MaxAttempts [max_attempts]: 1..100 overrides the channel's attempt
+//     budget; 0 (default) means the channel's.
+//   - RequestID [request_id] and TraceID [trace_id]: the producer's
+//     identifiers, at most 128 characters, stored with the record.
+//
+// Times are RFC 3339 in JSON and stored to the microsecond. Duplicate
+// recipients (after normalization) collapse into one route. Every route has
+// a deterministic id, "<channel>:" and 12 hex digits of a hash of the
+// recipient, so the same intent always fans out to the same route ids.
+//
+// # The Go door
+//
+//	client, err := herald.NewClient(pool, nil)
+//	...
+//	receipt, err := client.Submit(ctx, &herald.Intent{
+//		NotificationType: "order.shipped",
+//		Producer:         "shop",
+//		IdempotencyKey:   "order-9-shipped",
+//		Audience:         herald.Audience{UserIDs: []string{"42"}},
+//		Channels:         []string{"sms", "email"},
+//		Content: herald.Content{
+//			SMS:   &herald.SMSContent{Body: "Order 9 shipped"},
+//			Email: &herald.EmailContent{Subject: "Order 9 shipped", Text: "It is on its way."},
+//		},
+//	})
+//
+// Submit is one statement, committed on its own: the record, its routes
+// and the wake-up hint. SubmitTx runs that statement in the caller's
+// pgx.Tx, so the notification commits or rolls back with the caller's own
+// writes; every statement names the herald schema, so the caller's
+// search_path does not matter. SubmitMany sends any number of intents in
+// one statement and one round trip, and returns a [SubmitResult] per
+// intent: invalid intents get their error and do not keep the others out.
+//
+// # The SQL door
+//
+// Any other language, or a person with psql, INSERTs the same JSON as
+// text into herald.intake:
+//
+//	INSERT INTO herald.intake (body) VALUES ('{
+//	  "notification_type": "otp", "producer": "auth", "idempotency_key": "login-77",
+//	  "channels": ["sms"], "audience": {"sms": ["+14155550123"]},
+//	  "content": {"sms": {"body": "Your code is 123456"}},
+//	  "expires_at": "2026-03-01T12:10:00Z"}');
+//
+// The intake worker of `herald serve`, woken by the table's trigger
+// (NOTIFY herald_intake) and polling as a fallback, takes entries in
+// batches (FOR UPDATE SKIP LOCKED) and, in one transaction per batch,
+// accepts each valid entry through the same validator and the same
+// idempotent statement as Submit, or records it in
+// herald.malformed_intents (stream_entry_id "intake:<id>", failure_code,
+// failure_message, raw_fields, and whatever notification_type, producer
+// and idempotency_key could be read), and deletes it from the intake. A
+// worker killed mid-batch loses nothing: its transaction rolls back and the
+// entries wait for the next one. The SQL door is stricter about shape than
+// encoding/json: unknown or repeated fields and wrong JSON types are
+// refused.
+//
+// # Idempotency
+//
+// The UNIQUE (producer, idempotency_key) constraint on herald.records is
+// the check, so it holds across processes and however many callers race.
+// Each intent's request fingerprint is a SHA-256 of its normalized
+// canonical form (everything but request_id, trace_id and occurred_at,
+// with lists sorted). The same key with the same fingerprint returns the
+// original notification with [Receipt].Duplicate set and stores nothing;
+// the same key with a different fingerprint is a [*ConflictError] naming
+// the existing notification (errors.Is [ErrIdempotencyConflict]) from the
+// Go door, and a malformed entry with code idempotency_conflict from the
+// SQL door. A key stays reserved for Config.IdempotencyWindow (48 hours by
+// default) after acceptance, recorded as idempotency_expires_at.
+//
+// # Errors
+//
+// A refused intent is a [*ValidationError] listing every [FieldError]
+// found: the field's JSON path (e.g. "audience.sms[2]"), a stable code and
+// a message that never repeats an address. The codes, shared by both doors:
+//
+//	not_json               the intake entry is not JSON in UTF-8 (SQL door)
+//	wrong_shape            JSON, but not an intent object: not an object, an unknown
+//	                       or repeated field, a field of the wrong type (SQL door)
+//	too_large              an intake entry over 256 KiB, or content over MaxPayloadBytes
+//	missing_field          a required field is absent or empty
+//	invalid_field          a bad format, length, enum value or range
+//	unknown_channel        a channel other than sms, email, webhook
+//	invalid_phone          not a valid international number with a leading +
+//	invalid_email          not an RFC 5322 address
+//	invalid_url            not an absolute http(s) URL with a host
+//	missing_content        a listed channel has no content
+//	sms_too_long           the SMS body needs more than MaxSMSSegments segments
+//	schedule_out_of_range  send_at too far ahead, or expires_at not after now/send_at
+//	too_many_routes        the intent fans out to more than MaxRoutes routes
+//	idempotency_conflict   the key holds a different request (SQL door; the Go
+//	                       door returns *ConflictError)
+//
+// [ErrNotFound] is returned by Get and Cancel for an unknown id. Other
+// errors are the database's, wrapped.
+//
+// # Wake-up hints
+//
+// Dispatchers LISTEN on two channels: herald_intake (sent once per INSERT
+// statement into herald.intake) and herald_routes, sent by the accept path
+// with the channel of the new routes as payload ("" when several). The
+// herald_routes hint is debounced in each client: the first submit of a
+// quiet period sends it inside its own statement (so it is delivered when
+// that transaction commits, and never for a rolled-back SubmitTx), submits
+// in the following Config.NotifyDebounce (5 ms) send none, and one trailing
+// NOTIFY follows at the end of the window. A burst thus costs at most 200
+// NOTIFYs a second instead of one per submit: every notifying transaction
+// serializes on PostgreSQL's notification queue lock at commit. The hint
+// only cuts latency; dispatchers also poll.
+//
+// # Reading and canceling
+//
+// [Client.Get] returns a [Notification] with every route's status,
+// attempts, last error and timestamps. [Client.Cancel] moves the routes
+// that are not terminal yet to canceled and writes a herald.audit_log row
+// (action "cancel", the actor and reason) in the same transaction.
+//
+// # The recipient directory
+//
+// Routes addressed to a user id resolve at delivery through
+// herald.recipients, which producers keep with [Client.UpsertRecipient]:
+// e-mail, phone, webhook URL, locale and the channels the user opted out of,
+// validated with the intent's rules. A user with no address for a channel,
+// or opted out of it, gets that route skipped.
 package herald
