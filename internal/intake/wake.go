@@ -63,15 +63,16 @@ func (w *Waker) Hint(ch string) *string {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return &ch // no trailing hints any more: every accept sends its own
+	}
 	if now.Sub(w.last) >= w.window && !w.pending {
 		w.last = now
 		return &ch
 	}
 	if !w.pending {
 		w.pending, w.pendingChannel = true, ch
-		if !w.closed {
-			w.timer = time.AfterFunc(w.last.Add(w.window).Sub(now), w.trail)
-		}
+		w.timer = time.AfterFunc(w.last.Add(w.window).Sub(now), w.trail)
 	} else if w.pendingChannel != ch {
 		w.pendingChannel = ""
 	}
@@ -97,8 +98,8 @@ func (w *Waker) trail() {
 	}
 }
 
-// Close cancels a scheduled trailing hint; later accepts still get their
-// leading-edge hints but no trailing ones. Close is idempotent.
+// Close cancels a scheduled trailing hint; after it, every Hint returns a
+// payload (no debouncing, no timers). Close is idempotent.
 func (w *Waker) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()

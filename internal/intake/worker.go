@@ -31,8 +31,11 @@ const (
 	ResultAccepted = "accepted"
 	// ResultDuplicate: the key held the same request; nothing new stored.
 	ResultDuplicate = "duplicate"
-	// ResultMalformed: the entry was recorded in malformed_intents
-	// (including an idempotency conflict).
+	// ResultConflict: the key held a different request; the entry was
+	// recorded in malformed_intents with code idempotency_conflict.
+	ResultConflict = "conflict"
+	// ResultMalformed: the validator refused the entry; it was recorded in
+	// malformed_intents.
 	ResultMalformed = "malformed"
 )
 
@@ -52,9 +55,9 @@ type WorkerConfig struct {
 	// IdempotencyWindow is how long keys stay reserved; default 48 hours.
 	IdempotencyWindow time.Duration
 	// ResultFunc, if set, is called once per entry with its producer ("" if
-	// unknown) and result (ResultAccepted, ResultDuplicate,
-	// ResultMalformed), after the batch committed; serve passes the
-	// metrics' Intent method.
+	// not a well-formed producer name) and result (ResultAccepted,
+	// ResultDuplicate, ResultConflict, ResultMalformed), after the batch
+	// committed; serve passes the metrics' Intent method.
 	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock; for tests.
 	NowFunc func() time.Time
@@ -333,7 +336,11 @@ func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, er
 			p.FailureCodes = append(p.FailureCodes, b.code)
 			p.FailureMessages = append(p.FailureMessages, b.message)
 			p.RawFields = append(p.RawFields, RawFields([]byte(b.entry.Body)))
-			results = append(results, resultOf{b.producer, ResultMalformed})
+			result := ResultMalformed
+			if b.code == CodeIdempotencyConflict {
+				result = ResultConflict
+			}
+			results = append(results, resultOf{metricProducer(b.producer), result})
 		}
 		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
 			return 0, 0, 0, fmt.Errorf("record malformed intents: %w", err)
@@ -363,4 +370,15 @@ func refused(e store.HeraldIntake, err error) malformedEntry {
 	}
 	m.ntype, m.producer, m.key = PartialFields([]byte(e.Body))
 	return m
+}
+
+// metricProducer returns producer if it is a well-formed producer name,
+// else "": the metrics label of a malformed entry must not take whatever
+// text the entry held.
+func metricProducer(producer string) string {
+	var errs errorList
+	if checkName(&errs, "producer", producer); len(errs) > 0 {
+		return ""
+	}
+	return producer
 }

@@ -114,7 +114,9 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 	require.NoError(t, err)
 	require.Equal(t, wantAccepted, accepted)
 	require.Equal(t, len(want), malformed)
-	require.Equal(t, map[string]int{ResultAccepted: wantAccepted - 1, ResultDuplicate: 1, ResultMalformed: len(want)}, results)
+	require.Equal(t, map[string]int{
+		ResultAccepted: wantAccepted - 1, ResultDuplicate: 1, ResultConflict: 1, ResultMalformed: len(want) - 1,
+	}, results)
 
 	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"), "the intake is empty afterwards")
 	require.Equal(t, wantAccepted-1, b.count(t, "SELECT count(*) FROM herald.records"))
