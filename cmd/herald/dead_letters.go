@@ -1,0 +1,370 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heraldhq/herald/internal/operator"
+)
+
+func init() {
+	register(&command{
+		name:    "dead-letters",
+		summary: "list, show, replay dead letters, or follow a bulk replay's progress",
+		run:     runDeadLetters,
+	})
+}
+
+// defaultAsyncThreshold is how many matching dead letters make `replay`
+// queue a River job instead of replaying in the command itself.
+const defaultAsyncThreshold = 50_000
+
+// deadLetterFlags are the filter flags of list and replay.
+type deadLetterFlags struct {
+	channel, producer, typ, classification, since string
+}
+
+func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&d.channel, "channel", "", "only this channel (email, sms, webhook, ...)")
+	fs.StringVar(&d.producer, "producer", "", "only this producer")
+	fs.StringVar(&d.typ, "type", "", "only this notification type")
+	fs.StringVar(&d.classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
+	fs.StringVar(&d.since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
+}
+
+func (d *deadLetterFlags) filter(now time.Time) (operator.Filter, error) {
+	since, err := parseSince(d.since, now)
+	if err != nil {
+		return operator.Filter{}, err
+	}
+	return operator.Filter{
+		Channel:          d.channel,
+		Producer:         d.producer,
+		NotificationType: d.typ,
+		Classification:   d.classification,
+		Since:            since,
+	}, nil
+}
+
+func (d *deadLetterFlags) empty() bool {
+	return d.channel == "" && d.producer == "" && d.typ == "" && d.classification == "" && d.since == ""
+}
+
+// parseSince reads a duration back from now ("24h") or a time (RFC 3339).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, usageError{fmt.Errorf("invalid -since %q: want a duration like 24h or an RFC 3339 time", s)}
+	}
+	return t, nil
+}
+
+// parseArgs parses flags wherever they stand among the positional
+// arguments ("status ID --json" as well as "status --json ID"), which the
+// flag package alone stops at, and returns the positional ones.
+func (m *Main) parseArgs(fs *flag.FlagSet, g *globalFlags, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := m.parse(fs, g, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// operatorFor connects and returns an Operator logging to the command's
+// logger.
+func (m *Main) operatorFor(ctx context.Context, g *globalFlags, batchSize int) (*operator.Operator, error) {
+	pool, err := m.pool(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	op, err := operator.New(pool, &operator.Config{Logger: m.logger(g), BatchSize: batchSize})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return op, nil
+}
+
+// cliError turns the operator's sentinel errors into what a person reads:
+// a bad cursor is a usage error.
+func cliError(err error) error {
+	if errors.Is(err, operator.ErrBadCursor) || errors.Is(err, operator.ErrBadRouteRef) {
+		return usageError{err}
+	}
+	return err
+}
+
+func runDeadLetters(ctx context.Context, m *Main, args []string) error {
+	sub, args, err := subcommand(args, "list", "show", "replay", "progress")
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		return deadLettersList(ctx, m, args)
+	case "show":
+		return deadLettersShow(ctx, m, args)
+	case "replay":
+		return deadLettersReplay(ctx, m, args)
+	default:
+		return deadLettersProgress(ctx, m, args)
+	}
+}
+
+func deadLettersList(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	var d deadLetterFlags
+	fs := m.newFlagSet("dead-letters list", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	d.bind(fs)
+	limit := fs.Int("limit", operator.DefaultPageSize, "rows per page (at most 10000)")
+	after := fs.String("after", "", "the cursor printed under the previous page")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	f, err := d.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	page, err := op.DeadLetters(ctx, f, *limit, *after)
+	if err != nil {
+		return cliError(err)
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, page)
+	}
+	if len(page.DeadLetters) == 0 {
+		fmt.Fprintln(m.Stdout, "no dead letters")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEAD LETTERED\tROUTE\tCHANNEL\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE")
+	for _, dl := range page.DeadLetters {
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n",
+			stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer,
+			dl.NotificationType, dl.Classification, dl.Attempts, dl.MaxAttempts, clip(dl.Message, 60))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(m.Stdout, "\nmore: herald dead-letters list --after %s (same filters)\n", page.Next)
+	}
+	return nil
+}
+
+func deadLettersShow(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("dead-letters show", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("show takes one NOTIFICATION_ID or NOTIFICATION_ID/ROUTE_ID")}
+	}
+	ref, err := operator.ParseRouteRef(pos[0])
+	if err != nil {
+		return usageError{err}
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	dls, err := op.DeadLetter(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, dls)
+	}
+	for i, dl := range dls {
+		if i > 0 {
+			fmt.Fprintln(m.Stdout)
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		for _, kv := range [][2]string{
+			{"notification", dl.NotificationID},
+			{"route", dl.RouteID},
+			{"type", dl.NotificationType},
+			{"producer", dl.Producer},
+			{"channel", dl.Channel},
+			{"recipient", dl.RecipientRef},
+			{"attempts", fmt.Sprintf("%d of %d", dl.Attempts, dl.MaxAttempts)},
+			{"classification", dl.Classification},
+			{"message", dl.Message},
+			{"recovery hint", dl.RecoveryHint},
+			{"accepted", stamp(dl.AcceptedAt)},
+			{"last failed", stamp(dl.LastFailedAt)},
+			{"dead lettered", stamp(dl.DeadLetteredAt)},
+		} {
+			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(m.Stdout, "\nreplay: herald dead-letters replay --reason WHY %s\n", ref)
+	return nil
+}
+
+func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	var d deadLetterFlags
+	fs := m.newFlagSet("dead-letters replay", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	d.bind(fs)
+	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
+	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
+	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	all := fs.Bool("all", false, "replay every dead letter (required when no filter and no id is given)")
+	async := fs.Bool("async", false, "queue a River job that replays in the background (herald serve works it)")
+	threshold := fs.Int64("async-threshold", defaultAsyncThreshold, "queue a River job when more dead letters than this match")
+	batch := fs.Int("batch-size", operator.DefaultBatchSize, "dead letters moved per statement")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if *actor == "" {
+		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	}
+	if *batch <= 0 {
+		return usageError{fmt.Errorf("invalid -batch-size %d: must be positive", *batch)}
+	}
+	f, err := d.filter(time.Now())
+	if err != nil {
+		return err
+	}
+	for _, a := range pos {
+		ref, err := operator.ParseRouteRef(a)
+		if err != nil {
+			return usageError{err}
+		}
+		f.IDs = append(f.IDs, ref)
+	}
+	if len(f.IDs) == 0 && d.empty() && !*all {
+		return usageError{errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")}
+	}
+	op, err := m.operatorFor(ctx, &g, *batch)
+	if err != nil {
+		return err
+	}
+	opts := operator.ReplayOpts{Actor: *actor, Reason: *reason, DryRun: *dryRun}
+	if !*dryRun && !*async {
+		n, err := op.CountDeadLetters(ctx, f)
+		if err != nil {
+			return err
+		}
+		*async = n > *threshold
+	}
+	if *async && !*dryRun {
+		q, err := op.EnqueueReplay(ctx, f, opts)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, map[string]any{"queued": q})
+		}
+		fmt.Fprintf(m.Stdout, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
+		fmt.Fprintf(m.Stdout, "progress: herald dead-letters progress %s\n", q.ReplayID)
+		return nil
+	}
+	res, err := op.Replay(ctx, f, opts)
+	if err != nil {
+		return cliError(err)
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, res)
+	}
+	if res.DryRun {
+		fmt.Fprintf(m.Stdout, "dry run: %d dead letters would move back to pending; nothing moved.\n", res.Matched)
+		if len(res.Sample) > 0 {
+			fmt.Fprintf(m.Stdout, "the first %d:\n", len(res.Sample))
+			tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ROUTE\tCHANNEL\tPRODUCER\tCLASS\tMESSAGE")
+			for _, dl := range res.Sample {
+				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer, dl.Classification, clip(dl.Message, 60))
+			}
+			return tw.Flush()
+		}
+		return nil
+	}
+	fmt.Fprintf(m.Stdout, "replayed %d routes in %d batches (replay %s, %s); they are pending with a fresh attempt budget.\n",
+		res.Moved, res.Batches, res.ReplayID, res.Elapsed.Round(time.Millisecond))
+	return nil
+}
+
+func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("dead-letters progress", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("progress takes one REPLAY_ID")}
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	p, err := op.Progress(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, p)
+	}
+	fmt.Fprintf(m.Stdout, "replay %s: %d routes moved in %d batches", p.ReplayID, p.Moved, p.Batches)
+	if p.LastAt != nil {
+		fmt.Fprintf(m.Stdout, ", last at %s", stamp(*p.LastAt))
+	}
+	fmt.Fprintln(m.Stdout)
+	return nil
+}
+
+// stamp formats a time for a table, in UTC; "-" for none.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// clip shortens s to n runes for a table cell, on one line.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

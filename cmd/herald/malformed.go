@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/heraldhq/herald/internal/operator"
+)
+
+func init() {
+	register(&command{
+		name:    "malformed",
+		summary: "list or show the intake entries the validator refused",
+		run:     runMalformed,
+	})
+}
+
+func runMalformed(ctx context.Context, m *Main, args []string) error {
+	sub, args, err := subcommand(args, "list", "show")
+	if err != nil {
+		return err
+	}
+	if sub == "show" {
+		return malformedShow(ctx, m, args)
+	}
+	return malformedList(ctx, m, args)
+}
+
+func malformedList(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("malformed list", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	producer := fs.String("producer", "", "only this producer")
+	code := fs.String("code", "", "only this failure code")
+	sinceFlag := fs.String("since", "", "only entries from this long ago (30m, 24h) or since this time (RFC 3339)")
+	limit := fs.Int("limit", operator.DefaultPageSize, "rows per page (at most 10000)")
+	after := fs.String("after", "", "the cursor printed under the previous page")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	since, err := parseSince(*sinceFlag, time.Now())
+	if err != nil {
+		return err
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	page, err := op.MalformedIntents(ctx, operator.MalformedFilter{Producer: *producer, FailureCode: *code, Since: since}, *limit, *after)
+	if err != nil {
+		return cliError(err)
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, page)
+	}
+	if len(page.Malformed) == 0 {
+		fmt.Fprintln(m.Stdout, "no malformed intents")
+		return nil
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RECORDED\tID\tCODE\tPRODUCER\tTYPE\tMESSAGE")
+	for _, e := range page.Malformed {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(e.RecordedAt), e.StreamEntryID, e.FailureCode,
+			dash(e.Producer), dash(e.NotificationType), clip(e.FailureMessage, 70))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		fmt.Fprintf(m.Stdout, "\nmore: herald malformed list --after %s (same filters)\n", page.Next)
+	}
+	return nil
+}
+
+func malformedShow(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("malformed show", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("show takes one ID (as listed: intake:N)")}
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	e, err := op.MalformedIntent(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		return writeJSON(m.Stdout, e)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	for _, kv := range [][2]string{
+		{"id", e.StreamEntryID},
+		{"recorded", stamp(e.RecordedAt)},
+		{"code", e.FailureCode},
+		{"message", e.FailureMessage},
+		{"producer", dash(e.Producer)},
+		{"type", dash(e.NotificationType)},
+		{"idempotency key", dash(e.IdempotencyKey)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var raw any
+	if json.Unmarshal(e.RawFields, &raw) == nil {
+		fmt.Fprintln(m.Stdout, "raw fields:")
+		b, _ := json.MarshalIndent(raw, "  ", "  ")
+		fmt.Fprintf(m.Stdout, "  %s\n", b)
+	}
+	return nil
+}
+
+// dash shows an empty cell as "-".
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

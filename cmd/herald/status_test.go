@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
+	dead := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Dead: true})
+	_, err := store.New().RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID})
+	require.NoError(t, err)
+
+	var st operator.Status
+	runJSON(t, b.env, &st, "status", live[0].NotificationID)
+	require.Equal(t, "otp", st.Record.NotificationType)
+	require.Equal(t, []string{"sms"}, st.Record.Channels)
+	require.Len(t, st.Routes, 1)
+	require.Equal(t, "canceled", st.Routes[0].Status)
+	var events []string
+	for _, e := range st.Timeline {
+		events = append(events, e.Event)
+	}
+	require.Equal(t, []string{"accepted", "routed", "canceled"}, events)
+
+	runJSON(t, b.env, &st, "status", dead[0].NotificationID)
+	require.Equal(t, "dead_letter", st.Routes[0].Status)
+	require.Equal(t, "dead_lettered", st.Timeline[len(st.Timeline)-1].Event)
+	require.Contains(t, st.Timeline[len(st.Timeline)-1].Detail, "hint: fix the address")
+
+	out, _, err := run(t, b.env, "status", dead[0].NotificationID)
+	require.NoError(t, err)
+	require.Contains(t, out, "timeline:")
+	require.Contains(t, out, "dead_lettered")
+
+	_, _, err = run(t, b.env, "status", "ntf_missing")
+	require.ErrorIs(t, err, operator.ErrNotFound)
+	_, _, err = run(t, b.env, "status")
+	require.Equal(t, 2, exitCode(err))
+}
