@@ -77,3 +77,14 @@ ANALYZE herald.routes, herald.records;
 SELECT
     pg_relation_size('herald.routes'::regclass)::bigint AS routes_bytes,
     pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS due_index_bytes;
+
+-- name: BenchRouteOutcomes :many
+-- Every route with its final state, for the reliability suites, which
+-- compare it with what their loopback receivers counted.
+SELECT notification_id, route_id, recipient_ref, status, attempt_count, last_error_classification
+FROM herald.routes
+ORDER BY notification_id, route_id;
+
+-- name: BenchRouteCountClaimed :one
+-- Routes leased right now: the deliveries in flight when a process dies.
+SELECT count(*)::bigint FROM herald.routes WHERE status = 'claimed';

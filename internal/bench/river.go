@@ -116,7 +116,7 @@ func (r *riverSubject) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(slog.NewTextHandler(discardWriter{}, nil))
+	quiet := slog.New(warnOnly{r.cfg.Logger.Handler()})
 	r.inserter, err = river.NewClient(riverpgxv5.New(r.prodPool), &river.Config{
 		Schema: schema.Name,
 		Logger: quiet,
@@ -227,6 +227,9 @@ func (r *riverSubject) owns(table string) bool { return strings.HasPrefix(table,
 // claim, complete and listen loops at the given concurrency.
 func engineConns(concurrency int) int32 { return int32(min(max(10, concurrency/10), 40)) }
 
-type discardWriter struct{}
+// warnOnly passes River's warnings and errors on, and drops the rest.
+type warnOnly struct{ slog.Handler }
 
-func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}

@@ -100,8 +100,9 @@ func (s *sink) serveHTTP() (string, func(), error) {
 }
 
 // probeMarker marks a probe's content, so the sink can tell a probe's
-// delivery from the workload's.
-const probeMarker = `"probe":true`
+// delivery from the workload's. It is only the key, because jsonb (River's
+// args) rewrites the spacing around it.
+const probeMarker = `"probe"`
 
 // isProbe reports whether content (or a webhook body holding it) is a
 // probe's.

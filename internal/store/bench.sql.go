@@ -33,6 +33,18 @@ func (q *Queries) BenchReset(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const benchRouteCountClaimed = `-- name: BenchRouteCountClaimed :one
+SELECT count(*)::bigint FROM herald.routes WHERE status = 'claimed'
+`
+
+// Routes leased right now: the deliveries in flight when a process dies.
+func (q *Queries) BenchRouteCountClaimed(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, benchRouteCountClaimed)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const benchRouteCountOpen = `-- name: BenchRouteCountOpen :one
 SELECT count(*)::bigint FROM herald.routes WHERE next_attempt_at IS NOT NULL
 `
@@ -43,6 +55,50 @@ func (q *Queries) BenchRouteCountOpen(ctx context.Context, db DBTX) (int64, erro
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const benchRouteOutcomes = `-- name: BenchRouteOutcomes :many
+SELECT notification_id, route_id, recipient_ref, status, attempt_count, last_error_classification
+FROM herald.routes
+ORDER BY notification_id, route_id
+`
+
+type BenchRouteOutcomesRow struct {
+	NotificationID          string
+	RouteID                 string
+	RecipientRef            string
+	Status                  string
+	AttemptCount            int32
+	LastErrorClassification string
+}
+
+// Every route with its final state, for the reliability suites, which
+// compare it with what their loopback receivers counted.
+func (q *Queries) BenchRouteOutcomes(ctx context.Context, db DBTX) ([]BenchRouteOutcomesRow, error) {
+	rows, err := db.Query(ctx, benchRouteOutcomes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BenchRouteOutcomesRow{}
+	for rows.Next() {
+		var i BenchRouteOutcomesRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.RecipientRef,
+			&i.Status,
+			&i.AttemptCount,
+			&i.LastErrorClassification,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const benchRoutePreload = `-- name: BenchRoutePreload :execrows
