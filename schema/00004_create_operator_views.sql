@@ -63,8 +63,9 @@ ORDER BY recorded_at DESC, stream_entry_id DESC;
 
 -- notification_timeline: what happened to one notification, in order: its
 -- acceptance, each route's creation, its last failure, its outcome, its
--- next scheduled attempt, and the operators' replays and cancels from the
--- audit log. herald keeps no row per attempt (each would cost a write per
+-- next scheduled attempt, and the replays and cancels from the audit log
+-- (which it scans: audit_log stays small, and this is for one person's
+-- question). herald keeps no row per attempt (each would cost a write per
 -- delivery), so a route's earlier failures are summarised by its attempt
 -- count and its last error. Runs with the caller's privileges.
 -- +goose StatementBegin
@@ -135,6 +136,12 @@ AS $$
         WHERE a.details @> jsonb_build_object('routes', jsonb_build_array(jsonb_build_object('notification_id', notification_timeline.id)))
             AND x.notification_id = notification_timeline.id
         UNION ALL
+        -- The client's cancels name the notification in their filter.
+        SELECT a.at, 4, '', '', a.action, 0,
+            format('by %s: %s (%s routes)', a.actor, a.reason, a.affected)
+        FROM herald.audit_log a
+        WHERE a.filter @> jsonb_build_object('notification_id', notification_timeline.id)
+        UNION ALL
         SELECT r.next_attempt_at, 5, r.route_id, r.channel,
             CASE r.status WHEN 'claimed' THEN 'lease_ends' ELSE 'next_attempt' END,
             r.attempt_count + CASE r.status WHEN 'claimed' THEN 0 ELSE 1 END, r.status
@@ -200,6 +207,8 @@ GRANT SELECT, INSERT ON herald.records TO herald_producer;
 GRANT SELECT, INSERT, UPDATE ON herald.routes TO herald_producer;
 GRANT SELECT ON herald.dead_letters TO herald_producer;
 GRANT SELECT, INSERT, UPDATE ON herald.recipients TO herald_producer;
+-- The client's Cancel writes its audit row in the cancel's transaction.
+GRANT INSERT ON herald.audit_log TO herald_producer;
 REVOKE ALL ON FUNCTION herald.notification_owned_by(text, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION herald.notification_owned_by(text, text) TO herald_producer;
 

@@ -189,3 +189,9 @@ func TestDeadLettersReplayRunTwiceConcurrentlyMovesEachOnce(t *testing.T) {
 	require.Len(t, st.DeadLetters, 1)
 	require.Equal(t, int64(10), st.DeadLetters[0].DeadLetters)
 }
+
+// seedDead seeds n dead letters on the email channel.
+func seedDead(t *testing.T, b *opBundle, n int) []operator.RouteRef {
+	t.Helper()
+	return operatortest.Seed(t, b.pool, operatortest.Spec{N: n, Dead: true})
+}
