@@ -585,6 +585,10 @@ func TestSubmitWithoutDebounceSendsAHintPerSubmit(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Len(t, hints(t, conn, 300*time.Millisecond), 3)
+
+	_, err := b.client.Submit(ctx, smallIntent(1)) // a duplicate: no new route
+	require.NoError(t, err)
+	require.Empty(t, hints(t, conn, 300*time.Millisecond))
 }
 
 func TestSubmitTxWakeHintRidesTheCommit(t *testing.T) {
