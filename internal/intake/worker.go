@@ -180,6 +180,8 @@ func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening cha
 			// pool: it is taken out of it and closed.
 			conn := pooled.Hijack()
 			defer conn.Close(context.WithoutCancel(ctx))
+			// SQL in Go, the commented exception: LISTEN is a utility
+			// statement that takes no parameters, so sqlc cannot hold it.
 			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{IntakeChannel}.Sanitize()); err != nil {
 				return err
 			}
