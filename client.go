@@ -58,6 +58,12 @@ type Config struct {
 	// Actor names this client in the audit log (Cancel). Default
 	// "herald-client".
 	Actor string
+	// ResultFunc, if set, is called once per submitted intent with its
+	// producer (as given, "" for a nil intent) and its result: "accepted",
+	// "duplicate", "conflict" or "invalid" (the herald_intents_total
+	// labels). It is not called for intents of a submit whose statement
+	// failed, and for SubmitTx it is called before the caller commits.
+	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock for validation and is written as
 	// the acceptance time; for tests. Nil means time.Now for validation and
 	// the database's now() for acceptance.
@@ -90,6 +96,7 @@ type Client struct {
 	limits intake.Limits
 	actor  string
 	now    func() time.Time
+	result func(producer, result string)
 	waker  *intake.Waker
 }
 
@@ -120,9 +127,10 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 			MaxScheduleAhead: cfg.Limits.MaxScheduleAhead,
 			MaxRoutes:        cfg.Limits.MaxRoutes,
 		}.WithDefaults(),
-		actor: cmp.Or(cfg.Actor, DefaultActor),
-		now:   cfg.NowFunc,
-		waker: intake.NewWaker(pool, cfg.NotifyDebounce, logger),
+		actor:  cmp.Or(cfg.Actor, DefaultActor),
+		now:    cfg.NowFunc,
+		result: cfg.ResultFunc,
+		waker:  intake.NewWaker(pool, cfg.NotifyDebounce, logger),
 	}, nil
 }
 
@@ -197,6 +205,7 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]Su
 		index = append(index, i)
 	}
 	if len(valid) == 0 {
+		c.report(ins, results)
 		return results, nil
 	}
 	outcomes, err := intake.Accept(ctx, db, valid, intake.AcceptParams{
@@ -229,7 +238,32 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]Su
 		c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", o.NotificationID),
 			slog.Bool("duplicate", o.Duplicate), slog.Int("routes", len(ids)))
 	}
+	c.report(ins, results)
 	return results, nil
+}
+
+// report passes each result to Config.ResultFunc.
+func (c *Client) report(ins []*Intent, results []SubmitResult) {
+	if c.result == nil {
+		return
+	}
+	for i, r := range results {
+		producer := ""
+		if ins[i] != nil {
+			producer = ins[i].Producer
+		}
+		var verr *ValidationError
+		switch {
+		case errors.Is(r.Err, ErrIdempotencyConflict):
+			c.result(producer, "conflict")
+		case errors.As(r.Err, &verr):
+			c.result(producer, "invalid")
+		case r.Receipt != nil && r.Receipt.Duplicate:
+			c.result(producer, "duplicate")
+		case r.Receipt != nil:
+			c.result(producer, "accepted")
+		}
+	}
 }
 
 // Get returns the notification id with every route's state, attempts and

@@ -372,7 +372,15 @@ func TestSubmitManyOfAThousandWithTenInvalidStoresTheRestInOneRoundTrip(t *testi
 func TestSubmitManyResolvesRepeatedKeysWithinOneCall(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, nil)
+	var mu sync.Mutex
+	results := map[string]int{}
+	b := setup(t, func(c *herald.Config) {
+		c.ResultFunc = func(producer, result string) {
+			mu.Lock()
+			defer mu.Unlock()
+			results[producer+" "+result]++
+		}
+	})
 	prior, err := b.client.Submit(ctx, smallIntent(1))
 	require.NoError(t, err)
 
@@ -394,6 +402,14 @@ func TestSubmitManyResolvesRepeatedKeysWithinOneCall(t *testing.T) {
 	require.True(t, res[3].Receipt.Duplicate)
 	require.Equal(t, prior.NotificationID, res[3].Receipt.NotificationID)
 	require.Equal(t, 2, b.records(t))
+
+	_, err = b.client.SubmitMany(ctx, []*herald.Intent{nil})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string]int{
+		"auth accepted": 2, "auth duplicate": 2, "auth conflict": 1, " invalid": 1,
+	}, results)
 }
 
 func TestSubmitManyWithOnlyInvalidIntentsSendsNothing(t *testing.T) {
