@@ -35,6 +35,7 @@ func setup(t *testing.T, mutate func(*herald.Config)) *testBundle {
 	b := &testBundle{dbURL: pgtemp.NewDatabase(t)}
 	cfg, err := pgxpool.ParseConfig(b.dbURL)
 	require.NoError(t, err)
+	cfg.MaxConns = 16 // enough for racing submits to meet in the database
 	cfg.ConnConfig.Tracer = (*queryCounter)(&b.queries)
 	dial := cfg.ConnConfig.DialFunc
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
