@@ -22,3 +22,186 @@ SET status = 'canceled',
 WHERE notification_id = @notification_id
     AND status IN ('pending', 'claimed', 'failed')
 RETURNING route_id, channel, status;
+
+-- ---------------------------------------------------------------------------
+-- Dispatcher (internal/dispatch): claim, complete, release, next due.
+-- ---------------------------------------------------------------------------
+
+-- name: RouteClaimDue :many
+-- Claims up to @max due routes of one channel and takes a lease on them, in
+-- one statement (one short implicit transaction): status 'claimed', the
+-- attempt counted now (attempt_count is the fence every completion checks),
+-- and next_attempt_at moved to the lease's end, so a route whose worker dies
+-- comes due again by itself.
+--
+-- The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
+-- (in this process or another) never wait on each other and never claim the
+-- same route. It reads routes_due_idx (channel, priority, next_attempt_at) as
+-- two tight range scans, one per priority (0 transactional, 1 bulk), each
+-- starting at the oldest due entry and stopping at `now`: a single scan ordered
+-- by (priority, next_attempt_at) with `next_attempt_at <= now` would have to
+-- step over every priority-0 route scheduled for the future (leases, backoffs,
+-- send_at) before reaching due priority-1 routes. UNION ALL runs the bulk branch
+-- only when the transactional one did not fill the batch; the outer LIMIT stops
+-- it as soon as it has (each branch is a sub-select because FOR UPDATE is not
+-- allowed on a UNION's arms directly). Canceled and terminal routes have next_attempt_at NULL
+-- and are not in the index.
+--
+-- Joining records hands delivery what it needs in the same round trip; the
+-- UPDATE locks only routes rows. `expired` says the intent expired before
+-- this claim: the route is dead-lettered without delivery.
+WITH due AS (
+    SELECT * FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = @channel::text
+            AND priority = 0
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT @max::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p0
+    UNION ALL
+    SELECT * FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = @channel::text
+            AND priority = 1
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT @max::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p1
+    LIMIT @max::integer
+)
+UPDATE herald.routes AS r
+SET status = 'claimed',
+    attempt_count = r.attempt_count + 1,
+    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM due, herald.records AS rec
+WHERE r.notification_id = due.notification_id
+    AND r.route_id = due.route_id
+    AND rec.notification_id = r.notification_id
+RETURNING
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.max_attempts,
+    r.priority, r.sms_encoding, r.sms_segments,
+    (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at;
+
+-- name: RouteCompleteMany :many
+-- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
+-- on status 'claimed' AND the attempt taken at its claim: a completion whose
+-- lease expired and whose route was claimed again (or canceled, or released)
+-- matches nothing and changes nothing; the dispatcher counts it as stale.
+-- Only the routes actually updated are returned.
+--
+-- statuses: published | failed | dead_letter | skipped. A failed route is due
+-- again after delay_seconds; the others leave the due index
+-- (next_attempt_at NULL). The dead_lettered CTE writes the operator's
+-- dead_letters row for exactly the routes this statement moved to
+-- dead_letter, in the same statement, so a dead letter never exists without
+-- its row (an older row from before a replay is replaced). resolved_email /
+-- resolved_locale / provider_message_id keep their value when given ''.
+WITH done AS (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@attempts::integer[]) AS attempt,
+        unnest(@statuses::text[]) AS status,
+        unnest(@delay_seconds::float8[]) AS delay_seconds,
+        unnest(@classifications::text[]) AS classification,
+        unnest(@messages::text[]) AS message,
+        unnest(@recovery_hints::text[]) AS recovery_hint,
+        unnest(@max_attempts::integer[]) AS max_attempts,
+        unnest(@resolved_emails::text[]) AS resolved_email,
+        unnest(@resolved_locales::text[]) AS resolved_locale,
+        unnest(@provider_message_ids::text[]) AS provider_message_id
+),
+updated AS (
+    UPDATE herald.routes AS r
+    SET status = d.status,
+        next_attempt_at = CASE WHEN d.status = 'failed'
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+        published_at = CASE WHEN d.status = 'published'
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.published_at END,
+        dead_lettered_at = CASE WHEN d.status = 'dead_letter'
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.dead_lettered_at END,
+        skipped_at = CASE WHEN d.status = 'skipped'
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.skipped_at END,
+        last_error_classification = CASE WHEN d.status = 'published'
+            THEN r.last_error_classification ELSE d.classification END,
+        last_error_message = CASE WHEN d.status = 'published'
+            THEN r.last_error_message ELSE d.message END,
+        last_error_at = CASE WHEN d.status = 'published'
+            THEN r.last_error_at ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END,
+        resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
+        resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
+        provider_message_id = CASE WHEN d.provider_message_id <> ''
+            THEN d.provider_message_id ELSE r.provider_message_id END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM done AS d
+    WHERE r.notification_id = d.notification_id
+        AND r.route_id = d.route_id
+        AND r.status = 'claimed'
+        AND r.attempt_count = d.attempt
+    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
+),
+dead_lettered AS (
+    INSERT INTO herald.dead_letters (
+        notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
+        failure_classification, failure_message, recovery_hint, created_at
+    )
+    SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
+        d.classification, d.message, d.recovery_hint, coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM updated AS u
+    JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
+    WHERE u.status = 'dead_letter'
+    ON CONFLICT (notification_id, route_id) DO UPDATE
+    SET channel = excluded.channel,
+        recipient_ref = excluded.recipient_ref,
+        final_attempt_count = excluded.final_attempt_count,
+        max_attempts = excluded.max_attempts,
+        failure_classification = excluded.failure_classification,
+        failure_message = excluded.failure_message,
+        recovery_hint = excluded.recovery_hint,
+        created_at = excluded.created_at
+    RETURNING 1
+)
+SELECT notification_id, route_id FROM updated;
+
+-- name: RouteReleaseLeases :execrows
+-- Gives back claimed routes whose delivery never started (shutdown): due
+-- again at once, and the attempt taken at claim is handed back, because
+-- nothing reached the channel. Fenced like a completion, so a lease that has
+-- expired and been taken by another dispatcher is left alone.
+UPDATE herald.routes AS r
+SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
+    attempt_count = r.attempt_count - 1,
+    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@attempts::integer[]) AS attempt
+) AS d
+WHERE r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND r.status = 'claimed'
+    AND r.attempt_count = d.attempt;
+
+-- name: RouteNextDue :one
+-- How many seconds until the next route of one channel comes due (a lease's
+-- end counts: an expired lease makes its route due again), measured on the
+-- database's clock so app and database clocks need not agree; negative when
+-- something is due already, +Infinity when nothing is scheduled. Two
+-- index-only probes of routes_due_idx, one per priority.
+SELECT coalesce(extract(epoch FROM least(
+    (SELECT min(next_attempt_at) FROM herald.routes
+        WHERE channel = @channel::text AND priority = 0 AND next_attempt_at IS NOT NULL),
+    (SELECT min(next_attempt_at) FROM herald.routes
+        WHERE channel = @channel::text AND priority = 1 AND next_attempt_at IS NOT NULL)
+) - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds;

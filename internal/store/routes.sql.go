@@ -57,6 +57,276 @@ func (q *Queries) RouteCancelByNotification(ctx context.Context, db DBTX, arg Ro
 	return items, nil
 }
 
+const routeClaimDue = `-- name: RouteClaimDue :many
+
+WITH due AS (
+    SELECT notification_id, route_id FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = $4::text
+            AND priority = 0
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce($1::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT $3::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p0
+    UNION ALL
+    SELECT notification_id, route_id FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = $4::text
+            AND priority = 1
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce($1::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT $3::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p1
+    LIMIT $3::integer
+)
+UPDATE herald.routes AS r
+SET status = 'claimed',
+    attempt_count = r.attempt_count + 1,
+    next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8),
+    updated_at = coalesce($1::timestamptz, now())
+FROM due, herald.records AS rec
+WHERE r.notification_id = due.notification_id
+    AND r.route_id = due.route_id
+    AND rec.notification_id = r.notification_id
+RETURNING
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.max_attempts,
+    r.priority, r.sms_encoding, r.sms_segments,
+    (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
+    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
+`
+
+type RouteClaimDueParams struct {
+	Now          pgtype.Timestamptz
+	LeaseSeconds float64
+	Max          int32
+	Channel      string
+}
+
+type RouteClaimDueRow struct {
+	NotificationID   string
+	RouteID          string
+	RecipientRef     string
+	AttemptCount     int32
+	MaxAttempts      int32
+	Priority         int16
+	SmsEncoding      string
+	SmsSegments      int16
+	Expired          bool
+	NotificationType string
+	PayloadJson      string
+	TraceID          string
+	RequestID        string
+	AcceptedAt       pgtype.Timestamptz
+}
+
+// ---------------------------------------------------------------------------
+// Dispatcher (internal/dispatch): claim, complete, release, next due.
+// ---------------------------------------------------------------------------
+// Claims up to @max due routes of one channel and takes a lease on them, in
+// one statement (one short implicit transaction): status 'claimed', the
+// attempt counted now (attempt_count is the fence every completion checks),
+// and next_attempt_at moved to the lease's end, so a route whose worker dies
+// comes due again by itself.
+//
+// The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
+// (in this process or another) never wait on each other and never claim the
+// same route. It reads routes_due_idx (channel, priority, next_attempt_at) as
+// two tight range scans, one per priority (0 transactional, 1 bulk), each
+// starting at the oldest due entry and stopping at `now`: a single scan ordered
+// by (priority, next_attempt_at) with `next_attempt_at <= now` would have to
+// step over every priority-0 route scheduled for the future (leases, backoffs,
+// send_at) before reaching due priority-1 routes. UNION ALL runs the bulk branch
+// only when the transactional one did not fill the batch; the outer LIMIT stops
+// it as soon as it has (each branch is a sub-select because FOR UPDATE is not
+// allowed on a UNION's arms directly). Canceled and terminal routes have next_attempt_at NULL
+// and are not in the index.
+//
+// Joining records hands delivery what it needs in the same round trip; the
+// UPDATE locks only routes rows. `expired` says the intent expired before
+// this claim: the route is dead-lettered without delivery.
+func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueParams) ([]RouteClaimDueRow, error) {
+	rows, err := db.Query(ctx, routeClaimDue,
+		arg.Now,
+		arg.LeaseSeconds,
+		arg.Max,
+		arg.Channel,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteClaimDueRow{}
+	for rows.Next() {
+		var i RouteClaimDueRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.RecipientRef,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.Priority,
+			&i.SmsEncoding,
+			&i.SmsSegments,
+			&i.Expired,
+			&i.NotificationType,
+			&i.PayloadJson,
+			&i.TraceID,
+			&i.RequestID,
+			&i.AcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeCompleteMany = `-- name: RouteCompleteMany :many
+WITH done AS (
+    SELECT
+        unnest($1::text[]) AS notification_id,
+        unnest($2::text[]) AS route_id,
+        unnest($3::integer[]) AS attempt,
+        unnest($4::text[]) AS status,
+        unnest($5::float8[]) AS delay_seconds,
+        unnest($6::text[]) AS classification,
+        unnest($7::text[]) AS message,
+        unnest($8::text[]) AS recovery_hint,
+        unnest($9::integer[]) AS max_attempts,
+        unnest($10::text[]) AS resolved_email,
+        unnest($11::text[]) AS resolved_locale,
+        unnest($12::text[]) AS provider_message_id
+),
+updated AS (
+    UPDATE herald.routes AS r
+    SET status = d.status,
+        next_attempt_at = CASE WHEN d.status = 'failed'
+            THEN coalesce($13::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+        published_at = CASE WHEN d.status = 'published'
+            THEN coalesce($13::timestamptz, now()) ELSE r.published_at END,
+        dead_lettered_at = CASE WHEN d.status = 'dead_letter'
+            THEN coalesce($13::timestamptz, now()) ELSE r.dead_lettered_at END,
+        skipped_at = CASE WHEN d.status = 'skipped'
+            THEN coalesce($13::timestamptz, now()) ELSE r.skipped_at END,
+        last_error_classification = CASE WHEN d.status = 'published'
+            THEN r.last_error_classification ELSE d.classification END,
+        last_error_message = CASE WHEN d.status = 'published'
+            THEN r.last_error_message ELSE d.message END,
+        last_error_at = CASE WHEN d.status = 'published'
+            THEN r.last_error_at ELSE coalesce($13::timestamptz, now()) END,
+        resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
+        resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
+        provider_message_id = CASE WHEN d.provider_message_id <> ''
+            THEN d.provider_message_id ELSE r.provider_message_id END,
+        updated_at = coalesce($13::timestamptz, now())
+    FROM done AS d
+    WHERE r.notification_id = d.notification_id
+        AND r.route_id = d.route_id
+        AND r.status = 'claimed'
+        AND r.attempt_count = d.attempt
+    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
+),
+dead_lettered AS (
+    INSERT INTO herald.dead_letters (
+        notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
+        failure_classification, failure_message, recovery_hint, created_at
+    )
+    SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
+        d.classification, d.message, d.recovery_hint, coalesce($13::timestamptz, now())
+    FROM updated AS u
+    JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
+    WHERE u.status = 'dead_letter'
+    ON CONFLICT (notification_id, route_id) DO UPDATE
+    SET channel = excluded.channel,
+        recipient_ref = excluded.recipient_ref,
+        final_attempt_count = excluded.final_attempt_count,
+        max_attempts = excluded.max_attempts,
+        failure_classification = excluded.failure_classification,
+        failure_message = excluded.failure_message,
+        recovery_hint = excluded.recovery_hint,
+        created_at = excluded.created_at
+    RETURNING 1
+)
+SELECT notification_id, route_id FROM updated
+`
+
+type RouteCompleteManyParams struct {
+	NotificationIds    []string
+	RouteIds           []string
+	Attempts           []int32
+	Statuses           []string
+	DelaySeconds       []float64
+	Classifications    []string
+	Messages           []string
+	RecoveryHints      []string
+	MaxAttempts        []int32
+	ResolvedEmails     []string
+	ResolvedLocales    []string
+	ProviderMessageIds []string
+	Now                pgtype.Timestamptz
+}
+
+type RouteCompleteManyRow struct {
+	NotificationID string
+	RouteID        string
+}
+
+// Writes a batch of attempt outcomes in ONE statement. Each element is fenced
+// on status 'claimed' AND the attempt taken at its claim: a completion whose
+// lease expired and whose route was claimed again (or canceled, or released)
+// matches nothing and changes nothing; the dispatcher counts it as stale.
+// Only the routes actually updated are returned.
+//
+// statuses: published | failed | dead_letter | skipped. A failed route is due
+// again after delay_seconds; the others leave the due index
+// (next_attempt_at NULL). The dead_lettered CTE writes the operator's
+// dead_letters row for exactly the routes this statement moved to
+// dead_letter, in the same statement, so a dead letter never exists without
+// its row (an older row from before a replay is replaced). resolved_email /
+// resolved_locale / provider_message_id keep their value when given ”.
+func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompleteManyParams) ([]RouteCompleteManyRow, error) {
+	rows, err := db.Query(ctx, routeCompleteMany,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.Attempts,
+		arg.Statuses,
+		arg.DelaySeconds,
+		arg.Classifications,
+		arg.Messages,
+		arg.RecoveryHints,
+		arg.MaxAttempts,
+		arg.ResolvedEmails,
+		arg.ResolvedLocales,
+		arg.ProviderMessageIds,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteCompleteManyRow{}
+	for rows.Next() {
+		var i RouteCompleteManyRow
+		if err := rows.Scan(&i.NotificationID, &i.RouteID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const routeListByNotification = `-- name: RouteListByNotification :many
 
 SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at
@@ -112,4 +382,72 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 		return nil, err
 	}
 	return items, nil
+}
+
+const routeNextDue = `-- name: RouteNextDue :one
+SELECT coalesce(extract(epoch FROM least(
+    (SELECT min(next_attempt_at) FROM herald.routes
+        WHERE channel = $1::text AND priority = 0 AND next_attempt_at IS NOT NULL),
+    (SELECT min(next_attempt_at) FROM herald.routes
+        WHERE channel = $1::text AND priority = 1 AND next_attempt_at IS NOT NULL)
+) - coalesce($2::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
+`
+
+type RouteNextDueParams struct {
+	Channel string
+	Now     pgtype.Timestamptz
+}
+
+// How many seconds until the next route of one channel comes due (a lease's
+// end counts: an expired lease makes its route due again), measured on the
+// database's clock so app and database clocks need not agree; negative when
+// something is due already, +Infinity when nothing is scheduled. Two
+// index-only probes of routes_due_idx, one per priority.
+func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDueParams) (float64, error) {
+	row := db.QueryRow(ctx, routeNextDue, arg.Channel, arg.Now)
+	var seconds float64
+	err := row.Scan(&seconds)
+	return seconds, err
+}
+
+const routeReleaseLeases = `-- name: RouteReleaseLeases :execrows
+UPDATE herald.routes AS r
+SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
+    attempt_count = r.attempt_count - 1,
+    next_attempt_at = coalesce($1::timestamptz, now()),
+    updated_at = coalesce($1::timestamptz, now())
+FROM (
+    SELECT
+        unnest($2::text[]) AS notification_id,
+        unnest($3::text[]) AS route_id,
+        unnest($4::integer[]) AS attempt
+) AS d
+WHERE r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND r.status = 'claimed'
+    AND r.attempt_count = d.attempt
+`
+
+type RouteReleaseLeasesParams struct {
+	Now             pgtype.Timestamptz
+	NotificationIds []string
+	RouteIds        []string
+	Attempts        []int32
+}
+
+// Gives back claimed routes whose delivery never started (shutdown): due
+// again at once, and the attempt taken at claim is handed back, because
+// nothing reached the channel. Fenced like a completion, so a lease that has
+// expired and been taken by another dispatcher is left alone.
+func (q *Queries) RouteReleaseLeases(ctx context.Context, db DBTX, arg RouteReleaseLeasesParams) (int64, error) {
+	result, err := db.Exec(ctx, routeReleaseLeases,
+		arg.Now,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.Attempts,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

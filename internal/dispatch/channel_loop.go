@@ -1,0 +1,405 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Classifications the dispatcher itself gives outcomes.
+const (
+	// ClassExpired: the intent's expires_at passed before the route could
+	// be delivered; dead-lettered without an attempt.
+	ClassExpired = "expired"
+	// ClassAttemptsExhausted: the route was claimed more times than its
+	// budget allows without any attempt completing (its dispatchers died or
+	// stalled past their leases); dead-lettered without a further attempt.
+	ClassAttemptsExhausted = "attempts_exhausted"
+	// ClassUnknownRecipient: a "user:<id>" route whose user is not in
+	// herald.recipients; skipped.
+	ClassUnknownRecipient = "unknown_recipient"
+	// ClassOptedOut: the user opted out of the route's channel; skipped.
+	ClassOptedOut = "opted_out"
+	// ClassDelivererPanic: the channel's Deliverer panicked; dead-lettered.
+	ClassDelivererPanic = "deliverer_panic"
+)
+
+// userRefPrefix marks a recipient_ref resolved through herald.recipients.
+const userRefPrefix = "user:"
+
+// channelLoop claims and delivers the routes of one channel.
+type channelLoop struct {
+	d    *Dispatcher
+	name string
+	cfg  ChannelConfig
+	// slots holds one token per delivery in flight: its capacity is the
+	// channel's Concurrency.
+	slots chan struct{}
+	// freed is signaled (without blocking) whenever a slot is given back.
+	freed chan struct{}
+	// wake is signaled by NOTIFY and Wake.
+	wake     chan struct{}
+	inflight sync.WaitGroup
+}
+
+func newChannelLoop(d *Dispatcher, name string, cfg ChannelConfig) *channelLoop {
+	return &channelLoop{
+		d:     d,
+		name:  name,
+		cfg:   cfg,
+		slots: make(chan struct{}, cfg.Concurrency),
+		freed: make(chan struct{}, 1),
+		wake:  make(chan struct{}, 1),
+	}
+}
+
+func (l *channelLoop) wakeUp() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// minDueWait is the shortest sleep when the next due route is due already
+// but was not claimed: another dispatcher holds it locked in its own claim,
+// which is about to move it to its lease's end.
+const minDueWait = 20 * time.Millisecond
+
+// run claims until ctx ends. Deliveries it starts run under deliverCtx.
+func (l *channelLoop) run(ctx, deliverCtx context.Context) {
+	errDelay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		free := cap(l.slots) - len(l.slots)
+		if free == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-l.freed:
+			}
+			continue
+		}
+		want := min(free, l.d.batchSize)
+		claimed, err := l.d.q.RouteClaimDue(ctx, l.d.pool, store.RouteClaimDueParams{
+			Now:          l.d.now(),
+			LeaseSeconds: l.cfg.Lease.Seconds(),
+			Max:          int32(want),
+			Channel:      l.name,
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			l.d.log.Error("claim due routes", "channel", l.name, "err", err, "retry_in", errDelay)
+			if !sleep(ctx, errDelay) {
+				return
+			}
+			errDelay = min(2*errDelay, 5*time.Second)
+			continue
+		}
+		errDelay = 100 * time.Millisecond
+		l.d.stats.claimed.Add(int64(len(claimed)))
+		l.start(ctx, deliverCtx, claimed)
+		if len(claimed) == want {
+			continue // more may be due: claim again at once
+		}
+		l.idle(ctx)
+	}
+}
+
+// idle sleeps until a wake-up, the next due route, or the poll interval.
+func (l *channelLoop) idle(ctx context.Context) {
+	wait := l.d.poll
+	secs, err := l.d.q.RouteNextDue(ctx, l.d.pool, store.RouteNextDueParams{Now: l.d.now(), Channel: l.name})
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		l.d.log.Warn("read next due route", "channel", l.name, "err", err)
+	} else if !math.IsInf(secs, 1) {
+		due := time.Duration(min(secs, wait.Seconds()) * float64(time.Second))
+		wait = min(wait, max(due, minDueWait))
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-l.wake:
+	case <-t.C:
+	}
+}
+
+// job is one claimed route on its way through delivery.
+type job struct {
+	row     store.RouteClaimDueRow
+	maxAtt  int32
+	msg     channel.Message
+	email   string
+	locale  string
+	outcome *completion // set when the route is settled without delivery
+}
+
+// start resolves a claimed batch and starts its deliveries; routes that
+// need no delivery (expired, exhausted, skipped) go straight to the
+// completer. If ctx ended meanwhile, the batch is released instead.
+func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.RouteClaimDueRow) {
+	if len(claimed) == 0 {
+		return
+	}
+	jobs, err := l.resolve(ctx, claimed)
+	if err != nil || ctx.Err() != nil {
+		if err != nil && ctx.Err() == nil {
+			l.d.log.Error("resolve recipients", "channel", l.name, "err", err)
+		}
+		l.d.release(claimed)
+		return
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.outcome != nil {
+			l.d.completer.add(*j.outcome)
+			continue
+		}
+		l.slots <- struct{}{} // never blocks: the claim took at most the free slots
+		l.inflight.Add(1)
+		go l.deliver(deliverCtx, j)
+	}
+}
+
+// resolve turns claimed rows into jobs: the effective attempt budget, the
+// channel's content, and the address from the recipient directory for
+// "user:<id>" routes (one lookup for the whole batch).
+func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDueRow) ([]job, error) {
+	var ids []string
+	for _, r := range claimed {
+		if id, ok := strings.CutPrefix(r.RecipientRef, userRefPrefix); ok {
+			ids = append(ids, id)
+		}
+	}
+	users := map[string]store.RecipientGetManyRow{}
+	if len(ids) > 0 {
+		rows, err := l.d.q.RecipientGetMany(ctx, l.d.pool, ids)
+		if err != nil {
+			return nil, fmt.Errorf("look up recipients: %w", err)
+		}
+		for _, u := range rows {
+			users[u.UserID] = u
+		}
+	}
+	jobs := make([]job, len(claimed))
+	for i, r := range claimed {
+		j := &jobs[i]
+		j.row = r
+		j.maxAtt = r.MaxAttempts
+		if j.maxAtt <= 0 {
+			j.maxAtt = int32(l.cfg.MaxAttempts)
+		}
+		switch {
+		case r.Expired:
+			j.outcome = l.settle(j, "dead_letter", ClassExpired, "the intent expired before the route could be delivered",
+				"nothing to do unless the notification still matters: then submit a new intent with a later expires_at")
+			continue
+		case r.AttemptCount > j.maxAtt:
+			j.outcome = l.settle(j, "dead_letter", ClassAttemptsExhausted,
+				fmt.Sprintf("claimed %d times without a completed attempt (budget %d): its dispatchers stopped before finishing", r.AttemptCount, j.maxAtt),
+				"check why herald serve processes died or stalled on this route (logs, OOM kills), then replay it with `herald dead-letters replay`")
+			continue
+		}
+		address := r.RecipientRef
+		if id, ok := strings.CutPrefix(r.RecipientRef, userRefPrefix); ok {
+			u, found := users[id]
+			if !found {
+				j.outcome = l.settle(j, "skipped", ClassUnknownRecipient, "user is not in the recipient directory", "")
+				continue
+			}
+			j.locale = u.Locale
+			for _, ch := range u.OptedOut {
+				if ch == l.name {
+					j.outcome = l.settle(j, "skipped", ClassOptedOut, "user opted out of "+l.name, "")
+					break
+				}
+			}
+			if j.outcome != nil {
+				continue
+			}
+			switch l.name {
+			case channel.Email:
+				address = u.Email
+			case channel.SMS:
+				address = u.Phone
+			case channel.Webhook:
+				address = u.WebhookUrl
+			default:
+				address = ""
+			}
+			if address == "" {
+				no := channel.NoAddress(l.name)
+				j.outcome = l.settle(j, "skipped", no.Classification, no.Message, "")
+				continue
+			}
+		}
+		if l.name == channel.Email {
+			j.email = address
+		}
+		j.msg = channel.Message{
+			NotificationID:   r.NotificationID,
+			RouteID:          r.RouteID,
+			NotificationType: r.NotificationType,
+			Attempt:          int(r.AttemptCount),
+			Address:          address,
+			Locale:           j.locale,
+			Content:          contentFor(r.PayloadJson, l.name),
+			TraceID:          r.TraceID,
+			RequestID:        r.RequestID,
+			AcceptedAt:       r.AcceptedAt.Time,
+		}
+	}
+	return jobs, nil
+}
+
+// contentFor picks the channel's entry out of records.payload_json (the
+// intent's content, keyed by channel); nil if absent or unreadable, which
+// the channel reports as bad content.
+func contentFor(payload, ch string) json.RawMessage {
+	var byChannel map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(payload), &byChannel); err != nil {
+		return nil
+	}
+	return byChannel[ch]
+}
+
+// settle builds the completion of a route that needs no delivery.
+func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completion {
+	outcome := channel.Skip.String()
+	switch {
+	case class == ClassExpired:
+		outcome = ClassExpired
+	case status == "dead_letter":
+		outcome = channel.Permanent.String()
+	}
+	return &completion{
+		channel:        l.name,
+		notificationID: j.row.NotificationID,
+		routeID:        j.row.RouteID,
+		attempt:        j.row.AttemptCount,
+		status:         status,
+		classification: class,
+		message:        msg,
+		hint:           hint,
+		maxAttempts:    j.maxAtt,
+		resolvedLocale: j.locale,
+		metricOutcome:  outcome,
+	}
+}
+
+// deliver runs one attempt outside any transaction and hands its outcome
+// to the completer.
+func (l *channelLoop) deliver(ctx context.Context, j *job) {
+	defer func() {
+		<-l.slots
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
+		l.inflight.Done()
+	}()
+	actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	out := l.safeDeliver(actx, &j.msg)
+	cancel()
+	l.d.completer.add(l.outcomeToCompletion(j, out))
+}
+
+func (l *channelLoop) safeDeliver(ctx context.Context, msg *channel.Message) (out channel.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.d.log.Error("deliverer panicked", "channel", l.name, "notification_id", msg.NotificationID,
+				"route_id", msg.RouteID, "attempt", msg.Attempt, "err", fmt.Sprint(p), "stack", string(debug.Stack()))
+			out = channel.Outcome{
+				Class:          channel.Permanent,
+				Classification: ClassDelivererPanic,
+				Message:        "the " + l.name + " deliverer panicked",
+				RecoveryHint:   "a bug in herald's " + l.name + " channel: report it with the serve logs, then replay after upgrading",
+			}
+		}
+	}()
+	return l.cfg.Deliverer.Deliver(ctx, msg)
+}
+
+// outcomeToCompletion maps a classified outcome onto the route's next
+// state.
+func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completion {
+	c := completion{
+		channel:        l.name,
+		notificationID: j.row.NotificationID,
+		routeID:        j.row.RouteID,
+		attempt:        j.row.AttemptCount,
+		classification: out.Classification,
+		message:        out.Message,
+		hint:           out.RecoveryHint,
+		maxAttempts:    j.maxAtt,
+		resolvedEmail:  j.email,
+		resolvedLocale: j.locale,
+		providerID:     out.ProviderMessageID,
+		acceptedAt:     j.row.AcceptedAt.Time,
+		metricOutcome:  out.Class.String(),
+	}
+	switch out.Class {
+	case channel.Delivered:
+		c.status = "published"
+	case channel.Skip:
+		c.status = "skipped"
+	case channel.Transient:
+		if j.row.AttemptCount >= j.maxAtt {
+			c.status = "dead_letter"
+			c.message = fmt.Sprintf("gave up after %d attempts; last: %s", j.row.AttemptCount, out.Message)
+			if c.hint == "" {
+				c.hint = "every attempt failed transiently (" + out.Classification + "): check that the " + l.name +
+					" destination or provider is reachable and healthy, then replay with `herald dead-letters replay`"
+			}
+			break
+		}
+		c.status = "failed"
+		c.delay = l.cfg.Backoff.Delay(int(j.row.AttemptCount), out.RetryAfter)
+	default: // Permanent, and any class a channel invents
+		c.status = "dead_letter"
+		if c.hint == "" {
+			c.hint = "the " + l.name + " channel refused this route permanently (" + out.Classification +
+				"): fix the address or content, then replay with `herald dead-letters replay`"
+		}
+	}
+	if c.classification == "" {
+		c.classification = out.Class.String()
+	}
+	if c.message == "" {
+		c.message = out.Class.String()
+	}
+	return c
+}
+
+// release gives claimed routes back, due at once with their attempt handed
+// back: nothing reached the channel. It outlives shutdown's context on
+// purpose, bounded by its own timeout.
+func (d *Dispatcher) release(claimed []store.RouteClaimDueRow) {
+	p := store.RouteReleaseLeasesParams{Now: d.now()}
+	for _, r := range claimed {
+		p.NotificationIds = append(p.NotificationIds, r.NotificationID)
+		p.RouteIds = append(p.RouteIds, r.RouteID)
+		p.Attempts = append(p.Attempts, r.AttemptCount)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := d.q.RouteReleaseLeases(ctx, d.pool, p)
+	if err != nil {
+		d.log.Error("release leases: they come due again when they end", "routes", len(claimed), "err", err)
+		return
+	}
+	d.stats.released.Add(n)
+	d.log.Info("released leases of routes not started", "routes", n)
+}

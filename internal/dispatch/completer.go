@@ -1,0 +1,168 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// completion is one attempt's outcome, waiting to be written.
+type completion struct {
+	channel        string
+	notificationID string
+	routeID        string
+	// attempt is the attempt taken at claim: the fence.
+	attempt        int32
+	status         string // published | failed | dead_letter | skipped
+	delay          time.Duration
+	classification string
+	message        string
+	hint           string
+	maxAttempts    int32
+	resolvedEmail  string
+	resolvedLocale string
+	providerID     string
+	acceptedAt     time.Time
+	// metricOutcome labels herald_route_attempts_total.
+	metricOutcome string
+}
+
+// completerWorkers write batches concurrently: while one waits for its
+// statement, the next batch fills.
+const completerWorkers = 2
+
+// completer writes outcomes in batches: a bounded buffer drained by a few
+// workers, each taking whatever is waiting (up to the batch size) and
+// writing it in one fenced statement. Under load batches fill by
+// themselves; when idle an outcome is written at once.
+type completer struct {
+	d    *Dispatcher
+	in   chan completion
+	once sync.Once
+}
+
+func newCompleter(d *Dispatcher, buffer int) *completer {
+	return &completer{d: d, in: make(chan completion, buffer)}
+}
+
+// add queues one outcome, blocking while the buffer is full: back-pressure
+// that holds the delivery's slot and so slows claims.
+func (c *completer) add(x completion) { c.in <- x }
+
+// close ends input; the workers flush what is queued and stop.
+func (c *completer) close() { c.once.Do(func() { close(c.in) }) }
+
+// start runs the workers; the returned channel closes when all are done.
+func (c *completer) start(ctx context.Context) <-chan struct{} {
+	var wg sync.WaitGroup
+	for range completerWorkers {
+		wg.Go(func() { c.work(ctx) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+func (c *completer) work(ctx context.Context) {
+	batch := make([]completion, 0, c.d.batchSize)
+	for {
+		first, ok := <-c.in
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < c.d.batchSize {
+			select {
+			case x, ok := <-c.in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, x)
+			default:
+				break drain
+			}
+		}
+		c.flush(ctx, batch)
+	}
+}
+
+// flush writes one batch, retrying database errors until ctx ends (then the
+// routes' leases expire and they are attempted again: at-least-once).
+func (c *completer) flush(ctx context.Context, batch []completion) {
+	p := store.RouteCompleteManyParams{Now: c.d.now()}
+	for _, x := range batch {
+		p.NotificationIds = append(p.NotificationIds, x.notificationID)
+		p.RouteIds = append(p.RouteIds, x.routeID)
+		p.Attempts = append(p.Attempts, x.attempt)
+		p.Statuses = append(p.Statuses, x.status)
+		p.DelaySeconds = append(p.DelaySeconds, x.delay.Seconds())
+		p.Classifications = append(p.Classifications, x.classification)
+		p.Messages = append(p.Messages, x.message)
+		p.RecoveryHints = append(p.RecoveryHints, x.hint)
+		p.MaxAttempts = append(p.MaxAttempts, x.maxAttempts)
+		p.ResolvedEmails = append(p.ResolvedEmails, x.resolvedEmail)
+		p.ResolvedLocales = append(p.ResolvedLocales, x.resolvedLocale)
+		p.ProviderMessageIds = append(p.ProviderMessageIds, x.providerID)
+	}
+	delay := 50 * time.Millisecond
+	var rows []store.RouteCompleteManyRow
+	for {
+		var err error
+		rows, err = c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
+				"routes", len(batch), "err", err)
+			return
+		}
+		c.d.log.Error("complete routes", "routes", len(batch), "err", err, "retry_in", delay)
+		if !sleep(ctx, delay) {
+			return
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+	c.record(batch, rows)
+}
+
+// record logs and counts a written batch; the completions missing from
+// rows were fenced out (stale).
+func (c *completer) record(batch []completion, rows []store.RouteCompleteManyRow) {
+	type key struct{ n, r string }
+	written := make(map[key]struct{}, len(rows))
+	for _, r := range rows {
+		written[key{r.NotificationID, r.RouteID}] = struct{}{}
+	}
+	m, log := c.d.metrics, c.d.log
+	for _, x := range batch {
+		if _, ok := written[key{x.notificationID, x.routeID}]; !ok {
+			c.d.stats.stale.Add(1)
+			m.Attempt(x.channel, "stale")
+			log.Info("stale completion ignored: the route has moved on", "notification_id", x.notificationID,
+				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt, "outcome", x.status)
+			continue
+		}
+		m.Attempt(x.channel, x.metricOutcome)
+		switch x.status {
+		case "published":
+			if !x.acceptedAt.IsZero() {
+				m.Published(x.channel, time.Since(x.acceptedAt))
+			}
+		case "dead_letter":
+			m.DeadLetter(x.channel, x.classification)
+			log.Warn("route dead-lettered", "notification_id", x.notificationID, "route_id", x.routeID,
+				"channel", x.channel, "attempt", x.attempt, "classification", x.classification)
+		case "failed":
+			log.Debug("route attempt failed; retrying later", "notification_id", x.notificationID,
+				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt,
+				"classification", x.classification, "retry_in", x.delay)
+		case "skipped":
+			log.Info("route skipped", "notification_id", x.notificationID, "route_id", x.routeID,
+				"channel", x.channel, "classification", x.classification)
+		}
+	}
+}

@@ -1,0 +1,526 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+// testSecret is a Standard Webhooks secret for the test deliverers.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+type testBundle struct {
+	pool *pgxpool.Pool
+	q    *store.Queries
+	seq  atomic.Int64
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{pool: pgtemp.NewPool(t), q: store.New()}
+}
+
+// routeSpec is one notification with one route, as a fixture.
+type routeSpec struct {
+	channel     string
+	ref         string
+	maxAttempts int32
+	priority    int16
+	expiresAt   *time.Time
+	sendAt      *time.Time
+}
+
+type routeKey struct{ notificationID, routeID string }
+
+// insert stores one record per spec, each with one route, through the
+// same statement the client uses.
+func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
+	t.Helper()
+	var p store.RecordInsertManyParams
+	p.IdempotencyWindowSeconds = 86400
+	keys := make([]routeKey, len(specs))
+	ts := func(tp *time.Time) pgtype.Timestamptz {
+		if tp == nil {
+			return pgtype.Timestamptz{}
+		}
+		return pgtype.Timestamptz{Time: *tp, Valid: true}
+	}
+	payload := `{"email":{"subject":"Your order shipped","text":"It is on its way."},"sms":{"body":"Order shipped"},"webhook":{"order":9}}`
+	for i, s := range specs {
+		n := b.seq.Add(1)
+		nid := fmt.Sprintf("ntf_%d_%d", time.Now().UnixNano(), n)
+		rid := fmt.Sprintf("%s:%06d", s.channel, n)
+		keys[i] = routeKey{nid, rid}
+		p.NotificationIds = append(p.NotificationIds, nid)
+		p.NotificationTypes = append(p.NotificationTypes, "order.shipped")
+		p.Producers = append(p.Producers, "shop")
+		p.AudienceKinds = append(p.AudienceKinds, "addresses")
+		p.RecipientUserIds = append(p.RecipientUserIds, []byte(`[]`))
+		p.PayloadJsons = append(p.PayloadJsons, payload)
+		p.IdempotencyKeys = append(p.IdempotencyKeys, nid)
+		p.RequestFingerprints = append(p.RequestFingerprints, "fp")
+		p.RequestIds = append(p.RequestIds, "req-1")
+		p.TraceIds = append(p.TraceIds, "trace-1")
+		p.OccurredAts = append(p.OccurredAts, pgtype.Timestamptz{Time: time.Now(), Valid: true})
+		p.ChannelLists = append(p.ChannelLists, s.channel)
+		p.Priorities = append(p.Priorities, s.priority)
+		p.SendAts = append(p.SendAts, ts(s.sendAt))
+		p.ExpiresAts = append(p.ExpiresAts, ts(s.expiresAt))
+		p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
+		p.RouteIds = append(p.RouteIds, rid)
+		p.RouteChannels = append(p.RouteChannels, s.channel)
+		p.RouteRecipientRefs = append(p.RouteRecipientRefs, s.ref)
+		p.RouteMaxAttempts = append(p.RouteMaxAttempts, s.maxAttempts)
+		p.RoutePriorities = append(p.RoutePriorities, s.priority)
+		p.RouteSendAts = append(p.RouteSendAts, ts(s.sendAt))
+		p.RouteExpiresAts = append(p.RouteExpiresAts, ts(s.expiresAt))
+		p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
+		p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
+	}
+	_, err := b.q.RecordInsertMany(context.Background(), b.pool, p)
+	require.NoError(t, err)
+	return keys
+}
+
+// route reads one route.
+func (b *testBundle) route(t testing.TB, k routeKey) store.HeraldRoute {
+	t.Helper()
+	rows, err := b.q.RouteListByNotification(context.Background(), b.pool, k.notificationID)
+	require.NoError(t, err)
+	for _, r := range rows {
+		if r.RouteID == k.routeID {
+			return r
+		}
+	}
+	require.FailNow(t, "route not found", "%v", k)
+	return store.HeraldRoute{}
+}
+
+// waitStatus waits until the route has status and returns it.
+func (b *testBundle) waitStatus(t *testing.T, k routeKey, status string) store.HeraldRoute {
+	t.Helper()
+	var r store.HeraldRoute
+	require.Eventually(t, func() bool {
+		r = b.route(t, k)
+		return r.Status == status
+	}, 15*time.Second, 5*time.Millisecond, "route %v never reached %s (last: %s)", k, status, r.Status)
+	return r
+}
+
+// start runs a dispatcher until the test ends.
+func (b *testBundle) start(t *testing.T, cfg *Config) *Dispatcher {
+	t.Helper()
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 50 * time.Millisecond
+	}
+	d, err := New(b.pool, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	return d
+}
+
+// sink is a loopback webhook receiver answering a scripted status per
+// request (the last one repeats) and recording when each request came.
+type sink struct {
+	*httptest.Server
+	mu       sync.Mutex
+	statuses []int
+	times    []time.Time
+	headers  []http.Header
+}
+
+func newSink(t *testing.T, statuses ...int) *sink {
+	t.Helper()
+	s := &sink{statuses: statuses}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		n := len(s.times)
+		s.times = append(s.times, time.Now())
+		s.headers = append(s.headers, r.Header.Clone())
+		st := s.statuses[min(n, len(s.statuses)-1)]
+		s.mu.Unlock()
+		w.WriteHeader(st)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *sink) requests() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.times...)
+}
+
+func webhookDeliverer(t *testing.T) channel.Deliverer {
+	t.Helper()
+	d, err := webhook.New(webhook.Config{Secrets: []string{testSecret}, AllowPrivate: true, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// maxJitter puts every backoff at its ceiling, so gaps are predictable.
+func maxJitter() float64 { return 1 }
+
+func TestWebhookFailingTwiceIsPublishedAfterThreeAttemptsWithBackoffBetween(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusOK)
+	base := 150 * time.Millisecond
+	b.start(t, &Config{Channels: map[string]ChannelConfig{
+		channel.Webhook: {Deliverer: webhookDeliverer(t), Backoff: BackoffConfig{Base: base, RandFunc: maxJitter}},
+	}})
+	k := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL + "/hook"})[0]
+
+	r := b.waitStatus(t, k, "published")
+	require.EqualValues(t, 3, r.AttemptCount)
+	require.NotNil(t, r.PublishedAt)
+	require.False(t, r.NextAttemptAt.Valid)
+	require.Equal(t, "http_502", r.LastErrorClassification, "the last failure stays on record")
+
+	times := s.requests()
+	require.Len(t, times, 3)
+	// Backoff ceilings are base then 2·base; jitter is pinned at the top.
+	require.GreaterOrEqual(t, times[1].Sub(times[0]), base)
+	require.GreaterOrEqual(t, times[2].Sub(times[1]), 2*base)
+	// webhook-id is stable across retries.
+	require.Equal(t, s.headers[0].Get("webhook-id"), s.headers[2].Get("webhook-id"))
+}
+
+func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusGone)
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.Webhook: {Deliverer: webhookDeliverer(t)}}})
+	k := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL})[0]
+
+	r := b.waitStatus(t, k, "dead_letter")
+	require.EqualValues(t, 1, r.AttemptCount)
+	require.NotNil(t, r.DeadLetteredAt)
+	require.Len(t, s.requests(), 1)
+	dl := b.deadLetter(t, k)
+	require.Equal(t, "http_410", dl.FailureClassification)
+	require.NotEmpty(t, dl.RecoveryHint)
+	require.EqualValues(t, DefaultMaxAttempts, dl.MaxAttempts)
+}
+
+func (b *testBundle) deadLetter(t *testing.T, k routeKey) store.HeraldDeadLetter {
+	t.Helper()
+	dls, err := b.q.DeadLetterListByNotification(context.Background(), b.pool, k.notificationID)
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	return dls[0]
+}
+
+func TestExhaustedAttemptsLeaveADeadLetterWithEveryColumnFilled(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusServiceUnavailable)
+	b.start(t, &Config{Channels: map[string]ChannelConfig{
+		channel.Webhook: {Deliverer: webhookDeliverer(t), MaxAttempts: 3, Backoff: BackoffConfig{Base: 10 * time.Millisecond}},
+	}})
+	ks := b.insert(t,
+		routeSpec{channel: channel.Webhook, ref: s.URL},                 // channel default: 3
+		routeSpec{channel: channel.Webhook, ref: s.URL, maxAttempts: 2}, // its own budget
+	)
+
+	for i, want := range []int32{3, 2} {
+		r := b.waitStatus(t, ks[i], "dead_letter")
+		require.Equal(t, want, r.AttemptCount)
+		dl := b.deadLetter(t, ks[i])
+		require.Equal(t, ks[i].notificationID, dl.NotificationID)
+		require.Equal(t, ks[i].routeID, dl.RouteID)
+		require.Equal(t, channel.Webhook, dl.Channel)
+		require.Equal(t, s.URL, dl.RecipientRef)
+		require.Equal(t, want, dl.FinalAttemptCount)
+		require.Equal(t, want, dl.MaxAttempts, "the effective budget is recorded")
+		require.Equal(t, "http_503", dl.FailureClassification)
+		require.Contains(t, dl.FailureMessage, fmt.Sprintf("gave up after %d attempts", want))
+		require.Contains(t, dl.RecoveryHint, "replay")
+		require.True(t, dl.CreatedAt.Valid)
+		require.Equal(t, "http_503", r.LastErrorClassification)
+		require.NotEmpty(t, r.LastErrorMessage)
+		require.NotNil(t, r.LastErrorAt)
+	}
+	require.Len(t, s.requests(), 5)
+}
+
+func TestCanceledRouteIsNeverAttempted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusOK)
+	ks := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL}, routeSpec{channel: channel.Webhook, ref: s.URL + "/other"})
+	_, err := b.q.RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: ks[0].notificationID})
+	require.NoError(t, err)
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.Webhook: {Deliverer: webhookDeliverer(t)}}})
+
+	b.waitStatus(t, ks[1], "published")
+	r := b.route(t, ks[0])
+	require.Equal(t, "canceled", r.Status)
+	require.Zero(t, r.AttemptCount)
+	require.Len(t, s.requests(), 1)
+}
+
+func TestExpiredRouteIsDeadLetteredWithoutDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusOK)
+	past := time.Now().Add(-time.Minute)
+	k := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL, expiresAt: &past})[0]
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.Webhook: {Deliverer: webhookDeliverer(t)}}})
+
+	r := b.waitStatus(t, k, "dead_letter")
+	require.Equal(t, ClassExpired, r.LastErrorClassification)
+	require.Equal(t, ClassExpired, b.deadLetter(t, k).FailureClassification)
+	require.Empty(t, s.requests())
+}
+
+func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for _, u := range []store.RecipientUpsertParams{
+		{UserID: "42", Email: "zoe@example.com", Locale: "fr-FR", OptedOut: []string{}},
+		{UserID: "43", Email: "max@example.com", OptedOut: []string{channel.Email}},
+		{UserID: "44", Phone: "+33612345678", OptedOut: []string{}},
+	} {
+		require.NoError(t, b.q.RecipientUpsert(ctx, b.pool, u))
+	}
+	var mu sync.Mutex
+	var got []channel.Message
+	record := channel.DelivererFunc(func(_ context.Context, m *channel.Message) channel.Outcome {
+		mu.Lock()
+		got = append(got, *m)
+		mu.Unlock()
+		return channel.Outcome{Class: channel.Delivered, ProviderMessageID: "prov-1"}
+	})
+	ks := b.insert(t,
+		routeSpec{channel: channel.Email, ref: "user:42"},
+		routeSpec{channel: channel.Email, ref: "user:43"},
+		routeSpec{channel: channel.Email, ref: "user:44"},
+		routeSpec{channel: channel.Email, ref: "user:45"},
+	)
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.Email: {Deliverer: record}}})
+
+	r := b.waitStatus(t, ks[0], "published")
+	require.Equal(t, "zoe@example.com", r.ResolvedEmail)
+	require.Equal(t, "fr-FR", r.ResolvedLocale)
+	require.Equal(t, "prov-1", r.ProviderMessageID)
+	require.Equal(t, ClassOptedOut, b.waitStatus(t, ks[1], "skipped").LastErrorClassification)
+	require.Equal(t, channel.ClassNoAddress, b.waitStatus(t, ks[2], "skipped").LastErrorClassification)
+	r = b.waitStatus(t, ks[3], "skipped")
+	require.Equal(t, ClassUnknownRecipient, r.LastErrorClassification)
+	require.NotNil(t, r.SkippedAt)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 1, "only the resolvable route reaches the channel")
+	require.Equal(t, "zoe@example.com", got[0].Address)
+	require.Equal(t, "fr-FR", got[0].Locale)
+	require.Equal(t, 1, got[0].Attempt)
+	require.Equal(t, "trace-1", got[0].TraceID)
+	require.JSONEq(t, `{"subject":"Your order shipped","text":"It is on its way."}`, string(got[0].Content))
+}
+
+func TestChannelSkipOutcomeSkipsTheRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	skip := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
+		return channel.NoAddress(channel.SMS)
+	})
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: skip}}})
+	r := b.waitStatus(t, k, "skipped")
+	require.Equal(t, channel.ClassNoAddress, r.LastErrorClassification)
+}
+
+// claimOne claims up to max routes of ch at now, as a dispatcher would.
+func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []store.RouteClaimDueRow {
+	t.Helper()
+	rows, err := d.q.RouteClaimDue(context.Background(), d.pool, store.RouteClaimDueParams{
+		Now: pgtype.Timestamptz{Time: now, Valid: true}, LeaseSeconds: 60, Max: int32(max), Channel: ch,
+	})
+	require.NoError(t, err)
+	return rows
+}
+
+func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
+	require.NoError(t, err)
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	now := time.Now().Add(time.Second)
+
+	first := claim(t, d, channel.SMS, 10, now)
+	require.Len(t, first, 1)
+	require.EqualValues(t, 1, first[0].AttemptCount)
+	require.Empty(t, claim(t, d, channel.SMS, 10, now.Add(30*time.Second)), "leased")
+	// The lease (60s) expires: another dispatcher claims attempt 2 and
+	// publishes it.
+	second := claim(t, d, channel.SMS, 10, now.Add(61*time.Second))
+	require.Len(t, second, 1)
+	require.EqualValues(t, 2, second[0].AttemptCount)
+
+	flush := func(attempt int32, status string) {
+		d.completer.flush(context.Background(), []completion{{
+			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: attempt,
+			status: status, classification: "http_503", message: "late", maxAttempts: 10, delay: time.Second,
+			metricOutcome: "transient",
+		}})
+	}
+	flush(2, "published")
+	before := b.route(t, k)
+	require.Equal(t, "published", before.Status)
+
+	// The first worker finally reports its (failed) attempt: fenced out.
+	flush(1, "failed")
+	after := b.route(t, k)
+	require.Equal(t, before, after)
+	require.EqualValues(t, 1, d.Stats().Stale)
+
+	// A late completion of an attempt whose route is still claimed by a
+	// newer attempt is fenced out too.
+	k2 := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345679"})[0]
+	now = time.Now().Add(time.Second)
+	require.Len(t, claim(t, d, channel.SMS, 10, now), 1)
+	require.Len(t, claim(t, d, channel.SMS, 10, now.Add(61*time.Second)), 1)
+	d.completer.flush(context.Background(), []completion{{channel: channel.SMS, notificationID: k2.notificationID,
+		routeID: k2.routeID, attempt: 1, status: "dead_letter", classification: "x", message: "x", maxAttempts: 1}})
+	r := b.route(t, k2)
+	require.Equal(t, "claimed", r.Status)
+	require.EqualValues(t, 2, r.AttemptCount)
+	require.EqualValues(t, 2, d.Stats().Stale)
+	dls, err := b.q.DeadLetterListByNotification(context.Background(), b.pool, k2.notificationID)
+	require.NoError(t, err)
+	require.Empty(t, dls)
+}
+
+func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
+	require.NoError(t, err)
+	future := time.Now().Add(time.Hour)
+	// Separate statements: each route is due at its own insert's now().
+	bulkOldest := b.insert(t, routeSpec{channel: channel.SMS, ref: "+1", priority: 1})[0]
+	older := b.insert(t, routeSpec{channel: channel.SMS, ref: "+2", priority: 0})[0]
+	newer := b.insert(t, routeSpec{channel: channel.SMS, ref: "+3", priority: 0})[0]
+	b.insert(t,
+		routeSpec{channel: channel.SMS, ref: "+4", priority: 0, sendAt: &future},
+		routeSpec{channel: channel.Email, ref: "a@example.com", priority: 0},
+	)
+	now := time.Now().Add(time.Second)
+	var order []string
+	for range 4 {
+		for _, r := range claim(t, d, channel.SMS, 1, now) {
+			order = append(order, r.RouteID)
+		}
+	}
+	require.Equal(t, []string{older.routeID, newer.routeID, bulkOldest.routeID}, order, "future and other channels are not claimed")
+}
+
+func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
+	require.NoError(t, err)
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	now := time.Now().Add(time.Second)
+	rows := claim(t, d, channel.SMS, 10, now)
+	require.Len(t, rows, 1)
+	d.release(rows)
+	r := b.route(t, k)
+	require.Equal(t, "pending", r.Status)
+	require.Zero(t, r.AttemptCount)
+	require.True(t, r.NextAttemptAt.Valid)
+	require.EqualValues(t, 1, d.Stats().Released)
+	require.Len(t, claim(t, d, channel.SMS, 10, time.Now().Add(time.Second)), 1, "due again at once")
+}
+
+func TestShutdownLetsDeliveriesInFlightFinish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	slow := channel.DelivererFunc(func(ctx context.Context, _ *channel.Message) channel.Outcome {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		return channel.Outcome{Class: channel.Delivered}
+	})
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: slow}}, ShutdownTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	<-started
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, "published", b.route(t, k).Status, "the delivery in flight finished and its outcome was written")
+}
+
+func TestShutdownGraceCancelsStuckDeliveriesAsTransientFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{})
+	stuck := channel.DelivererFunc(func(ctx context.Context, _ *channel.Message) channel.Outcome {
+		close(started)
+		<-ctx.Done()
+		return channel.Outcome{Class: channel.Transient, Classification: channel.ClassCanceled, Message: "canceled"}
+	})
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: stuck}}, ShutdownTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	<-started
+	cancel()
+	require.NoError(t, <-done)
+	r := b.route(t, k)
+	require.Equal(t, "failed", r.Status)
+	require.Equal(t, channel.ClassCanceled, r.LastErrorClassification)
+}
+
+func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
+	t.Parallel()
+	pool := &pgxpool.Pool{}
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"NoChannels":  {Config{}, "Channels"},
+		"NoDeliverer": {Config{Channels: map[string]ChannelConfig{"sms": {}}}, `Channels["sms"].Deliverer`},
+		"ShortLease": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard, Timeout: time.Minute, Lease: time.Second}}},
+			`Channels["sms"].Lease`},
+		"TinyPoll": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, PollInterval: time.Microsecond}, "PollInterval"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(pool, &tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

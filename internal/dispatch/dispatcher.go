@@ -1,0 +1,338 @@
+// Package dispatch is herald's scheduler: it claims due routes in batches
+// with FOR UPDATE SKIP LOCKED under a lease, resolves their recipients,
+// delivers them through the channels outside any transaction, and writes
+// the outcomes back in fenced batches: published, failed with a backoff,
+// dead-lettered or skipped.
+//
+// # Claiming
+//
+// Each configured channel has its own loop and in-flight limit. A loop
+// claims at most as many routes as it has free delivery slots (and at most
+// BatchSize) in one statement that moves them to 'claimed', counts the
+// attempt and moves next_attempt_at to the lease's end. A route whose
+// dispatcher dies therefore comes due again when its lease ends. A claim
+// that filled its batch is followed by another at once; otherwise the loop
+// sleeps until a NOTIFY on herald_routes (see RoutesNotifyChannel; a payload
+// naming a channel wakes only that channel's loop), the next
+// route's due time, or the poll fallback, whichever comes first.
+//
+// # Completing
+//
+// Outcomes go through a bounded buffer to completer goroutines that write
+// them in batches of up to BatchSize with one statement each. Every
+// completion is fenced on the attempt taken at claim: a completion whose
+// lease expired and whose route was claimed again changes nothing, and is
+// counted as "stale" in the metrics.
+//
+// # Memory
+//
+// In-flight deliveries are bounded per channel by Concurrency, and the
+// completion buffer by CompletionBuffer; a slow database blocks deliveries
+// from finishing, which stops claims. A backlog of any size costs nothing
+// in memory.
+//
+// # Shutdown
+//
+// When Run's context is canceled the loops stop claiming, deliveries in
+// flight get ShutdownTimeout to finish (then their contexts are canceled,
+// and they are recorded as transient failures), routes claimed but not yet
+// started are released (due again at once, their attempt handed back), and
+// the completion buffer is flushed.
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// RoutesNotifyChannel is the NOTIFY channel producers signal when they have
+// written due routes; the payload is ignored. One notification per
+// statement or transaction is plenty: it only wakes the dispatcher, which
+// then claims in batches.
+const RoutesNotifyChannel = "herald_routes"
+
+// Defaults for Config and ChannelConfig.
+const (
+	DefaultBatchSize       = 100
+	DefaultPollInterval    = time.Second
+	DefaultShutdownTimeout = 20 * time.Second
+	DefaultConcurrency     = 16
+	DefaultMaxAttempts     = 10
+	DefaultTimeout         = 30 * time.Second
+)
+
+// Errors returned by New and Run.
+var (
+	// ErrRunning is returned by Run when the Dispatcher is running already.
+	ErrRunning = errors.New("dispatcher is running already")
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Channels maps a route's channel name ("sms", "email", "webhook") to
+	// how it is delivered. Routes of channels not listed here stay due
+	// until a dispatcher that has them runs. At least one is required.
+	Channels map[string]ChannelConfig
+	// BatchSize bounds how many routes one claim takes and how many
+	// outcomes one completion writes. Default 100.
+	BatchSize int
+	// PollInterval is the longest a channel loop sleeps without a NOTIFY
+	// or a known due time. Default 1s.
+	PollInterval time.Duration
+	// ShutdownTimeout is how long deliveries in flight may run on after
+	// Run's context is canceled, before their own contexts are canceled.
+	// Default 20s.
+	ShutdownTimeout time.Duration
+	// CompletionBuffer bounds the outcomes waiting to be written. Default
+	// 4 × BatchSize.
+	CompletionBuffer int
+	// Logger receives the dispatcher's records. Default: discard.
+	Logger *slog.Logger
+	// Metrics records attempts, publications and dead letters; nil records
+	// nothing.
+	Metrics *metrics.Metrics
+	// NowFunc, if set, is the clock every statement uses instead of the
+	// database's now(): for tests that move time forward.
+	NowFunc func() time.Time
+}
+
+// ChannelConfig is one channel's delivery policy.
+type ChannelConfig struct {
+	// Deliverer delivers the channel's messages. Required.
+	Deliverer channel.Deliverer
+	// Concurrency bounds the deliveries in flight. Default 16.
+	Concurrency int
+	// MaxAttempts is the attempt budget of routes that do not set their
+	// own (routes.max_attempts = 0). Default 10.
+	MaxAttempts int
+	// Backoff spaces the retries after transient failures.
+	Backoff BackoffConfig
+	// Timeout bounds one delivery attempt. Default 30s.
+	Timeout time.Duration
+	// Lease is how long a claimed route is reserved for its dispatcher
+	// before it comes due again; it must exceed Timeout, with room for the
+	// completion to be written. Default Timeout + 30s.
+	Lease time.Duration
+}
+
+func (c *Config) validate() error {
+	if len(c.Channels) == 0 {
+		return errors.New("Channels must configure at least one channel")
+	}
+	for name, ch := range c.Channels {
+		if name == "" {
+			return errors.New("Channels has an empty channel name")
+		}
+		if ch.Deliverer == nil {
+			return fmt.Errorf("Channels[%q].Deliverer is required", name)
+		}
+		if ch.Concurrency < 0 {
+			return fmt.Errorf("Channels[%q].Concurrency must not be negative", name)
+		}
+		if ch.MaxAttempts < 0 {
+			return fmt.Errorf("Channels[%q].MaxAttempts must not be negative", name)
+		}
+		if ch.Timeout < 0 || ch.Lease < 0 || ch.Backoff.Base < 0 || ch.Backoff.Cap < 0 {
+			return fmt.Errorf("Channels[%q] durations must not be negative", name)
+		}
+		timeout := cmp.Or(ch.Timeout, DefaultTimeout)
+		if ch.Lease != 0 && ch.Lease <= timeout {
+			return fmt.Errorf("Channels[%q].Lease (%s) must exceed its Timeout (%s)", name, ch.Lease, timeout)
+		}
+	}
+	if c.BatchSize < 0 {
+		return errors.New("BatchSize must not be negative")
+	}
+	if c.PollInterval < 0 {
+		return errors.New("PollInterval must not be negative")
+	}
+	if c.PollInterval > 0 && c.PollInterval < time.Millisecond {
+		return errors.New("PollInterval must be at least 1ms")
+	}
+	if c.ShutdownTimeout < 0 {
+		return errors.New("ShutdownTimeout must not be negative")
+	}
+	if c.CompletionBuffer < 0 {
+		return errors.New("CompletionBuffer must not be negative")
+	}
+	return nil
+}
+
+// Dispatcher claims, delivers and completes routes. Create it with New and
+// start it with Run.
+type Dispatcher struct {
+	pool      *pgxpool.Pool
+	q         *store.Queries
+	log       *slog.Logger
+	metrics   *metrics.Metrics
+	nowFunc   func() time.Time
+	batchSize int
+	poll      time.Duration
+	grace     time.Duration
+	loops     []*channelLoop
+	completer *completer
+	running   atomic.Bool
+
+	stats struct {
+		claimed, stale, released atomic.Int64
+	}
+}
+
+// New returns a Dispatcher for the channels in cfg, or an error naming the
+// first invalid field. It does not touch the database.
+func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
+	if pool == nil {
+		return nil, errors.New("new dispatcher: pool is required")
+	}
+	if cfg == nil {
+		return nil, errors.New("new dispatcher: config is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new dispatcher: %w", err)
+	}
+	d := &Dispatcher{
+		pool:      pool,
+		q:         store.New(),
+		log:       cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		metrics:   cfg.Metrics,
+		nowFunc:   cfg.NowFunc,
+		batchSize: cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		poll:      cmp.Or(cfg.PollInterval, DefaultPollInterval),
+		grace:     cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+	}
+	d.completer = newCompleter(d, cmp.Or(cfg.CompletionBuffer, 4*d.batchSize))
+	for name, ch := range cfg.Channels {
+		ch.Concurrency = cmp.Or(ch.Concurrency, DefaultConcurrency)
+		ch.MaxAttempts = cmp.Or(ch.MaxAttempts, DefaultMaxAttempts)
+		ch.Timeout = cmp.Or(ch.Timeout, DefaultTimeout)
+		ch.Lease = cmp.Or(ch.Lease, ch.Timeout+30*time.Second)
+		ch.Backoff = ch.Backoff.withDefaults()
+		d.loops = append(d.loops, newChannelLoop(d, name, ch))
+	}
+	return d, nil
+}
+
+// Run dispatches until ctx is canceled, then shuts down gracefully (see the
+// package documentation) and returns nil. Database errors are logged and
+// retried, never returned; Run returns ErrRunning if it is running already.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if !d.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer d.running.Store(false)
+
+	// Deliveries and completions outlive ctx: they have their own
+	// cancellation, after the grace period.
+	deliverCtx, cancelDeliveries := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelDeliveries()
+	completeCtx, cancelCompletions := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCompletions()
+
+	completerDone := d.completer.start(completeCtx)
+
+	var listener sync.WaitGroup
+	listener.Go(func() { d.listen(ctx) })
+
+	var loops sync.WaitGroup
+	for _, l := range d.loops {
+		loops.Go(func() { l.run(ctx, deliverCtx) })
+	}
+	d.log.Info("dispatcher started", "channels", len(d.loops), "batch_size", d.batchSize)
+
+	<-ctx.Done()
+	d.log.Info("dispatcher stopping: no more claims; waiting for deliveries in flight", "grace", d.grace)
+	drained := make(chan struct{})
+	go func() {
+		loops.Wait()
+		for _, l := range d.loops {
+			l.inflight.Wait()
+		}
+		close(drained)
+	}()
+	grace := time.NewTimer(d.grace)
+	select {
+	case <-drained:
+		grace.Stop()
+	case <-grace.C:
+		d.log.Warn("dispatcher grace period over: canceling deliveries in flight")
+		cancelDeliveries()
+		<-drained
+	}
+	listener.Wait()
+
+	// Every delivery has handed its outcome over: flush them.
+	d.completer.close()
+	flush := time.NewTimer(d.grace)
+	defer flush.Stop()
+	select {
+	case <-completerDone:
+	case <-flush.C:
+		d.log.Error("dispatcher could not write every outcome before its deadline: those routes will come due again when their leases end")
+		cancelCompletions()
+		<-completerDone
+	}
+	d.log.Info("dispatcher stopped")
+	return nil
+}
+
+// Wake makes every channel loop claim now instead of sleeping: for
+// producers in the same process that just wrote due routes.
+func (d *Dispatcher) Wake() {
+	for _, l := range d.loops {
+		l.wakeUp()
+	}
+}
+
+// Stats are a Dispatcher's counters since New.
+type Stats struct {
+	// Claimed counts routes claimed.
+	Claimed int64
+	// Stale counts completions fenced out because their route had moved on
+	// (lease expired and claimed again, canceled).
+	Stale int64
+	// Released counts claimed routes given back undelivered at shutdown.
+	Released int64
+}
+
+// Stats returns the Dispatcher's counters.
+func (d *Dispatcher) Stats() Stats {
+	return Stats{
+		Claimed:  d.stats.claimed.Load(),
+		Stale:    d.stats.stale.Load(),
+		Released: d.stats.released.Load(),
+	}
+}
+
+// now is the clock passed to SQL: NULL (the database's now()) unless
+// NowFunc is set.
+func (d *Dispatcher) now() pgtype.Timestamptz {
+	if d.nowFunc == nil {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: d.nowFunc(), Valid: true}
+}
+
+// sleep waits for dur or ctx, and reports whether ctx is still live.
+func sleep(ctx context.Context, dur time.Duration) bool {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
