@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtemp"
+)
+
+func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtemp.NewDatabase(t)
+	out, stderr, err := run(t, map[string]string{"DATABASE_URL": dbURL}, "demo", "--json", "-users", "60")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "routes", "progress goes to stderr")
+
+	var sum demoSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	require.False(t, sum.Throwaway)
+
+	// What the workload was built to produce, whatever the timing.
+	require.Equal(t, int64(60+1+23+10+40), sum.Accepted, "orders, the newsletter, invoices, reminders, resets")
+	require.Equal(t, 15+5, sum.Duplicates)
+	require.Equal(t, 2, sum.Conflicts, "one through each door")
+	require.Equal(t, 1, sum.Invalid)
+	require.Equal(t, int64(7), sum.Malformed, "six malformed raw entries and the raw conflict")
+	require.Zero(t, sum.Unfinished)
+	require.Positive(t, sum.Published)
+	require.Positive(t, sum.Retried, "throttling, 5xx and greylisting force retries")
+	require.Positive(t, sum.Skipped)
+	// Bounced mailboxes (user 50 twice: order and newsletter, one reset),
+	// two gone webhooks and one that stayed down.
+	require.GreaterOrEqual(t, sum.DeadLettered, int64(6))
+	require.Positive(t, sum.Throughput)
+	require.NotEmpty(t, sum.Commands)
+
+	// The same numbers, read independently from the database.
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	count := func(sql string, args ...any) int64 {
+		t.Helper()
+		var n int64
+		require.NoError(t, pool.QueryRow(ctx, sql, args...).Scan(&n))
+		return n
+	}
+	prefix := sum.RunID + ":%"
+	require.Equal(t, sum.Accepted, count(`SELECT count(*) FROM herald.records WHERE request_id LIKE $1`, prefix))
+	routes := func(status string) int64 {
+		return count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+			WHERE r.request_id LIKE $1 AND rt.status = $2`, prefix, status)
+	}
+	require.Equal(t, sum.Published, routes("published"))
+	require.Equal(t, sum.DeadLettered, routes("dead_letter"))
+	require.Equal(t, sum.Skipped, routes("skipped"))
+	require.Equal(t, sum.Routes, sum.Published+sum.DeadLettered+sum.Skipped+sum.Canceled)
+	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters`))
+	require.Equal(t, sum.Malformed, count(`SELECT count(*) FROM herald.malformed_intents`))
+	require.Equal(t, sum.Retried, count(`SELECT count(*) FROM herald.routes WHERE attempt_count > 1`))
+	require.Zero(t, count(`SELECT count(*) FROM herald.intake`))
+	var dl int64
+	for _, d := range sum.DeadLetters {
+		dl += d.Count
+	}
+	require.Equal(t, sum.DeadLettered, dl)
+}
+
+func TestDemoRejectsABadUserCount(t *testing.T) {
+	t.Parallel()
+	_, _, err := run(t, nil, "demo", "-users", "3")
+	require.ErrorContains(t, err, "-users")
+	require.Equal(t, 2, exitCode(err))
+}
