@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -208,13 +209,18 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]Su
 		c.report(ins, results)
 		return results, nil
 	}
+	hintChannel := intake.HintChannel(valid)
+	hint := c.waker.Hint(hintChannel)
 	outcomes, err := intake.Accept(ctx, db, valid, intake.AcceptParams{
 		Now:               sqlNow,
 		IdempotencyWindow: c.window,
-		Notify:            c.waker.Hint(intake.HintChannel(valid)),
+		Notify:            hint,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("submit intents: %w", err)
+	}
+	if hint == nil && slices.ContainsFunc(outcomes, func(o intake.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
+		c.waker.Done(hintChannel)
 	}
 	for j, o := range outcomes {
 		v := valid[j]

@@ -318,7 +318,9 @@ func TestSubmitWorksWhateverTheSearchPath(t *testing.T) {
 func TestSubmitManyOfAThousandWithTenInvalidStoresTheRestInOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, nil)
+	// No debounce: each submit's hint rides its own statement, so no
+	// trailing hint from another connection joins the count.
+	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = -1 })
 
 	// Warm up: the pool's one connection so far prepares RecordInsertMany
 	// (pgx's statement cache, one extra round trip per connection); the

@@ -54,8 +54,8 @@ func NewWaker(db store.DBTX, window time.Duration, logger *slog.Logger) *Waker {
 // Hint is called by an accept about to insert routes of channel ch (""
 // for several). It returns the payload the accept's statement should send
 // itself (AcceptParams.Notify) on the leading edge of a window, or nil
-// when a hint went out less than a window ago; in that case a trailing
-// hint is scheduled for the window's end, through the Waker's db.
+// when a hint went out less than a window ago; then the accept calls Done
+// once its statement has succeeded.
 func (w *Waker) Hint(ch string) *string {
 	if w.window < 0 {
 		return &ch
@@ -70,13 +70,31 @@ func (w *Waker) Hint(ch string) *string {
 		w.last = now
 		return &ch
 	}
-	if !w.pending {
-		w.pending, w.pendingChannel = true, ch
-		w.timer = time.AfterFunc(w.last.Add(w.window).Sub(now), w.trail)
-	} else if w.pendingChannel != ch {
-		w.pendingChannel = ""
-	}
 	return nil
+}
+
+// Done is called after the statement of an accept whose Hint returned nil
+// has succeeded: it schedules one trailing hint for the end of the current
+// window (at once if the window has ended), merged with any trailing hint
+// already scheduled. Scheduling after the statement, not before, keeps a
+// long statement (a batch of thousands) from being hinted before its rows
+// are committed. Within a caller's transaction (SubmitTx) the rows become
+// visible only at its commit, which the trailing hint may precede: then the
+// dispatchers' poll finds them.
+func (w *Waker) Done(ch string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.window < 0 {
+		return
+	}
+	if w.pending {
+		if w.pendingChannel != ch {
+			w.pendingChannel = ""
+		}
+		return
+	}
+	w.pending, w.pendingChannel = true, ch
+	w.timer = time.AfterFunc(max(0, time.Until(w.last.Add(w.window))), w.trail)
 }
 
 // trail sends the scheduled trailing hint.
