@@ -1,0 +1,418 @@
+// Package config reads `herald serve`'s configuration: a YAML file (JSON is
+// YAML too) overlaid by HERALD_* environment variables, validated as a
+// whole at start-up so a mistake stops serve with one line naming the
+// field. Credentials are never in the file itself: each names an
+// environment variable or a file to read them from, and a Secret never
+// prints its value.
+//
+// An example file:
+//
+//	dispatch:
+//	  batch_size: 100          # routes per claim and per completion write
+//	  poll_interval: 1s        # longest sleep without a NOTIFY or a due route
+//	  shutdown_timeout: 20s    # how long deliveries in flight may finish at SIGTERM
+//	intake:
+//	  batch_size: 500
+//	  poll_interval: 1s
+//	channels:
+//	  email:
+//	    driver: smtp           # webhook | smtp | sms-http | log | discard
+//	    concurrency: 16        # deliveries in flight
+//	    max_attempts: 10       # for routes that do not set their own
+//	    backoff: {base: 1s, cap: 10m}
+//	    timeout: 30s           # one attempt
+//	    lease: 1m              # must exceed timeout
+//	    smtp:
+//	      host: smtp.example.com
+//	      port: 587
+//	      tls: starttls        # starttls | opportunistic | implicit | none
+//	      from: "Example <noreply@example.com>"
+//	      username: herald
+//	      password: {env: HERALD_SMTP_PASSWORD}
+//	  sms:
+//	    driver: sms-http
+//	    sms_http:
+//	      url: https://api.provider.example/v1/messages
+//	      api_key: {file: /run/secrets/sms_api_key}
+//	      auth_header: Authorization
+//	      from: HERALD
+//	  webhook:
+//	    driver: webhook
+//	    webhook:
+//	      secrets: {env: HERALD_WEBHOOK_SECRETS}   # whsec_… secrets, space-separated
+//	      allow_private: false
+//
+// Environment overrides (they win over the file):
+//
+//	HERALD_DISPATCH_BATCH_SIZE, HERALD_DISPATCH_POLL_INTERVAL,
+//	HERALD_DISPATCH_SHUTDOWN_TIMEOUT, HERALD_INTAKE_BATCH_SIZE,
+//	HERALD_INTAKE_POLL_INTERVAL, and per channel NAME (SMS, EMAIL, WEBHOOK):
+//	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
+//	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
+//	_SECRETS_ENV, _SECRETS_FILE; smtp: _HOST, _PORT, _TLS, _FROM, _USERNAME,
+//	_PASSWORD_ENV, _PASSWORD_FILE; sms-http: _URL, _FROM, _API_KEY_ENV,
+//	_API_KEY_FILE.
+//
+// Setting HERALD_CHANNELS_NAME_DRIVER configures a channel the file does
+// not have, so a development serve needs no file at all.
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/heraldhq/herald/internal/dispatch"
+)
+
+// Drivers a channel may use.
+const (
+	DriverWebhook = "webhook"
+	DriverSMTP    = "smtp"
+	DriverSMSHTTP = "sms-http"
+	DriverLog     = "log"
+	DriverDiscard = "discard"
+)
+
+// channelNames are the channels HERALD_CHANNELS_* variables may name.
+var channelNames = []string{"email", "sms", "webhook"}
+
+// Config is serve's whole configuration.
+type Config struct {
+	Dispatch Dispatch           `yaml:"dispatch"`
+	Intake   Intake             `yaml:"intake"`
+	Channels map[string]Channel `yaml:"channels"`
+}
+
+// Dispatch tunes the dispatcher; zero values take the dispatcher's
+// defaults.
+type Dispatch struct {
+	BatchSize       int           `yaml:"batch_size"`
+	PollInterval    time.Duration `yaml:"poll_interval"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// Intake tunes the SQL intake worker; zero values take its defaults.
+type Intake struct {
+	BatchSize    int           `yaml:"batch_size"`
+	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// Channel is one channel's driver and delivery policy.
+type Channel struct {
+	// Driver is webhook, smtp, sms-http, log or discard. Required.
+	Driver      string        `yaml:"driver"`
+	Concurrency int           `yaml:"concurrency"`
+	MaxAttempts int           `yaml:"max_attempts"`
+	Backoff     Backoff       `yaml:"backoff"`
+	Timeout     time.Duration `yaml:"timeout"`
+	Lease       time.Duration `yaml:"lease"`
+
+	Webhook WebhookDriver `yaml:"webhook"`
+	SMTP    SMTPDriver    `yaml:"smtp"`
+	SMSHTTP SMSHTTPDriver `yaml:"sms_http"`
+}
+
+// Backoff is a channel's retry spacing.
+type Backoff struct {
+	Base time.Duration `yaml:"base"`
+	Cap  time.Duration `yaml:"cap"`
+}
+
+// WebhookDriver configures the webhook driver.
+type WebhookDriver struct {
+	// Secrets holds one or more whsec_ secrets separated by white space;
+	// several sign every request during a rotation. Required.
+	Secrets      Secret   `yaml:"secrets"`
+	AllowPrivate bool     `yaml:"allow_private"`
+	AllowHosts   []string `yaml:"allow_hosts"`
+	DenyCIDRs    []string `yaml:"deny_cidrs"`
+}
+
+// SMTPDriver configures the smtp driver.
+type SMTPDriver struct {
+	Host     string `yaml:"host"`
+	Port     int    `yaml:"port"`
+	TLS      string `yaml:"tls"`
+	From     string `yaml:"from"`
+	Username string `yaml:"username"`
+	Password Secret `yaml:"password"`
+	HeloName string `yaml:"helo_name"`
+}
+
+// SMSHTTPDriver configures the sms-http driver.
+type SMSHTTPDriver struct {
+	URL             string `yaml:"url"`
+	APIKey          Secret `yaml:"api_key"`
+	AuthHeader      string `yaml:"auth_header"`
+	From            string `yaml:"from"`
+	Format          string `yaml:"format"`
+	ToField         string `yaml:"to_field"`
+	FromField       string `yaml:"from_field"`
+	BodyField       string `yaml:"body_field"`
+	ResponseIDField string `yaml:"response_id_field"`
+}
+
+// Secret says where a credential is: an environment variable or a file
+// (its content, trimmed). It never holds the value, and prints as where it
+// comes from only.
+type Secret struct {
+	Env  string `yaml:"env"`
+	File string `yaml:"file"`
+}
+
+// IsZero reports whether the secret names no source.
+func (s Secret) IsZero() bool { return s.Env == "" && s.File == "" }
+
+// String describes where the secret comes from, never its value.
+func (s Secret) String() string {
+	switch {
+	case s.Env != "":
+		return "env " + s.Env
+	case s.File != "":
+		return "file " + s.File
+	}
+	return "unset"
+}
+
+// Resolve reads the secret. It returns an error naming the variable or
+// file (never the value) when the source is missing or empty.
+func (s Secret) Resolve(getenv func(string) string) (string, error) {
+	var v string
+	switch {
+	case s.Env != "" && s.File != "":
+		return "", errors.New("set env or file, not both")
+	case s.Env != "":
+		v = strings.TrimSpace(getenv(s.Env))
+		if v == "" {
+			return "", fmt.Errorf("environment variable %s is empty or unset", s.Env)
+		}
+	case s.File != "":
+		b, err := os.ReadFile(s.File)
+		if err != nil {
+			return "", fmt.Errorf("read secret file: %w", err)
+		}
+		v = strings.TrimSpace(string(b))
+		if v == "" {
+			return "", fmt.Errorf("secret file %s is empty", s.File)
+		}
+	default:
+		return "", errors.New("required: set env or file")
+	}
+	return v, nil
+}
+
+// Load reads the file at path (none if path is empty), applies the
+// HERALD_* overrides read through getenv and validates the result. Its
+// errors name the offending field, e.g.
+// "channels.email.smtp.host: required".
+func Load(path string, getenv func(string) string) (*Config, error) {
+	var c Config
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := c.applyEnv(getenv); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(getenv); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// applyEnv overlays HERALD_* variables.
+func (c *Config) applyEnv(getenv func(string) string) error {
+	var errs []error
+	setInt := func(dst *int, key string) {
+		if v := getenv(key); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a whole number", key, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	setDur := func(dst *time.Duration, key string) {
+		if v := getenv(key); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration like 500ms, 30s or 5m", key, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	setStr := func(dst *string, key string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	setBool := func(dst *bool, key string) {
+		if v := getenv(key); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not true or false", key, v))
+				return
+			}
+			*dst = b
+		}
+	}
+	setInt(&c.Dispatch.BatchSize, "HERALD_DISPATCH_BATCH_SIZE")
+	setDur(&c.Dispatch.PollInterval, "HERALD_DISPATCH_POLL_INTERVAL")
+	setDur(&c.Dispatch.ShutdownTimeout, "HERALD_DISPATCH_SHUTDOWN_TIMEOUT")
+	setInt(&c.Intake.BatchSize, "HERALD_INTAKE_BATCH_SIZE")
+	setDur(&c.Intake.PollInterval, "HERALD_INTAKE_POLL_INTERVAL")
+
+	names := map[string]bool{}
+	for _, n := range channelNames {
+		names[n] = true
+	}
+	for n := range c.Channels {
+		names[n] = true
+	}
+	for name := range names {
+		p := "HERALD_CHANNELS_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(name)) + "_"
+		ch, ok := c.Channels[name]
+		if !ok && getenv(p+"DRIVER") == "" {
+			continue
+		}
+		setStr(&ch.Driver, p+"DRIVER")
+		setInt(&ch.Concurrency, p+"CONCURRENCY")
+		setInt(&ch.MaxAttempts, p+"MAX_ATTEMPTS")
+		setDur(&ch.Timeout, p+"TIMEOUT")
+		setDur(&ch.Lease, p+"LEASE")
+		setDur(&ch.Backoff.Base, p+"BACKOFF_BASE")
+		setDur(&ch.Backoff.Cap, p+"BACKOFF_CAP")
+		setBool(&ch.Webhook.AllowPrivate, p+"ALLOW_PRIVATE")
+		setStr(&ch.Webhook.Secrets.Env, p+"SECRETS_ENV")
+		setStr(&ch.Webhook.Secrets.File, p+"SECRETS_FILE")
+		setStr(&ch.SMTP.Host, p+"HOST")
+		setInt(&ch.SMTP.Port, p+"PORT")
+		setStr(&ch.SMTP.TLS, p+"TLS")
+		setStr(&ch.SMTP.Username, p+"USERNAME")
+		setStr(&ch.SMTP.Password.Env, p+"PASSWORD_ENV")
+		setStr(&ch.SMTP.Password.File, p+"PASSWORD_FILE")
+		setStr(&ch.SMSHTTP.URL, p+"URL")
+		setStr(&ch.SMSHTTP.APIKey.Env, p+"API_KEY_ENV")
+		setStr(&ch.SMSHTTP.APIKey.File, p+"API_KEY_FILE")
+		if v := getenv(p + "FROM"); v != "" {
+			ch.SMTP.From, ch.SMSHTTP.From = v, v
+		}
+		if c.Channels == nil {
+			c.Channels = map[string]Channel{}
+		}
+		c.Channels[name] = ch
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the whole configuration, credentials included (they are
+// resolved, and dropped). The error names the first bad field.
+func (c *Config) Validate(getenv func(string) string) error {
+	switch {
+	case c.Dispatch.BatchSize < 0 || c.Dispatch.BatchSize > 10000:
+		return errors.New("dispatch.batch_size: must be between 1 and 10000")
+	case c.Dispatch.PollInterval < 0 || (c.Dispatch.PollInterval > 0 && c.Dispatch.PollInterval < time.Millisecond):
+		return errors.New("dispatch.poll_interval: must be at least 1ms")
+	case c.Dispatch.ShutdownTimeout < 0:
+		return errors.New("dispatch.shutdown_timeout: must not be negative")
+	case c.Intake.BatchSize < 0 || c.Intake.BatchSize > 10000:
+		return errors.New("intake.batch_size: must be between 1 and 10000")
+	case c.Intake.PollInterval < 0 || (c.Intake.PollInterval > 0 && c.Intake.PollInterval < time.Millisecond):
+		return errors.New("intake.poll_interval: must be at least 1ms")
+	case len(c.Channels) == 0:
+		return errors.New("channels: none configured (give a config file with -config, or set HERALD_CHANNELS_<NAME>_DRIVER)")
+	}
+	for _, name := range c.ChannelNames() {
+		if err := c.Channels[name].validate(getenv); err != nil {
+			return fmt.Errorf("channels.%s.%w", name, err)
+		}
+	}
+	return nil
+}
+
+// ChannelNames returns the configured channels' names, sorted.
+func (c *Config) ChannelNames() []string {
+	names := make([]string, 0, len(c.Channels))
+	for n := range c.Channels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (ch Channel) validate(getenv func(string) string) error {
+	switch {
+	case ch.Concurrency < 0 || ch.Concurrency > 10000:
+		return errors.New("concurrency: must be between 1 and 10000")
+	case ch.MaxAttempts < 0:
+		return errors.New("max_attempts: must be at least 1")
+	case ch.Timeout < 0:
+		return errors.New("timeout: must not be negative")
+	case ch.Lease < 0:
+		return errors.New("lease: must not be negative")
+	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, dispatch.DefaultTimeout):
+		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
+	case ch.Backoff.Base < 0 || ch.Backoff.Cap < 0:
+		return errors.New("backoff: durations must not be negative")
+	case ch.Backoff.Cap > 0 && ch.Backoff.Cap < ch.Backoff.Base:
+		return errors.New("backoff.cap: must not be below backoff.base")
+	}
+	switch ch.Driver {
+	case DriverWebhook:
+		if _, err := ch.Webhook.Secrets.Resolve(getenv); err != nil {
+			return fmt.Errorf("webhook.secrets: %w", err)
+		}
+	case DriverSMTP:
+		s := ch.SMTP
+		switch {
+		case s.Host == "":
+			return errors.New("smtp.host: required")
+		case s.From == "":
+			return errors.New("smtp.from: required")
+		case s.Port < 0 || s.Port > 65535:
+			return errors.New("smtp.port: must be between 1 and 65535")
+		}
+		switch s.TLS {
+		case "", "starttls", "opportunistic", "implicit", "none":
+		default:
+			return fmt.Errorf("smtp.tls: %q is not starttls, opportunistic, implicit or none", s.TLS)
+		}
+		if s.Username != "" {
+			if _, err := s.Password.Resolve(getenv); err != nil {
+				return fmt.Errorf("smtp.password: %w", err)
+			}
+		}
+	case DriverSMSHTTP:
+		if ch.SMSHTTP.URL == "" {
+			return errors.New("sms_http.url: required")
+		}
+		if _, err := ch.SMSHTTP.APIKey.Resolve(getenv); err != nil {
+			return fmt.Errorf("sms_http.api_key: %w", err)
+		}
+	case DriverLog, DriverDiscard:
+	case "":
+		return errors.New("driver: required (webhook, smtp, sms-http, log or discard)")
+	default:
+		return fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", ch.Driver)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "herald.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+const fullFile = `
+dispatch:
+  batch_size: 50
+  poll_interval: 250ms
+intake:
+  batch_size: 200
+channels:
+  email:
+    driver: smtp
+    concurrency: 4
+    max_attempts: 5
+    backoff: {base: 2s, cap: 1m}
+    timeout: 10s
+    lease: 40s
+    smtp:
+      host: smtp.example.com
+      from: noreply@example.com
+      username: herald
+      password: {env: SMTP_PASSWORD}
+  sms:
+    driver: sms-http
+    sms_http:
+      url: https://sms.example.com/send
+      api_key: {file: KEYFILE}
+  webhook:
+    driver: webhook
+    webhook:
+      secrets: {env: WEBHOOK_SECRETS}
+`
+
+func TestLoadReadsTheFileAndResolvesSecretsFromEnvAndFiles(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("sk-123\n"), 0o600))
+	path := writeFile(t, replace(fullFile, "KEYFILE", keyFile))
+	getenv := env(map[string]string{"SMTP_PASSWORD": "pw", "WEBHOOK_SECRETS": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	c, err := Load(path, getenv)
+	require.NoError(t, err)
+	require.Equal(t, 50, c.Dispatch.BatchSize)
+	require.Equal(t, 250*time.Millisecond, c.Dispatch.PollInterval)
+	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
+	require.Equal(t, 4, c.Channels["email"].Concurrency)
+	require.Equal(t, 2*time.Second, c.Channels["email"].Backoff.Base)
+
+	dc, closeFunc, err := c.DispatchConfig(getenv, discardLogger(), nil)
+	require.NoError(t, err)
+	defer closeFunc()
+	require.Len(t, dc.Channels, 3)
+	require.Equal(t, 40*time.Second, dc.Channels["email"].Lease)
+	require.NotNil(t, dc.Channels["sms"].Deliverer)
+}
+
+func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
+	t.Parallel()
+	c, err := Load("", env(map[string]string{
+		"HERALD_CHANNELS_WEBHOOK_DRIVER":      "discard",
+		"HERALD_CHANNELS_WEBHOOK_CONCURRENCY": "64",
+		"HERALD_CHANNELS_SMS_DRIVER":          "log",
+		"HERALD_DISPATCH_POLL_INTERVAL":       "2s",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, []string{"sms", "webhook"}, c.ChannelNames())
+	require.Equal(t, 64, c.Channels["webhook"].Concurrency)
+	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
+}
+
+func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		file string
+		env  map[string]string
+		want string
+	}{
+		"NoChannels":     {"", nil, "channels: none configured"},
+		"UnknownField":   {"channels:\n  sms:\n    driver: log\n    concurency: 3\n", nil, "field concurency not found"},
+		"BadDriver":      {"channels:\n  sms:\n    driver: pigeon\n", nil, `channels.sms.driver: "pigeon"`},
+		"MissingDriver":  {"channels:\n  sms:\n    concurrency: 2\n", nil, "channels.sms.driver: required"},
+		"SMTPHost":       {"channels:\n  email:\n    driver: smtp\n    smtp: {from: a@b.c}\n", nil, "channels.email.smtp.host: required"},
+		"UnsetSecretEnv": {"channels:\n  webhook:\n    driver: webhook\n    webhook: {secrets: {env: NOPE}}\n", nil, "channels.webhook.webhook.secrets: environment variable NOPE is empty or unset"},
+		"LeaseTooShort":  {"channels:\n  sms:\n    driver: log\n    timeout: 10s\n    lease: 5s\n", nil, "channels.sms.lease: 5s must exceed timeout 10s"},
+		"BadEnvDuration": {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_CHANNELS_SMS_TIMEOUT": "soon"}, "HERALD_CHANNELS_SMS_TIMEOUT"},
+		"BadDuration":    {"dispatch:\n  poll_interval: 1us\nchannels:\n  sms: {driver: log}\n", nil, "dispatch.poll_interval"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := ""
+			if tc.file != "" {
+				path = writeFile(t, tc.file)
+			}
+			_, err := Load(path, env(tc.env))
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestSecretNeverPrintsItsValue(t *testing.T) {
+	t.Parallel()
+	s := Secret{Env: "SMTP_PASSWORD"}
+	v, err := s.Resolve(env(map[string]string{"SMTP_PASSWORD": "hunter2"}))
+	require.NoError(t, err)
+	require.Equal(t, "hunter2", v)
+	require.Equal(t, "env SMTP_PASSWORD", s.String())
+	require.NotContains(t, s.String(), "hunter2")
+}
