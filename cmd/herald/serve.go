@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/metrics"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the engine: dispatch due routes through the channels and drain the SQL intake",
+		run:     runServe,
+	})
+}
+
+// component is one long-running part of serve. run blocks until ctx is
+// canceled, shuts its part down gracefully and returns nil; an error stops
+// the whole process.
+type component struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// server is what `herald serve` composes: add a component (maintenance, a
+// metrics listener) by appending to components before run.
+type server struct {
+	pool       *pgxpool.Pool
+	logger     *slog.Logger
+	registry   *prometheus.Registry
+	metrics    *metrics.Metrics
+	config     *config.Config
+	components []component
+}
+
+// run runs every component under one errgroup: the first to fail cancels
+// the others; a canceled ctx (SIGINT, SIGTERM) stops them all gracefully
+// and returns nil.
+func (s *server) run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range s.components {
+		g.Go(func() error {
+			if err := c.run(gctx); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			s.logger.Info("component stopped", "component", c.name)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func runServe(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("serve", &g)
+	configPath := fs.String("config", m.Getenv("HERALD_CONFIG"),
+		"configuration file, YAML or JSON (env HERALD_CONFIG); HERALD_* variables override it")
+	maxConns := fs.Int("max-conns", 0,
+		"database connections in the pool (default: enough for every channel's claims and the completers)")
+	if err := m.parse(fs, &g, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	cfg, err := config.Load(*configPath, m.Getenv)
+	if err != nil {
+		return err
+	}
+	logger := m.logger(&g)
+
+	s := &server{logger: logger, config: cfg, registry: prometheus.NewRegistry()}
+	s.metrics = metrics.New(s.registry)
+	// Each channel loop claims on its own connection, the completers write
+	// on two, recipient lookups and the intake worker take a few more; the
+	// LISTEN connections are outside the pool.
+	conns := *maxConns
+	if conns == 0 {
+		conns = max(8, 2*len(cfg.Channels)+4, runtime.GOMAXPROCS(0))
+	}
+	if s.pool, err = m.servePool(ctx, &g, int32(conns)); err != nil {
+		return err
+	}
+
+	dcfg, closeDeliverers, err := cfg.DispatchConfig(m.Getenv, logger.With("component", "dispatch"), s.metrics)
+	if err != nil {
+		return err
+	}
+	m.onClose(closeDeliverers)
+	disp, err := dispatch.New(s.pool, dcfg)
+	if err != nil {
+		return err
+	}
+	worker, err := intake.NewWorker(s.pool, cfg.IntakeConfig(logger.With("component", "intake"), s.metrics))
+	if err != nil {
+		return err
+	}
+	s.components = append(s.components,
+		component{name: "dispatch", run: disp.Run},
+		component{name: "intake", run: worker.Run},
+	)
+
+	for _, name := range cfg.ChannelNames() {
+		ch := cfg.Channels[name]
+		logger.Info("channel configured", "channel", name, "driver", ch.Driver, "concurrency", ch.Concurrency,
+			"max_attempts", ch.MaxAttempts, "timeout", ch.Timeout)
+	}
+	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
+		"max_conns", conns)
+	if err := s.run(ctx); err != nil {
+		return err
+	}
+	logger.Info("herald serve stopped")
+	return nil
+}
+
+// servePool connects like m.pool, with the pool sized for serve unless the
+// URL sets pool_max_conns itself.
+func (m *Main) servePool(ctx context.Context, g *globalFlags, conns int32) (*pgxpool.Pool, error) {
+	if strings.Contains(g.DatabaseURL, "pool_max_conns") {
+		return m.pool(ctx, g)
+	}
+	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database url: %s", redactErr(err))
+	}
+	cfg.MaxConns = conns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), err)
+	}
+	m.onClose(pool.Close)
+	return pool, nil
+}
