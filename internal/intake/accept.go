@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +101,12 @@ func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams)
 		}
 	}
 
+	// Insert in (producer, key) order: two accepts that share keys then
+	// take the keys' locks in the same order and cannot deadlock.
+	slices.SortFunc(firsts, func(a, b int) int {
+		return cmp.Or(cmp.Compare(vs[a].Intent.Producer, vs[b].Intent.Producer),
+			cmp.Compare(vs[a].Intent.IdempotencyKey, vs[b].Intent.IdempotencyKey))
+	})
 	params, err := insertParams(vs, firsts, p)
 	if err != nil {
 		return nil, err

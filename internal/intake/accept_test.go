@@ -94,3 +94,45 @@ func TestHintChannelNamesTheOneChannelOrNone(t *testing.T) {
 	require.Empty(t, HintChannel([]*Validated{sms, mixed}))
 	require.Empty(t, HintChannel(nil))
 }
+
+// Were keys inserted in batch order, this would deadlock: A holds "a",
+// B inserts "b" then waits for "a", A then waits for "b". Accept inserts in
+// key order, so B waits for "a" before taking "b", and A goes on.
+func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtemp.NewPool(t)
+	batch := func(keys ...string) []*Validated {
+		var vs []*Validated
+		for _, k := range keys {
+			in := validIntent()
+			in.IdempotencyKey = k
+			vs = append(vs, mustValidate(t, in))
+		}
+		return vs
+	}
+
+	txA, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer txA.Rollback(ctx)
+	_, err = Accept(ctx, txA, batch("a"), AcceptParams{})
+	require.NoError(t, err)
+
+	type result struct {
+		out []Outcome
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		out, err := Accept(ctx, pool, batch("b", "a"), AcceptParams{})
+		done <- result{out, err}
+	}()
+	waitForLockWaiter(t, pool)
+	_, err = Accept(ctx, txA, batch("b"), AcceptParams{})
+	require.NoError(t, err, "no deadlock")
+	require.NoError(t, txA.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.True(t, r.out[0].Duplicate)
+	require.True(t, r.out[1].Duplicate)
+}
