@@ -98,6 +98,7 @@ type demoFlags struct {
 	keep    bool
 	users   int
 	timeout time.Duration
+	metrics string
 }
 
 func runDemo(ctx context.Context, m *Main, args []string) error {
@@ -107,6 +108,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&f.keep, "keep", false, "leave the throwaway PostgreSQL running after the summary, until Ctrl-C")
 	fs.IntVar(&f.users, "users", 200, "users in the demo's recipient directory (the workload scales with it)")
 	fs.DurationVar(&f.timeout, "timeout", 50*time.Second, "give up if the workload has not finished by then")
+	fs.StringVar(&f.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz here while the demo runs, e.g. 127.0.0.1:9090")
 	if m.Getenv("HERALD_LOG_LEVEL") == "" {
 		_ = fs.Set("log-level", "error") // the progress lines are the demo's output
 	}
@@ -160,6 +162,22 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 
 	reg := metrics.NewRegistry()
 	met := metrics.New(reg)
+	if f.metrics != "" {
+		reg.MustRegister(metrics.NewBacklogCollector(pool, &metrics.BacklogCollectorConfig{
+			Channels: []string{"email", "sms", "webhook"}, Logger: logger,
+		}))
+		h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: reg, Logger: logger})
+		if err != nil {
+			return err
+		}
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		addr, _, err := metrics.Server(mctx, f.metrics, h)
+		if err != nil {
+			return err
+		}
+		say("demo: metrics at http://%s/metrics (and /healthz, /readyz)", addr)
+	}
 	eng, err := startDemoEngine(ctx, pool, srv, met, logger)
 	if err != nil {
 		return err
@@ -182,7 +200,13 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := w.wait(ctx, pool, f.timeout, say); err != nil {
 		return err
 	}
-	eng.stop()
+	keep := throwaway && f.keep
+	if !keep {
+		// Stopped before the summary so the intake worker's last results are
+		// counted; with -keep the engine runs on, so a replay from another
+		// terminal is delivered.
+		eng.stop()
+	}
 	sum.Duplicates += int(eng.intakeDuplicates.Load())
 	if err := w.summarize(ctx, pool, sum); err != nil {
 		return err
@@ -197,8 +221,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	} else {
 		printDemoSummary(m, sum)
 	}
-	if throwaway && f.keep {
-		say("demo: PostgreSQL stays up at %s; press Ctrl-C to stop and remove it", f.DatabaseURL)
+	if keep {
+		say("demo: PostgreSQL and the engine stay up at %s; press Ctrl-C to stop and remove them", f.DatabaseURL)
 		<-ctx.Done()
 	}
 	return nil
