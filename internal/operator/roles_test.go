@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 	"github.com/heraldhq/herald/internal/store"
@@ -171,4 +172,28 @@ func TestOperatorReplaysAndQueuesBulkReplays(t *testing.T) {
 	q, err := op.EnqueueReplay(ctx, operator.Filter{}, operator.ReplayOpts{Actor: "oncall"})
 	require.NoError(t, err)
 	require.Equal(t, int64(2), q.Matched)
+}
+
+// TestMigrateDownKeepsRolesForOtherDatabases rolls this migration back in one
+// database while another database of the same cluster keeps using the
+// roles: they are cluster-wide, so Down leaves them.
+func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	other := setup(t)
+	b := setup(t)
+	_, err := migrate.New(other.pool, nil).Down(ctx, 3)
+	require.NoError(t, err)
+
+	name, asProducer := login(t, b, "after_down", "herald_producer")
+	refs := operatortest.Seed(t, asProducer, operatortest.Spec{N: 1, Producer: name})
+	rec, err := b.q.RecordShow(ctx, asProducer, refs[0].NotificationID)
+	require.NoError(t, err)
+	require.Equal(t, name, rec.Producer)
+
+	// And up again in the first database finds the roles in place.
+	_, err = migrate.New(other.pool, nil).Up(ctx)
+	require.NoError(t, err)
+	_, asAud := login(t, other, "aud_after_up", "herald_auditor")
+	requireInsufficientPrivilege(t, b.q.IntakeInsertMany(ctx, asAud, []string{`{}`}))
 }
