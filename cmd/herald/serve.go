@@ -70,6 +70,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		"configuration file, YAML or JSON (env HERALD_CONFIG); HERALD_* variables override it")
 	maxConns := fs.Int("max-conns", 0,
 		"database connections in the pool (default: enough for every channel's claims and the completers)")
+	var ops serveOps // maintenance and the metrics endpoint: serve_ops.go
+	if err := ops.bind(fs, m); err != nil {
+		return err
+	}
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
 	}
@@ -112,6 +116,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		component{name: "dispatch", run: disp.Run},
 		component{name: "intake", run: worker.Run},
 	)
+	opsComponents, err := ops.components(ctx, m, s.pool, s.registry, s.metrics, cfg.ChannelNames(), logger)
+	if err != nil {
+		return err
+	}
+	s.components = append(s.components, opsComponents...)
 
 	for _, name := range cfg.ChannelNames() {
 		ch := cfg.Channels[name]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/internal/maintenance"
@@ -29,20 +30,7 @@ type serveOps struct {
 	deadLetterRetention time.Duration
 	noMaintenance       bool
 
-	reg  *prometheus.Registry
-	met  *metrics.Metrics
 	addr net.Addr // where the metrics endpoint listens, once started
-}
-
-// metrics returns the process's metric families, registered on the
-// registry /metrics exposes: serve passes them to the dispatcher and the
-// intake worker.
-func (o *serveOps) metrics() *metrics.Metrics {
-	if o.met == nil {
-		o.reg = metrics.NewRegistry()
-		o.met = metrics.New(o.reg)
-	}
-	return o.met
 }
 
 // bind registers the flags, their defaults taken from the environment.
@@ -78,62 +66,70 @@ func (o *serveOps) bind(fs *flag.FlagSet, m *Main) error {
 	return nil
 }
 
-// start starts maintenance and the metrics endpoint; channels are reported
-// in the backlog gauges even when empty. The returned stop stops both
-// (maintenance lets running jobs finish until its ctx is done); call it
-// once.
-func (o *serveOps) start(ctx context.Context, pool *pgxpool.Pool, channels []string, logger *slog.Logger) (stop func(context.Context) error, err error) {
-	met := o.metrics()
+// components returns serve's maintenance and metrics-endpoint components.
+// reg is the registry met records into; channels are reported in the
+// backlog gauges even when empty. The metrics listener is bound here, so a
+// bad -metrics-addr stops start-up; m closes it if serve never runs.
+func (o *serveOps) components(ctx context.Context, m *Main, pool *pgxpool.Pool, reg *prometheus.Registry,
+	met *metrics.Metrics, channels []string, logger *slog.Logger) ([]component, error) {
 	if o.finishedRetention < 0 || o.malformedRetention < 0 || o.deadLetterRetention < 0 {
 		return nil, usageError{errors.New("invalid retention: must not be negative")}
 	}
-	var stops []func(context.Context) error
-	stop = func(ctx context.Context) error {
-		var errs []error
-		for i := len(stops) - 1; i >= 0; i-- {
-			errs = append(errs, stops[i](ctx))
-		}
-		return errors.Join(errs...)
-	}
-
+	var out []component
 	if !o.noMaintenance {
 		maint, err := maintenance.New(pool, &maintenance.Config{
-			Logger:              logger,
+			Logger:              logger.With("component", "maintenance"),
 			Metrics:             met,
 			FinishedRetention:   o.finishedRetention,
 			MalformedRetention:  o.malformedRetention,
 			DeadLetterRetention: o.deadLetterRetention,
-			Workers:             func(w *river.Workers) error { return operator.AddWorkers(w, pool, nil) },
+			// The operator's bulk replay (herald dead-letters replay --async)
+			// is worked wherever maintenance runs.
+			Workers: func(w *river.Workers) error { return operator.AddWorkers(w, pool, nil) },
 		})
 		if err != nil {
 			return nil, err
 		}
-		if err := maint.Start(ctx); err != nil {
-			return nil, err
-		}
-		stops = append(stops, maint.Stop)
+		out = append(out, component{name: "maintenance", run: func(ctx context.Context) error {
+			if err := maint.Start(ctx); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+			defer cancel()
+			return maint.Stop(sctx)
+		}})
 	}
 
 	if o.metricsAddr != "" {
-		o.reg.MustRegister(metrics.NewBacklogCollector(pool, &metrics.BacklogCollectorConfig{Channels: channels, Logger: logger}))
-		h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: o.reg, Logger: logger})
+		for _, c := range []prometheus.Collector{
+			collectors.NewGoCollector(),
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			metrics.NewBacklogCollector(pool, &metrics.BacklogCollectorConfig{Channels: channels, Logger: logger}),
+		} {
+			var are prometheus.AlreadyRegisteredError
+			if err := reg.Register(c); err != nil && !errors.As(err, &are) {
+				return nil, fmt.Errorf("register collector: %w", err)
+			}
+		}
+		h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: reg, Logger: logger})
 		if err != nil {
-			_ = stop(ctx)
 			return nil, err
 		}
 		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		addr, done, err := metrics.Server(mctx, o.metricsAddr, h)
 		if err != nil {
 			cancel()
-			_ = stop(ctx)
-			return nil, err
+			return nil, usageError{fmt.Errorf("invalid -metrics-addr: %w", err)}
 		}
+		m.onClose(cancel)
 		o.addr = addr
-		logger.Info("metrics endpoint listening", "addr", addr.String())
-		stops = append(stops, func(context.Context) error {
+		out = append(out, component{name: "metrics", run: func(ctx context.Context) error {
+			logger.Info("metrics endpoint listening", "addr", addr.String())
+			<-ctx.Done()
 			cancel()
 			return <-done
-		})
+		}})
 	}
-	return stop, nil
+	return out, nil
 }

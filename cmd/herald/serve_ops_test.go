@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"log/slog"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -29,50 +29,73 @@ func TestServeOpsFlagsTakeTheirDefaultsFromTheEnvironment(t *testing.T) {
 	require.Equal(t, 24*time.Hour, o.finishedRetention)
 	require.Equal(t, maintenance.DefaultMalformedRetention, o.malformedRetention)
 
-	bad, _, _ := testMain(map[string]string{"HERALD_FINISHED_RETENTION": "a week"})
-	err := (&serveOps{}).bind(flag.NewFlagSet("serve", flag.ContinueOnError), bad)
+	_, _, err := run(t, map[string]string{"HERALD_FINISHED_RETENTION": "a week"}, "serve")
 	require.ErrorContains(t, err, "HERALD_FINISHED_RETENTION")
+	require.Equal(t, 2, exitCode(err))
 }
 
-func TestServeOpsServesMetricsAndRunsMaintenance(t *testing.T) {
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestServeExposesMetricsHealthAndRunsMaintenance(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pgtemp.NewDatabase(t))
+	dbURL := pgtemp.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
-	defer pool.Close()
+	t.Cleanup(pool.Close)
+	addr := freeAddr(t)
 
-	o := serveOps{metricsAddr: "127.0.0.1:0", finishedRetention: time.Hour, malformedRetention: time.Hour}
-	met := o.metrics()
-	met.Attempt("sms", "delivered")
-	stop, err := o.start(ctx, pool, []string{"email", "sms", "webhook"}, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	base := "http://" + o.addr.String()
+	m, _, errb := testMain(map[string]string{
+		"DATABASE_URL":                          dbURL,
+		"HERALD_METRICS_ADDR":                   addr,
+		"HERALD_CHANNELS_WEBHOOK_DRIVER":        "webhook",
+		"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV":   "WEBHOOK_SECRET",
+		"WEBHOOK_SECRET":                        serveTestSecret,
+		"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE": "true",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, []string{"serve", "-log-format", "json"}); m.Close() }()
 
-	resp, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	require.Contains(t, string(body), `herald_route_attempts_total{channel="sms",outcome="delivered"} 1`)
-	require.Contains(t, string(body), `herald_backlog_routes{channel="webhook"} 0`)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	require.Eventually(t, func() bool { code, _ := get("/healthz"); return code == http.StatusOK },
+		15*time.Second, 20*time.Millisecond, "stderr: %s", errb)
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusOK, code)
+	var chk struct{ OK, Database, SchemaCurrent bool }
+	require.NoError(t, json.Unmarshal([]byte(body), &chk))
+	require.True(t, chk.OK && chk.Database)
 
-	resp, err = http.Get(base + "/readyz")
-	require.NoError(t, err)
-	var chk struct{ OK bool }
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&chk))
-	resp.Body.Close()
-	require.True(t, chk.OK)
+	code, body = get("/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `herald_backlog_routes{channel="webhook"} 0`)
+	require.Contains(t, body, `herald_lag_seconds{channel="webhook"} 0`)
+	require.Contains(t, body, "go_goroutines")
 
-	// Maintenance's River client stands for leader: the elected one
+	// Maintenance's River client stood for leader: the elected process
 	// schedules the periodic jobs.
 	require.Eventually(t, func() bool {
 		var n int
 		return pool.QueryRow(ctx, `SELECT count(*) FROM herald.river_leader`).Scan(&n) == nil && n == 1
 	}, 15*time.Second, 50*time.Millisecond)
 
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	require.NoError(t, stop(sctx))
-	_, err = http.Get(base + "/healthz")
-	require.Error(t, err, "the endpoint is closed")
+	cancel()
+	require.NoError(t, <-done)
+	code, _ = get("/healthz")
+	require.Zero(t, code, "the endpoint closed with serve")
 }
