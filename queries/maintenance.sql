@@ -132,3 +132,15 @@ FROM herald.routes
 WHERE next_attempt_at IS NOT NULL
 GROUP BY channel
 ORDER BY channel;
+
+-- name: RouteDueIndexLeftoverList :many
+-- The invalid indexes a failed REINDEX INDEX CONCURRENTLY of routes_due_idx
+-- leaves behind (routes_due_idx_ccnew, _ccnew1, ...): Postgres keeps
+-- updating them on every write and never drops them by itself.
+SELECT c.relname::text AS index_name
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'herald.routes'::regclass
+    AND NOT i.indisvalid
+    AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
+ORDER BY 1;

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/schema"
 )
 
 // dueEntryBytes is what one routes_due_idx entry costs in a compact B-tree
@@ -19,7 +23,7 @@ const minExpectedIndexBytes = 64 << 10
 // reindexDueIndex rebuilds routes_due_idx without blocking claims or
 // completions. It is SQL in a Go string, the rare exception: sqlc cannot
 // parse REINDEX against an index. A failed run leaves an invalid
-// routes_due_idx_ccnew index behind; Postgres drops nothing by itself.
+// routes_due_idx_ccnew index behind, which the next check drops.
 const reindexDueIndex = "REINDEX INDEX CONCURRENTLY herald.routes_due_idx"
 
 // BloatReport is what one bloat check measured and did.
@@ -43,6 +47,9 @@ type BloatReport struct {
 	Reindexed bool `json:"reindexed"`
 	// IndexBytesAfter is routes_due_idx's size after the rebuild.
 	IndexBytesAfter int64 `json:"index_bytes_after,omitempty"`
+	// DroppedLeftovers names the invalid indexes of an earlier failed
+	// rebuild that this check dropped.
+	DroppedLeftovers []string `json:"dropped_leftovers,omitempty"`
 }
 
 // DeadTupleRatio is the share of dead tuples in herald.routes.
@@ -75,18 +82,34 @@ func (m *Maintenance) CheckBloat(ctx context.Context) (BloatReport, error) {
 	m.logger.Info("maintenance job done", "job", JobBloatCheck,
 		"index_bytes", rep.IndexBytes, "expected_index_bytes", rep.ExpectedIndexBytes,
 		"ratio", fmt.Sprintf("%.1f", rep.Ratio), "reindexed", rep.Reindexed,
-		"index_bytes_after", rep.IndexBytesAfter,
+		"index_bytes_after", rep.IndexBytesAfter, "dropped_leftovers", rep.DroppedLeftovers,
 		"table_dead_tuples", rep.TableDeadTuples, "table_live_tuples", rep.TableLiveTuples,
 		"duration", time.Since(start).Round(time.Millisecond))
 	return rep, nil
 }
 
 func (m *Maintenance) checkBloat(ctx context.Context) (BloatReport, error) {
+	var rep BloatReport
+	leftovers, err := m.queries.RouteDueIndexLeftoverList(ctx, m.pool)
+	if err != nil {
+		return rep, fmt.Errorf("list leftover indexes: %w", err)
+	}
+	for _, name := range leftovers {
+		// A dynamic name sqlc cannot express: the rare SQL in a Go string,
+		// quoted as an identifier. Like REINDEX CONCURRENTLY, it must run
+		// outside a transaction block.
+		stmt := "DROP INDEX CONCURRENTLY IF EXISTS " + pgx.Identifier{schema.Name, name}.Sanitize()
+		if _, err := m.pool.Exec(ctx, stmt); err != nil {
+			return rep, fmt.Errorf("drop leftover index %s: %w", name, err)
+		}
+		rep.DroppedLeftovers = append(rep.DroppedLeftovers, name)
+	}
 	st, err := m.queries.RouteBloatStats(ctx, m.pool)
 	if err != nil {
-		return BloatReport{}, fmt.Errorf("read route bloat stats: %w", err)
+		return rep, fmt.Errorf("read route bloat stats: %w", err)
 	}
-	rep := BloatReport{
+	rep = BloatReport{
+		DroppedLeftovers:   rep.DroppedLeftovers,
 		TableLiveTuples:    st.TableLiveTuples,
 		TableDeadTuples:    st.TableDeadTuples,
 		TableBytes:         st.TableBytes,

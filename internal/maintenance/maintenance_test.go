@@ -364,3 +364,27 @@ func TestNewRejectsNegativeSettingsNamingTheField(t *testing.T) {
 	_, err = maintenance.New(b.pool, &maintenance.Config{BatchSize: -1})
 	require.ErrorContains(t, err, "BatchSize")
 }
+
+func TestCheckBloatDropsTheLeftoverOfAFailedRebuild(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t, seedSpec{id: "n1", window: day, statuses: []string{"pending", "pending"}, changed: t0})
+	// A concurrent build that fails leaves an invalid index, as an
+	// interrupted REINDEX CONCURRENTLY leaves routes_due_idx_ccnew: here a
+	// unique index on values that repeat.
+	_, err := b.pool.Exec(ctx, `CREATE UNIQUE INDEX CONCURRENTLY routes_due_idx_ccnew ON herald.routes (channel)`)
+	require.Error(t, err)
+	leftovers := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `
+			SELECT count(*) FROM pg_class WHERE relname LIKE 'routes_due_idx_ccnew%'`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 1, leftovers())
+
+	rep, err := b.newMaintenance(t, time.Now(), maintenance.Config{}).CheckBloat(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"routes_due_idx_ccnew"}, rep.DroppedLeftovers)
+	require.Zero(t, leftovers())
+}

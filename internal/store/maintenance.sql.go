@@ -268,3 +268,36 @@ func (q *Queries) RouteBloatStats(ctx context.Context, db DBTX) (RouteBloatStats
 	)
 	return i, err
 }
+
+const routeDueIndexLeftoverList = `-- name: RouteDueIndexLeftoverList :many
+SELECT c.relname::text AS index_name
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'herald.routes'::regclass
+    AND NOT i.indisvalid
+    AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
+ORDER BY 1
+`
+
+// The invalid indexes a failed REINDEX INDEX CONCURRENTLY of routes_due_idx
+// leaves behind (routes_due_idx_ccnew, _ccnew1, ...): Postgres keeps
+// updating them on every write and never drops them by itself.
+func (q *Queries) RouteDueIndexLeftoverList(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, routeDueIndexLeftoverList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var index_name string
+		if err := rows.Scan(&index_name); err != nil {
+			return nil, err
+		}
+		items = append(items, index_name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
