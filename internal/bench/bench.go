@@ -62,6 +62,9 @@ type Config struct {
 	Processes int
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
+	// Rounds is how many times the engines run, alternating which goes
+	// first; the report has every round and the medians. Default 1.
+	Rounds int
 	// IdleSamples is the number of one-at-a-time pick-up latency samples
 	// taken on the idle engine. Default 50; negative skips them.
 	IdleSamples int
@@ -108,6 +111,7 @@ func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.Processes = cmp.Or(c.Processes, 1)
 	c.IdleSamples = cmp.Or(c.IdleSamples, DefaultIdleSamples)
+	c.Rounds = cmp.Or(c.Rounds, 1)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -207,6 +211,9 @@ type Report struct {
 		CPUs            int     `json:"cpus"`
 	} `json:"config"`
 	Rows []Row `json:"rows"`
+	// Rounds holds every round's rows when there was more than one; Rows
+	// is then the round whose herald/River delivery ratio is the median.
+	Rounds [][]Row `json:"rounds,omitempty"`
 	// Notes say how the comparison was set up.
 	Notes []string `json:"notes"`
 }

@@ -23,6 +23,8 @@ type heraldSubject struct {
 	engine   Engine
 	stopSink func()
 	q        *store.Queries
+	// reset empties herald's tables at start.
+	reset bool
 }
 
 func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
@@ -41,6 +43,12 @@ func (h *heraldSubject) settings() string {
 }
 
 func (h *heraldSubject) start(ctx context.Context) error {
+	if h.reset {
+		// Like River's phase, start from empty tables.
+		if err := h.q.BenchReset(ctx, h.db.Pool); err != nil {
+			return fmt.Errorf("empty herald tables: %w", err)
+		}
+	}
 	pcfg, err := pgxpool.ParseConfig(h.db.URL)
 	if err != nil {
 		return fmt.Errorf("parse database url: %w", err)
@@ -78,7 +86,7 @@ func (h *heraldSubject) start(ctx context.Context) error {
 }
 
 func (h *heraldSubject) submit(ctx context.Context, from, to int) error {
-	return h.submitF(ctx, h.work.batch(benchProducer, from, to))
+	return h.submitF(ctx, h.work.batch(h.work.producer, from, to))
 }
 
 func (h *heraldSubject) submitIdle(ctx context.Context, i int) error {
@@ -94,7 +102,7 @@ func (h *heraldSubject) open(ctx context.Context) (int64, error) {
 }
 
 func (h *heraldSubject) summarize(ctx context.Context) (summary, error) {
-	r, err := h.q.BenchRouteSummary(ctx, h.db.Pool, benchProducer)
+	r, err := h.q.BenchRouteSummary(ctx, h.db.Pool, h.work.producer)
 	if err != nil {
 		return summary{}, fmt.Errorf("summarize routes: %w", err)
 	}

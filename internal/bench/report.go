@@ -102,6 +102,19 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(rep.Rounds) > 1 {
+		fmt.Fprintf(w, "rounds: %d, engines alternating first; the table is the median round by delivery ratio; every round:\n", len(rep.Rounds))
+		for i, rows := range rep.Rounds {
+			fmt.Fprintf(w, "  round %d:", i+1)
+			for _, r := range rows {
+				fmt.Fprintf(w, " %s %.0f accepted/s %.0f delivered/s p50 %.0f ms;", r.Engine, r.AcceptedPerSec, r.DeliveredPerSec, r.P50ms)
+			}
+			if len(rows) == 2 && rows[1].DeliveredPerSec > 0 {
+				fmt.Fprintf(w, " delivered ratio %.2f×", rows[0].DeliveredPerSec/rows[1].DeliveredPerSec)
+			}
+			fmt.Fprintln(w)
+		}
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

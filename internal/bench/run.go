@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -24,21 +26,40 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newWork := func() *workload {
-		return &workload{runID: runID, routes: c.RoutesPerIntent, content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+		return &workload{runID: runID, producer: benchProducer + "-" + runID, routes: c.RoutesPerIntent, content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
 	}
 	subjects := []func(*sink) subject{
-		func(sk *sink) subject { return newHeraldSubject(&c, db, sk, newWork()) },
+		func(sk *sink) subject {
+			h := newHeraldSubject(&c, db, sk, newWork())
+			h.reset = true
+			return h
+		},
 	}
 	if c.Vs == "river" {
 		subjects = append(subjects, func(sk *sink) subject { return newRiverSubject(&c, db, sk, newWork()) })
 	}
-	for _, mk := range subjects {
-		sk := newSink(c.Latency, c.FailShare)
-		row, err := runPhase(ctx, db, &c, mk(sk), sk)
-		if err != nil {
-			return rep, fmt.Errorf("%s: %w", row.Engine, err)
+	for round := range c.Rounds {
+		rows := make([]Row, len(subjects))
+		for k := range subjects {
+			// Alternate which engine goes first, so neither always gets
+			// the fresher database.
+			i := k
+			if round%2 == 1 {
+				i = len(subjects) - 1 - k
+			}
+			runID = strconv.FormatInt(time.Now().UnixNano(), 36)
+			sk := newSink(c.Latency, c.FailShare)
+			row, err := runPhase(ctx, db, &c, subjects[i](sk), sk)
+			if err != nil {
+				return rep, fmt.Errorf("%s: %w", row.Engine, err)
+			}
+			rows[i] = row
 		}
-		rep.Rows = append(rep.Rows, row)
+		rep.Rounds = append(rep.Rounds, rows)
+	}
+	rep.Rows = rep.Rounds[medianRound(rep.Rounds)]
+	if len(rep.Rounds) == 1 {
+		rep.Rounds = nil
 	}
 	rep.Notes = append(rep.Notes,
 		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT; Postgres figures are deltas over the workload only (idle probes excluded)",
@@ -63,4 +84,21 @@ func riverVersion() string {
 		}
 	}
 	return "(unknown version)"
+}
+
+// medianRound returns the round whose first/second delivery ratio is the
+// median (with one engine: whose delivery rate is).
+func medianRound(rounds [][]Row) int {
+	key := func(rows []Row) float64 {
+		if len(rows) == 2 && rows[1].DeliveredPerSec > 0 {
+			return rows[0].DeliveredPerSec / rows[1].DeliveredPerSec
+		}
+		return rows[0].DeliveredPerSec
+	}
+	idx := make([]int, len(rounds))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(key(rounds[a]), key(rounds[b])) })
+	return idx[len(idx)/2]
 }

@@ -167,7 +167,8 @@ func scalePickup(ctx context.Context, db *Database, c *Config, n int) (p50, p95 
 		return 0, 0, err
 	}
 	sk := newSink(c.Latency, c.FailShare)
-	w := &workload{runID: fmt.Sprintf("scale%d", time.Now().UnixNano()), routes: 1,
+	id := fmt.Sprintf("scale%d", time.Now().UnixNano())
+	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: 1,
 		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
 	h := newHeraldSubject(c, db, sk, w)
 	if err := h.start(ctx); err != nil {

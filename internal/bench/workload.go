@@ -29,9 +29,12 @@ func payload(n int) json.RawMessage {
 
 // workload builds the intents of a run.
 type workload struct {
-	runID   string
-	routes  int
-	content json.RawMessage
+	runID string
+	// producer is the measured intents' producer: one per phase, so a
+	// phase's summary reads only its own routes.
+	producer string
+	routes   int
+	content  json.RawMessage
 	// probe is the content of idle probes: the same size, marked.
 	probe json.RawMessage
 	// dest is the webhook destination prefix; route j of an intent goes to

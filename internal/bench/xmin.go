@@ -66,7 +66,8 @@ func RunXmin(ctx context.Context, db *Database, cfg *Config, hold time.Duration)
 	}
 	rep := &XminReport{Hold: hold.String()}
 	sk := newSink(c.Latency, c.FailShare)
-	w := &workload{runID: fmt.Sprintf("xmin%d", time.Now().UnixNano()), routes: c.RoutesPerIntent,
+	id := fmt.Sprintf("xmin%d", time.Now().UnixNano())
+	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: c.RoutesPerIntent,
 		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
 	h := newHeraldSubject(&c, db, sk, w)
 	if err := h.start(ctx); err != nil {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "measure herald end to end (and River side by side with --vs river)",
+		run:     runBench,
+	})
+}
+
+func runBench(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("bench", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	var cfg bench.Config
+	fs.IntVar(&cfg.Intents, "intents", bench.DefaultIntents, "intents submitted per engine")
+	fs.IntVar(&cfg.RoutesPerIntent, "routes-per-intent", 1, "routes (webhook destinations) per intent")
+	fs.IntVar(&cfg.PayloadBytes, "payload-bytes", bench.DefaultPayloadBytes, "content size of each notification")
+	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "submit batch size (SubmitMany; River InsertMany)")
+	fs.IntVar(&cfg.Producers, "producers", bench.DefaultProducers, "goroutines submitting batches at once")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "what one delivery takes in the bench channel")
+	fs.Float64Var(&cfg.FailShare, "fail-share", 0, "share of delivery attempts that fail transiently (0 to 1)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "deliveries in flight per process (dispatcher concurrency; River MaxWorkers)")
+	fs.IntVar(&cfg.Processes, "processes", 1, "herald engine processes (1: in this process)")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
+	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
+	vs := fs.String("vs", "", `compare with: "river"`)
+	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
+	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog) or xmin (an old snapshot held mid-run)")
+	backlog := fs.Int("backlog", 1_000_000, "scale mode: the large backlog of due routes")
+	hold := fs.Duration("hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
+	pgSettings := map[string]string{}
+	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want name=value, not %q", v)
+		}
+		pgSettings[k] = val
+		return nil
+	})
+	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
+	if err := m.parse(fs, &g, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *vs != "" && *vs != "river" {
+		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
+	}
+	cfg.Vs = *vs
+	log := m.logger(&g)
+	cfg.Logger = log
+	cfg.Herald = &bench.Herald{
+		NewSubmitter: benchSubmitter,
+		StartEngine: func(ctx context.Context, p *bench.EngineParams) (bench.Engine, error) {
+			return startBenchEngine(ctx, m, p)
+		},
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("create cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	db, err := bench.OpenDatabase(ctx, g.DatabaseURL, *durable, pgSettings)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	log.Info("bench: database ready", "postgres", db.Version, "fsync", db.Durable)
+
+	switch *mode {
+	case "compare":
+		rep, err := bench.Run(ctx, db, &cfg)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, rep)
+		}
+		return bench.WriteTable(m.Stdout, rep)
+	case "scale":
+		rep, err := bench.RunScale(ctx, db, &cfg, *backlog)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, rep)
+		}
+		return bench.WriteScale(m.Stdout, rep)
+	case "xmin":
+		rep, err := bench.RunXmin(ctx, db, &cfg, *hold)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, rep)
+		}
+		return bench.WriteXmin(m.Stdout, rep)
+	default:
+		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale or xmin", *mode)}
+	}
+}
+
+// benchSubmitter submits through the public client, as a producer would.
+func benchSubmitter(pool *pgxpool.Pool) (bench.SubmitFunc, error) {
+	c, err := herald.NewClient(pool, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, batch []intake.Intent) error {
+		ins := make([]*herald.Intent, len(batch))
+		for i := range batch {
+			ins[i] = publicIntent(&batch[i])
+		}
+		res, err := c.SubmitMany(ctx, ins)
+		if err != nil {
+			return err
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				return r.Err
+			}
+		}
+		return nil
+	}, nil
+}
+
+func publicIntent(in *intake.Intent) *herald.Intent {
+	return &herald.Intent{
+		NotificationType: in.NotificationType,
+		Producer:         in.Producer,
+		IdempotencyKey:   in.IdempotencyKey,
+		Audience:         herald.Audience{UserIDs: in.Audience.UserIDs, Webhook: in.Audience.Webhook},
+		Channels:         in.Channels,
+		Content:          herald.Content{Webhook: in.Content.Webhook},
+		Priority:         in.Priority,
+		MaxAttempts:      in.MaxAttempts,
+	}
+}
+
+// benchEngine is the dispatcher running in this process.
+type benchEngine struct {
+	cancel context.CancelFunc
+	done   chan error
+	pool   *pgxpool.Pool
+}
+
+func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
+	if p.Processes > 1 {
+		return startServeProcesses(ctx, m, p)
+	}
+	pcfg, err := pgxpool.ParseConfig(p.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.MaxConns = p.MaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dispatch.New(pool, &dispatch.Config{
+		Channels: map[string]dispatch.ChannelConfig{
+			p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
+		},
+		Logger: p.Logger.With(slog.String("component", "dispatch")),
+	})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e := &benchEngine{cancel: cancel, done: make(chan error, 1), pool: pool}
+	go func() { e.done <- d.Run(rctx) }()
+	return e, nil
+}
+
+func (e *benchEngine) Stop() error {
+	e.cancel()
+	err := <-e.done
+	e.pool.Close()
+	return err
+}
+
+func (e *benchEngine) PeakRSS() []int64 { return []int64{bench.PeakRSS(0)} }
+
+// startServeProcesses runs p.Processes `herald serve` processes delivering
+// to the bench's loopback webhook sink.
+func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
+	return nil, errors.New("bench: -processes > 1 needs `herald serve`, not wired yet")
+}

@@ -1,0 +1,136 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/pgtemp"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+type testBundle struct {
+	db  *Database
+	cfg *Config
+}
+
+// setup returns a Database on a fresh test database and a small Config
+// wired to herald's intake and dispatcher (the test cannot import the
+// module root's client, so it accepts through intake as the client does).
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	db := &Database{URL: pgtemp.NewDatabase(t), Version: "test"}
+	var err error
+	db.Pool, err = pgxpool.New(context.Background(), db.URL)
+	require.NoError(t, err)
+	t.Cleanup(db.Pool.Close)
+	cfg := &Config{
+		Intents:     2_000,
+		Batch:       500,
+		Concurrency: 20,
+		IdleSamples: 3,
+		Herald: &Herald{
+			NewSubmitter: func(pool *pgxpool.Pool) (SubmitFunc, error) {
+				return func(ctx context.Context, batch []intake.Intent) error {
+					vs := make([]*intake.Validated, len(batch))
+					for i := range batch {
+						v, err := intake.Validate(&batch[i], intake.Limits{}.WithDefaults(), time.Now())
+						if err != nil {
+							return err
+						}
+						vs[i] = v
+					}
+					hint := "webhook"
+					_, err := intake.Accept(ctx, pool, vs, intake.AcceptParams{Notify: &hint})
+					return err
+				}, nil
+			},
+			StartEngine: startInProcess,
+		},
+	}
+	return &testBundle{db: db, cfg: cfg}
+}
+
+type inProcess struct {
+	cancel context.CancelFunc
+	done   chan error
+	pool   *pgxpool.Pool
+}
+
+func startInProcess(ctx context.Context, p *EngineParams) (Engine, error) {
+	pool, err := pgxpool.New(ctx, p.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	d, err := dispatch.New(pool, &dispatch.Config{Channels: map[string]dispatch.ChannelConfig{
+		p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e := &inProcess{cancel: cancel, done: make(chan error, 1), pool: pool}
+	go func() { e.done <- d.Run(ctx) }()
+	return e, nil
+}
+
+func (e *inProcess) Stop() error {
+	e.cancel()
+	err := <-e.done
+	e.pool.Close()
+	return err
+}
+
+func (e *inProcess) PeakRSS() []int64 { return []int64{PeakRSS(0)} }
+
+func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.Vs = "river"
+
+	rep, err := Run(context.Background(), b.db, b.cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 2)
+	for _, r := range rep.Rows {
+		require.Equal(t, int64(2_000), r.Published, r.Engine)
+		require.Positive(t, r.DeliveredPerSec, r.Engine)
+		require.Positive(t, r.AcceptedPerSec, r.Engine)
+		require.Positive(t, r.Cost.WALBytes, r.Engine)
+		require.Positive(t, r.Cost.Rows(), r.Engine)
+		require.NotEmpty(t, r.PeakRSS, r.Engine)
+	}
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.Contains(t, out.String(), "herald/river")
+	require.Contains(t, out.String(), "FetchCooldown 2ms")
+	t.Log("\n" + out.String())
+}
+
+func TestPayloadIsExactlyTheRequestedSize(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{16, 100, 256, 4096} {
+		require.Len(t, payload(n), n)
+	}
+}
+
+func TestRiverPhaseCountsEveryJobAndItsCost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.cfg.withDefaults()
+	require.NoError(t, c.validate())
+	sk := newSink(0, 0)
+	w := &workload{runID: "rivertest", routes: 1, content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	row, err := runPhase(context.Background(), b.db, &c, newRiverSubject(&c, b.db, sk, w), sk)
+	require.NoError(t, err)
+	require.Equal(t, int64(2_000), row.Published)
+	require.Positive(t, row.Cost.WALBytes)
+	require.Positive(t, row.IdleP50ms)
+	t.Logf("%+v", row)
+}
