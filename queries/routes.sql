@@ -47,6 +47,13 @@ RETURNING route_id, channel, status;
 -- allowed on a UNION's arms directly). Canceled and terminal routes have next_attempt_at NULL
 -- and are not in the index.
 --
+-- The locked rows are found again through the primary key with
+-- `notification_id = ANY(ARRAY(...))`, an index condition, then matched
+-- exactly on (notification_id, route_id): a plain join of the CTE on the
+-- primary key became a hash join over a sequential scan of all routes at
+-- 1,000 claimed rows. (ctid would be tighter still, but sqlc cannot type
+-- system columns.)
+--
 -- Joining records hands delivery what it needs in the same round trip; the
 -- UPDATE locks only routes rows. `expired` says the intent expired before
 -- this claim: the route is dead-lettered without delivery.
@@ -81,9 +88,9 @@ SET status = 'claimed',
     attempt_count = r.attempt_count + 1,
     next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM due, herald.records AS rec
-WHERE r.notification_id = due.notification_id
-    AND r.route_id = due.route_id
+FROM herald.records AS rec
+WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
+    AND (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
     AND rec.notification_id = r.notification_id
 RETURNING
     r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.max_attempts,
@@ -143,10 +150,17 @@ updated AS (
             THEN d.provider_message_id ELSE r.provider_message_id END,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM done AS d
-    WHERE r.notification_id = d.notification_id
+    -- Written for the planner: the ANY is an index condition on the primary
+    -- key, and the fence is one expression ("the attempt of a claimed
+    -- route") rather than "status = 'claimed' AND attempt_count = attempt".
+    -- With the plain form, statistics gathered while few routes were
+    -- claimed made the planner expect one claimed route and nest a scan of
+    -- the batch inside a scan of routes: quadratic, 0.7 s for 1,000
+    -- completions.
+    WHERE r.notification_id = ANY(@notification_ids::text[])
+        AND r.notification_id = d.notification_id
         AND r.route_id = d.route_id
-        AND r.status = 'claimed'
-        AND r.attempt_count = d.attempt
+        AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
 ),
 dead_lettered AS (
@@ -188,10 +202,11 @@ FROM (
         unnest(@route_ids::text[]) AS route_id,
         unnest(@attempts::integer[]) AS attempt
 ) AS d
-WHERE r.notification_id = d.notification_id
+-- Written for the planner as RouteCompleteMany is.
+WHERE r.notification_id = ANY(@notification_ids::text[])
+    AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
-    AND r.status = 'claimed'
-    AND r.attempt_count = d.attempt;
+    AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt;
 
 -- name: RouteNextDue :one
 -- How many seconds until the next route of one channel comes due (a lease's

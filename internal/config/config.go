@@ -8,7 +8,7 @@
 // An example file:
 //
 //	dispatch:
-//	  batch_size: 100          # routes per claim and per completion write
+//	  batch_size: 500          # routes per claim (at most the free slots) and per completion write
 //	  poll_interval: 1s        # longest sleep without a NOTIFY or a due route
 //	  shutdown_timeout: 20s    # how long deliveries in flight may finish at SIGTERM
 //	intake:

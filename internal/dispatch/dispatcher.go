@@ -66,7 +66,7 @@ const RoutesNotifyChannel = "herald_routes"
 
 // Defaults for Config and ChannelConfig.
 const (
-	DefaultBatchSize       = 100
+	DefaultBatchSize       = 500
 	DefaultPollInterval    = time.Second
 	DefaultShutdownTimeout = 20 * time.Second
 	DefaultConcurrency     = 16
@@ -87,7 +87,7 @@ type Config struct {
 	// until a dispatcher that has them runs. At least one is required.
 	Channels map[string]ChannelConfig
 	// BatchSize bounds how many routes one claim takes and how many
-	// outcomes one completion writes. Default 100.
+	// outcomes one completion writes. Default 500.
 	BatchSize int
 	// PollInterval is the longest a channel loop sleeps without a NOTIFY
 	// or a known due time. Default 1s.
