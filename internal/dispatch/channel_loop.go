@@ -87,12 +87,18 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			continue
 		}
 		want := min(free, l.d.batchSize)
-		claimed, err := l.d.q.RouteClaimDue(ctx, l.d.pool, store.RouteClaimDueParams{
+		// The claim is not canceled with ctx: a claim interrupted by
+		// shutdown might commit with its answer lost, leaving routes
+		// leased to no one until their leases end. A finished claim seen
+		// after shutdown began is released instead (start).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+		claimed, err := l.d.q.RouteClaimDue(cctx, l.d.pool, store.RouteClaimDueParams{
 			Now:          l.d.now(),
 			LeaseSeconds: l.cfg.Lease.Seconds(),
 			Max:          int32(want),
 			Channel:      l.name,
 		})
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -106,6 +112,9 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		}
 		errDelay = 100 * time.Millisecond
 		l.d.stats.claimed.Add(int64(len(claimed)))
+		if l.d.afterClaim != nil {
+			l.d.afterClaim(len(claimed))
+		}
 		l.start(ctx, deliverCtx, claimed)
 		if len(claimed) == want {
 			continue // more may be due: claim again at once
@@ -153,7 +162,9 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 	if len(claimed) == 0 {
 		return
 	}
-	jobs, err := l.resolve(ctx, claimed)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+	jobs, err := l.resolve(rctx, claimed)
+	cancel()
 	if err != nil || ctx.Err() != nil {
 		if err != nil && ctx.Err() == nil {
 			l.d.log.Error("resolve recipients", "channel", l.name, "err", err)

@@ -524,3 +524,37 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 		})
 	}
 }
+
+func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var attempts atomic.Int32
+	counting := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
+		attempts.Add(1)
+		return channel.Outcome{Class: channel.Delivered}
+	})
+	ks := b.insert(t,
+		routeSpec{channel: channel.SMS, ref: "+33612345678"},
+		routeSpec{channel: channel.SMS, ref: "+33612345679"},
+		routeSpec{channel: channel.SMS, ref: "+33612345670"},
+	)
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: counting}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	// SIGTERM lands between a claim and the start of its deliveries.
+	d.afterClaim = func(n int) {
+		if n > 0 {
+			cancel()
+		}
+	}
+	require.NoError(t, d.Run(ctx))
+
+	require.Zero(t, attempts.Load())
+	require.EqualValues(t, 3, d.Stats().Released)
+	for _, k := range ks {
+		r := b.route(t, k)
+		require.Equal(t, "pending", r.Status)
+		require.Zero(t, r.AttemptCount, "the attempt that never started is handed back")
+		require.True(t, r.NextAttemptAt.Valid)
+	}
+}

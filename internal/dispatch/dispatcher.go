@@ -186,6 +186,10 @@ type Dispatcher struct {
 	completer *completer
 	running   atomic.Bool
 
+	// afterClaim, if set, is called after each claim with its size: a
+	// test hook.
+	afterClaim func(n int)
+
 	stats struct {
 		claimed, stale, released atomic.Int64
 	}

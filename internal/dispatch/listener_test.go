@@ -1,0 +1,74 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/intake"
+)
+
+// submit accepts one sms intent through the client's own statement, which
+// sends the herald_routes hint.
+func (b *testBundle) submit(t *testing.T, key string) {
+	t.Helper()
+	v, err := intake.Validate(&intake.Intent{
+		NotificationType: "otp.sent", Producer: "test", IdempotencyKey: key,
+		Audience: intake.Audience{SMS: []string{"+33612345678"}}, Channels: []string{channel.SMS},
+		Content: intake.Content{SMS: &intake.SMSContent{Body: "code 123456"}},
+	}, intake.Limits{}, time.Now())
+	require.NoError(t, err)
+	hint := channel.SMS
+	_, err = intake.Accept(context.Background(), b.pool, []*intake.Validated{v}, intake.AcceptParams{Notify: &hint})
+	require.NoError(t, err)
+}
+
+func TestListenerReconnectsAfterItsConnectionDies(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	delivered := make(chan string, 10)
+	b.start(t, &Config{
+		Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.DelivererFunc(
+			func(_ context.Context, m *channel.Message) channel.Outcome {
+				delivered <- m.NotificationID
+				return channel.Outcome{Class: channel.Delivered}
+			})}},
+		// Only a NOTIFY can explain a pick-up within this test's time.
+		PollInterval: time.Hour,
+	})
+	waitListening := func() int {
+		var pid int
+		require.Eventually(t, func() bool {
+			// Test-only probe of the dispatcher's LISTEN connection.
+			err := b.pool.QueryRow(context.Background(), `SELECT pid FROM pg_stat_activity
+				WHERE datname = current_database() AND query LIKE 'LISTEN %' LIMIT 1`).Scan(&pid)
+			return err == nil
+		}, 10*time.Second, 10*time.Millisecond)
+		return pid
+	}
+	pid := waitListening()
+	time.Sleep(50 * time.Millisecond) // the loop is asleep
+	b.submit(t, "before")
+	select {
+	case <-delivered:
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "no pick-up on NOTIFY")
+	}
+
+	_, err := b.pool.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return waitListening() != pid }, 10*time.Second, 20*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the reconnect's own wake-up has passed
+	for i := range 3 {
+		b.submit(t, fmt.Sprintf("after-%d", i))
+		select {
+		case <-delivered:
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "no pick-up on NOTIFY after the listener reconnected")
+		}
+	}
+}
