@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,12 +42,14 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&cfg.Latency, "latency", 0, "what one delivery takes in the bench channel")
 	fs.Float64Var(&cfg.FailShare, "fail-share", 0, "share of delivery attempts that fail transiently (0 to 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "deliveries in flight per process (dispatcher concurrency; River MaxWorkers)")
-	fs.IntVar(&cfg.Processes, "processes", 1, "herald engine processes (1: in this process)")
+	fs.IntVar(&cfg.Processes, "processes", 1, "herald engine processes (1: in this process, unless -serve)")
+	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
-	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog) or xmin (an old snapshot held mid-run)")
+	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run) or soak (memory over a long steady run)")
+	duration := fs.Duration("duration", 10*time.Minute, "soak mode: how long to run")
 	backlog := fs.Int("backlog", 1_000_000, "scale mode: the large backlog of due routes")
 	hold := fs.Duration("hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
 	pgSettings := map[string]string{}
@@ -122,8 +127,17 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 			return writeJSON(m.Stdout, rep)
 		}
 		return bench.WriteXmin(m.Stdout, rep)
+	case "soak":
+		rep, err := bench.RunSoak(ctx, db, &cfg, *duration)
+		if err != nil {
+			return err
+		}
+		if g.JSON {
+			return writeJSON(m.Stdout, rep)
+		}
+		return bench.WriteSoak(m.Stdout, rep)
 	default:
-		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale or xmin", *mode)}
+		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
 	}
 }
 
@@ -172,7 +186,7 @@ type benchEngine struct {
 }
 
 func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
-	if p.Processes > 1 {
+	if p.Processes > 1 || p.Serve {
 		return startServeProcesses(ctx, m, p)
 	}
 	pcfg, err := pgxpool.ParseConfig(p.DatabaseURL)
@@ -209,8 +223,67 @@ func (e *benchEngine) Stop() error {
 
 func (e *benchEngine) PeakRSS() []int64 { return []int64{bench.PeakRSS(0)} }
 
-// startServeProcesses runs p.Processes `herald serve` processes delivering
-// to the bench's loopback webhook sink.
+// startServeProcesses runs p.Processes `herald serve` processes (this
+// binary) delivering to the bench's loopback webhook sink.
 func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
-	return nil, errors.New("bench: -processes > 1 needs `herald serve`, not wired yet")
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the herald binary: %w", err)
+	}
+	e := &serveEngine{}
+	for i := range p.Processes {
+		cmd := exec.Command(self, "serve", "-log-format", "json", "-log-level", "warn", "-no-maintenance",
+			"-max-conns", strconv.Itoa(int(p.MaxConns)))
+		cmd.Env = append(os.Environ(),
+			"DATABASE_URL="+p.DatabaseURL,
+			"HERALD_CHANNELS_WEBHOOK_DRIVER=webhook",
+			"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE=true",
+			"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV=HERALD_BENCH_WEBHOOK_SECRETS",
+			"HERALD_BENCH_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+			"HERALD_CHANNELS_WEBHOOK_CONCURRENCY="+strconv.Itoa(p.Concurrency),
+		)
+		cmd.Stdout, cmd.Stderr = m.Stderr, m.Stderr
+		if err := cmd.Start(); err != nil {
+			_ = e.Stop()
+			return nil, fmt.Errorf("start serve process %d: %w", i+1, err)
+		}
+		e.cmds = append(e.cmds, cmd)
+	}
+	return e, nil
+}
+
+// serveEngine is herald serve child processes.
+type serveEngine struct{ cmds []*exec.Cmd }
+
+// Stop stops the processes with SIGTERM (a graceful stop) and waits.
+func (e *serveEngine) Stop() error {
+	var errs []error
+	for _, c := range e.cmds {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range e.cmds {
+		if err := c.Wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.cmds = nil
+	return errors.Join(errs...)
+}
+
+// RSS returns each process's current VmRSS.
+func (e *serveEngine) RSS() []int64 {
+	out := make([]int64, len(e.cmds))
+	for i, c := range e.cmds {
+		out[i] = bench.RSS(c.Process.Pid)
+	}
+	return out
+}
+
+// PeakRSS returns each process's VmHWM.
+func (e *serveEngine) PeakRSS() []int64 {
+	out := make([]int64, len(e.cmds))
+	for i, c := range e.cmds {
+		out[i] = bench.PeakRSS(c.Process.Pid)
+	}
+	return out
 }

@@ -60,6 +60,9 @@ type Config struct {
 	// Processes is the number of herald engine processes; 1 runs the engine
 	// in this process. Default 1.
 	Processes int
+	// Serve runs the engine as `herald serve` processes even when
+	// Processes is 1 (StartEngine decides how).
+	Serve bool
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
 	// Rounds is how many times the engines run, alternating which goes
@@ -141,12 +144,14 @@ type EngineParams struct {
 	Deliverer channel.Deliverer
 	// SinkURL is a loopback HTTP endpoint that behaves as the bench channel
 	// (same latency and failure share, same counters), for engines in other
-	// processes; empty when Processes is 1.
+	// processes; empty for an engine in this process.
 	SinkURL string
 	// Concurrency is the channel's concurrency per process.
 	Concurrency int
 	// Processes is the number of engine processes.
 	Processes int
+	// Serve asks for `herald serve` processes even when Processes is 1.
+	Serve bool
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32

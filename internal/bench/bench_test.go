@@ -134,3 +134,47 @@ func TestRiverPhaseCountsEveryJobAndItsCost(t *testing.T) {
 	require.Positive(t, row.IdleP50ms)
 	t.Logf("%+v", row)
 }
+
+func TestScaleMeasuresClaimThroughputAtTwoBacklogs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.IdleSamples = 5
+	rep, err := RunScale(context.Background(), b.db, b.cfg, 20_000)
+	require.NoError(t, err)
+	require.Len(t, rep.Points, 2)
+	require.Equal(t, 20_000, rep.Points[1].Backlog)
+	for _, p := range rep.Points {
+		require.NotEmpty(t, p.ClaimPerSec)
+		for _, r := range p.ClaimPerSec {
+			require.Positive(t, r)
+		}
+		require.Positive(t, p.DueIndexBytes)
+	}
+	var out bytes.Buffer
+	require.NoError(t, WriteScale(&out, rep))
+	require.Contains(t, out.String(), "claim throughput at 20000 / at 10000")
+}
+
+func TestXminReportsEachPhase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rep, err := RunXmin(context.Background(), b.db, b.cfg, 2*time.Second)
+	require.NoError(t, err)
+	require.Len(t, rep.Phases, 3)
+	for _, p := range rep.Phases {
+		require.Positive(t, p.Seconds, p.Phase)
+	}
+	var out bytes.Buffer
+	require.NoError(t, WriteXmin(&out, rep))
+	require.Contains(t, out.String(), "held")
+}
+
+func TestSoakSamplesMemory(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rep, err := RunSoak(context.Background(), b.db, b.cfg, 11*time.Second)
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Samples)
+	require.Positive(t, rep.Delivered)
+	require.NotEmpty(t, rep.PeakRSS)
+}

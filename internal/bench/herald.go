@@ -35,7 +35,7 @@ func (h *heraldSubject) name() string { return "herald" }
 
 func (h *heraldSubject) settings() string {
 	where := "in this process"
-	if h.cfg.Processes > 1 {
+	if h.cfg.Processes > 1 || h.cfg.Serve {
 		where = fmt.Sprintf("%d herald serve processes, loopback webhook sink", h.cfg.Processes)
 	}
 	return fmt.Sprintf("dispatcher concurrency %d per process, %s; SubmitMany batches of %d from %d producers",
@@ -68,10 +68,11 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Deliverer:   h.sink,
 		Concurrency: h.cfg.Concurrency,
 		Processes:   h.cfg.Processes,
+		Serve:       h.cfg.Serve,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
 	}
-	if h.cfg.Processes > 1 {
+	if h.cfg.Processes > 1 || h.cfg.Serve {
 		p.SinkURL, h.stopSink, err = h.sink.serveHTTP()
 		if err != nil {
 			return fmt.Errorf("start webhook sink: %w", err)
