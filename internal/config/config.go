@@ -5,7 +5,7 @@
 // environment variable or a file to read them from, and a Secret never
 // prints its value.
 //
-// An example file:
+// The documented example is example.yaml in this directory; in short:
 //
 //	dispatch:
 //	  batch_size: 500          # routes per claim (at most the free slots) and per completion write

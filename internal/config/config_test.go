@@ -122,3 +122,20 @@ func TestSecretNeverPrintsItsValue(t *testing.T) {
 	require.Equal(t, "env SMTP_PASSWORD", s.String())
 	require.NotContains(t, s.String(), "hunter2")
 }
+
+func TestTheDocumentedExampleLoads(t *testing.T) {
+	t.Parallel()
+	getenv := env(map[string]string{
+		"HERALD_SMTP_PASSWORD":   "pw",
+		"HERALD_SMS_API_KEY":     "sk",
+		"HERALD_WEBHOOK_SECRETS": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGhpcyBpcyBhbiBvbGRlciBrZXk=",
+	})
+	c, err := Load("example.yaml", getenv)
+	require.NoError(t, err)
+	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
+	dc, closeFunc, err := c.DispatchConfig(getenv, discardLogger(), nil)
+	require.NoError(t, err)
+	closeFunc()
+	require.Equal(t, 32, dc.Channels["webhook"].Concurrency)
+	require.Equal(t, time.Minute, dc.Channels["email"].Lease)
+}
