@@ -630,3 +630,26 @@ func TestSubmitTxWakeHintRidesTheCommit(t *testing.T) {
 	require.NoError(t, tx.Rollback(ctx))
 	require.Empty(t, hints(t, conn, 0), "no hint after rollback")
 }
+
+func TestConfigSetsTheIdempotencyWindowAndPayloadLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, func(c *herald.Config) {
+		c.IdempotencyWindow = time.Hour
+		c.Limits.MaxPayloadBytes = 200
+	})
+
+	rcpt, err := b.client.Submit(ctx, smallIntent(1))
+	require.NoError(t, err)
+	n, err := b.client.Get(ctx, rcpt.NotificationID)
+	require.NoError(t, err)
+	require.Equal(t, n.AcceptedAt.Add(time.Hour), n.IdempotencyExpiresAt)
+
+	big := smallIntent(2)
+	big.Content.SMS.Body = fmt.Sprintf("%0300d", 0)
+	_, err = b.client.Submit(ctx, big)
+	var verr *herald.ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Equal(t, herald.CodeTooLarge, verr.Code())
+	require.Equal(t, "content", verr.Errors[0].Field)
+}
