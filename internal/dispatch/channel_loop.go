@@ -76,6 +76,7 @@ const minDueWait = 20 * time.Millisecond
 // run claims until ctx ends. Deliveries it starts run under deliverCtx.
 func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 	errDelay := 100 * time.Millisecond
+	backlog := false // the last claim was full: more routes are due
 	for ctx.Err() == nil {
 		free := cap(l.slots) - len(l.slots)
 		if free == 0 {
@@ -85,6 +86,9 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			case <-l.freed:
 			}
 			continue
+		}
+		if backlog && free < l.lowWater() {
+			free = l.gather(ctx)
 		}
 		want := min(free, l.d.batchSize)
 		// The claim is not canceled with ctx: a claim interrupted by
@@ -116,10 +120,42 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			l.d.afterClaim(len(claimed))
 		}
 		l.start(ctx, deliverCtx, claimed)
-		if len(claimed) == want {
+		if backlog = len(claimed) == want; backlog {
 			continue // more may be due: claim again at once
 		}
 		l.idle(ctx)
+	}
+}
+
+// gatherWait bounds how long a saturated loop waits for more slots to
+// free before it claims for the few it has.
+const gatherWait = 5 * time.Millisecond
+
+// lowWater is how many free slots a saturated loop gathers before
+// claiming: a quarter of its concurrency (at most a batch), so a slow
+// channel under a backlog claims a few routes per statement rather than one
+// per finished delivery.
+func (l *channelLoop) lowWater() int {
+	return max(1, min(cap(l.slots)/4, l.d.batchSize))
+}
+
+// gather waits until lowWater slots are free, gatherWait has passed or ctx
+// ends, and returns the free slots.
+func (l *channelLoop) gather(ctx context.Context) int {
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	for {
+		free := cap(l.slots) - len(l.slots)
+		if free >= l.lowWater() {
+			return free
+		}
+		select {
+		case <-ctx.Done():
+			return free
+		case <-t.C:
+			return cap(l.slots) - len(l.slots)
+		case <-l.freed:
+		}
 	}
 }
 
