@@ -481,7 +481,7 @@ func (w *demoWorkload) submit(ctx context.Context, client *herald.Client, pool *
 
 	// A producer retrying after a timeout: the same 15 intents again.
 	// Answered with the original notifications, nothing new stored.
-	for i := 1; i <= 15; i++ {
+	for i := 1; i <= min(15, w.users); i++ {
 		r, err := client.Submit(ctx, w.orderShipped(i))
 		tally([]herald.SubmitResult{{Receipt: r, Err: err}}, sum)
 		sum.SubmittedClient++

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -75,4 +77,31 @@ func TestDemoRejectsABadUserCount(t *testing.T) {
 	_, _, err := run(t, nil, "demo", "-users", "3")
 	require.ErrorContains(t, err, "-users")
 	require.Equal(t, 2, exitCode(err))
+}
+
+func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster of its own")
+	}
+	out, stderr, err := run(t, nil, "demo", "--json", "-users", "10")
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "throwaway PostgreSQL")
+	var sum demoSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	require.True(t, sum.Throwaway)
+	require.False(t, sum.Kept)
+	require.Zero(t, sum.Unfinished)
+	require.Equal(t, int64(10+1+23+10+40), sum.Accepted)
+	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
+	require.Contains(t, sum.Commands[0], "-keep", "the commands say how to keep the database")
+
+	// The cluster is gone: nothing answers at its URL any more.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, sum.DatabaseURL)
+	if err == nil {
+		conn.Close(ctx)
+	}
+	require.Error(t, err)
 }
