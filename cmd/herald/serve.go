@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -124,8 +125,10 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	for _, name := range cfg.ChannelNames() {
 		ch := cfg.Channels[name]
-		logger.Info("channel configured", "channel", name, "driver", ch.Driver, "concurrency", ch.Concurrency,
-			"max_attempts", ch.MaxAttempts, "timeout", ch.Timeout)
+		logger.Info("channel configured", "channel", name, "driver", ch.Driver,
+			"concurrency", cmp.Or(ch.Concurrency, dispatch.DefaultConcurrency),
+			"max_attempts", cmp.Or(ch.MaxAttempts, dispatch.DefaultMaxAttempts),
+			"timeout", cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
 	}
 	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
 		"max_conns", conns)
