@@ -43,6 +43,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.Float64Var(&cfg.FailShare, "fail-share", 0, "share of delivery attempts that fail transiently (0 to 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "deliveries in flight per process (dispatcher concurrency; River MaxWorkers)")
 	fs.IntVar(&cfg.Processes, "processes", 1, "herald engine processes (1: in this process, unless -serve)")
+	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
@@ -194,6 +195,9 @@ func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (benc
 		return nil, err
 	}
 	pcfg.MaxConns = p.MaxConns
+	if p.AsyncCommit {
+		pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, err
@@ -232,10 +236,19 @@ func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (b
 	}
 	e := &serveEngine{}
 	for i := range p.Processes {
+		dbURL := p.DatabaseURL
+		if p.AsyncCommit {
+			// pgx passes unknown URL parameters on as run-time settings.
+			sep := "?"
+			if strings.Contains(dbURL, "?") {
+				sep = "&"
+			}
+			dbURL += sep + "synchronous_commit=off"
+		}
 		cmd := exec.Command(self, "serve", "-log-format", "json", "-log-level", "warn", "-no-maintenance",
 			"-max-conns", strconv.Itoa(int(p.MaxConns)))
 		cmd.Env = append(os.Environ(),
-			"DATABASE_URL="+p.DatabaseURL,
+			"DATABASE_URL="+dbURL,
 			"HERALD_CHANNELS_WEBHOOK_DRIVER=webhook",
 			"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE=true",
 			"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV=HERALD_BENCH_WEBHOOK_SECRETS",

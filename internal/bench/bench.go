@@ -60,6 +60,10 @@ type Config struct {
 	// Processes is the number of herald engine processes; 1 runs the engine
 	// in this process. Default 1.
 	Processes int
+	// EngineAsyncCommit runs the engine's connections with
+	// synchronous_commit off (producers keep it on): a measured option, see
+	// the report's notes.
+	EngineAsyncCommit bool
 	// Serve runs the engine as `herald serve` processes even when
 	// Processes is 1 (StartEngine decides how).
 	Serve bool
@@ -152,6 +156,9 @@ type EngineParams struct {
 	Processes int
 	// Serve asks for `herald serve` processes even when Processes is 1.
 	Serve bool
+	// AsyncCommit asks for synchronous_commit off on the engine's
+	// connections.
+	AsyncCommit bool
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32

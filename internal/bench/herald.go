@@ -38,8 +38,12 @@ func (h *heraldSubject) settings() string {
 	if h.cfg.Processes > 1 || h.cfg.Serve {
 		where = fmt.Sprintf("%d herald serve processes, loopback webhook sink", h.cfg.Processes)
 	}
-	return fmt.Sprintf("dispatcher concurrency %d per process, %s; SubmitMany batches of %d from %d producers",
-		h.cfg.Concurrency, where, h.cfg.Batch, h.cfg.Producers)
+	commit := ""
+	if h.cfg.EngineAsyncCommit {
+		commit = ", engine connections with synchronous_commit off"
+	}
+	return fmt.Sprintf("dispatcher concurrency %d per process, %s%s; SubmitMany batches of %d from %d producers",
+		h.cfg.Concurrency, where, commit, h.cfg.Batch, h.cfg.Producers)
 }
 
 func (h *heraldSubject) start(ctx context.Context) error {
@@ -69,6 +73,7 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Concurrency: h.cfg.Concurrency,
 		Processes:   h.cfg.Processes,
 		Serve:       h.cfg.Serve,
+		AsyncCommit: h.cfg.EngineAsyncCommit,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
 	}
