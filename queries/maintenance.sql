@@ -1,19 +1,29 @@
--- name: RecordDeleteFinished :many
+-- name: RecordDeleteFinished :one
 -- Retention of finished notifications (every statement here touches a
 -- bounded number of rows: no job holds a long transaction). Deletes up to
--- @batch_size finished notifications: every route terminal
--- (published, skipped or canceled; none still pending, claimed or failed, and
--- none dead-lettered: dead letters wait for an operator or for dead-letter
+-- @batch_size finished notifications: every route terminal (published,
+-- skipped or canceled; none still pending, claimed or failed, and none
+-- dead-lettered: dead letters wait for an operator or for dead-letter
 -- retention), accepted before @accepted_before, no route changed since
 -- @finished_before, and the idempotency window over, so a key is never freed
 -- early (DESIGN.md invariant 3). Routes and their dead letters go with the
--- record (ON DELETE CASCADE). The candidate records are locked with SKIP
--- LOCKED, so two maintenance runs never wait on each other. Returns the ids
--- deleted.
+-- record (ON DELETE CASCADE). No route can leave a terminal state the
+-- candidates are in (replay only moves dead letters), so the checks cannot
+-- be outrun. The candidate records are locked with SKIP LOCKED, so two runs
+-- never wait on each other.
+--
+-- The scan walks records_listing_idx oldest first from the cursor
+-- (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
+-- this statement returns (the last candidate) to the next batch, so
+-- records that must stay (a dead letter, a pending route) are read once per
+-- run, not once per batch. Start with ('-infinity', ''). Returns the
+-- candidates found (fewer than @batch_size: the run is over), the records
+-- deleted, and the cursor (NULL when there was no candidate).
 WITH doomed AS (
-    SELECT r.notification_id
+    SELECT r.notification_id, r.accepted_at
     FROM herald.records r
     WHERE r.accepted_at < @accepted_before::timestamptz
+        AND (r.accepted_at, r.notification_id) > (@after_accepted_at::timestamptz, @after_id::text)
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND NOT EXISTS (
             SELECT 1
@@ -22,29 +32,44 @@ WITH doomed AS (
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled')
                     OR rt.updated_at >= @finished_before::timestamptz)
         )
-    -- Oldest first, along records_listing_idx.
-    ORDER BY r.accepted_at
+    ORDER BY r.accepted_at, r.notification_id
     LIMIT @batch_size::integer
     FOR UPDATE OF r SKIP LOCKED
+),
+deleted AS (
+    -- An array of ids, so the delete reads the primary key once per id
+    -- instead of hashing the whole table.
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+    RETURNING 1
 )
-DELETE FROM herald.records r
-USING doomed
-WHERE r.notification_id = doomed.notification_id
-RETURNING r.notification_id;
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    last.accepted_at AS last_accepted_at,
+    coalesce(last.notification_id, '')::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true;
 
--- name: RecordDeleteDeadLettered :many
+-- name: RecordDeleteDeadLettered :one
 -- Dead-letter retention (off unless configured): deletes up to @batch_size
 -- notifications that have at least one dead-lettered route, all of whose
 -- routes are terminal (a replayed route is pending again and keeps its
 -- record), all of whose dead letters are older than @dead_before, and whose
 -- idempotency window is over. The record goes whole, with its routes and dead
--- letters, so no orphan is left for the operator views. Returns the ids
--- deleted.
+-- letters, so no orphan is left for the operator views. The cursor and the
+-- result are RecordDeleteFinished's.
 WITH doomed AS (
-    SELECT r.notification_id
+    SELECT r.notification_id, r.accepted_at
     FROM herald.records r
     WHERE r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND r.accepted_at < @dead_before::timestamptz
+        AND (r.accepted_at, r.notification_id) > (@after_accepted_at::timestamptz, @after_id::text)
         AND EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -63,7 +88,7 @@ WITH doomed AS (
             WHERE d.notification_id = r.notification_id
                 AND d.created_at >= @dead_before::timestamptz
         )
-    ORDER BY r.accepted_at
+    ORDER BY r.accepted_at, r.notification_id
     LIMIT @batch_size::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
@@ -75,16 +100,29 @@ WITH doomed AS (
 locked AS (
     SELECT rt.notification_id
     FROM herald.routes rt
-    WHERE rt.notification_id IN (SELECT notification_id FROM doomed)
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
         AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
     FOR UPDATE OF rt SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+        AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
+            = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
+    RETURNING 1
 )
-DELETE FROM herald.records r
-USING doomed
-WHERE r.notification_id = doomed.notification_id
-    AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
-        = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
-RETURNING r.notification_id;
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    last.accepted_at AS last_accepted_at,
+    coalesce(last.notification_id, '')::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true;
 
 -- name: MalformedIntentDeleteBefore :execrows
 -- Malformed-intent retention: deletes up to @batch_size malformed intents

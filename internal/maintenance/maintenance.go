@@ -260,14 +260,18 @@ func (m *Maintenance) Stop(ctx context.Context) error {
 func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
 	now := m.cfg.NowFunc()
 	cutoff := ts(now.Add(-m.cfg.FinishedRetention))
-	return m.run(ctx, JobFinishedRetention, func(ctx context.Context) (int64, error) {
-		ids, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
-			AcceptedBefore: cutoff,
-			FinishedBefore: cutoff,
-			Now:            ts(now),
-			BatchSize:      int32(m.cfg.BatchSize),
+	cur := firstCursor()
+	return m.run(ctx, JobFinishedRetention, func(ctx context.Context) (int64, int64, error) {
+		row, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
+			AcceptedBefore:  cutoff,
+			FinishedBefore:  cutoff,
+			Now:             ts(now),
+			AfterAcceptedAt: cur.at,
+			AfterID:         cur.id,
+			BatchSize:       int32(m.cfg.BatchSize),
 		})
-		return int64(len(ids)), err
+		cur.advance(row.Candidates, row.LastAcceptedAt, row.LastNotificationID)
+		return row.Candidates, row.Deleted, err
 	})
 }
 
@@ -281,13 +285,17 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 	}
 	now := m.cfg.NowFunc()
 	cutoff := ts(now.Add(-m.cfg.DeadLetterRetention))
-	return m.run(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, error) {
-		ids, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
-			DeadBefore: cutoff,
-			Now:        ts(now),
-			BatchSize:  int32(m.cfg.BatchSize),
+	cur := firstCursor()
+	return m.run(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, int64, error) {
+		row, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
+			DeadBefore:      cutoff,
+			Now:             ts(now),
+			AfterAcceptedAt: cur.at,
+			AfterID:         cur.id,
+			BatchSize:       int32(m.cfg.BatchSize),
 		})
-		return int64(len(ids)), err
+		cur.advance(row.Candidates, row.LastAcceptedAt, row.LastNotificationID)
+		return row.Candidates, row.Deleted, err
 	})
 }
 
@@ -295,25 +303,45 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 // more than Config.MalformedRetention ago.
 func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
 	cutoff := ts(m.cfg.NowFunc().Add(-m.cfg.MalformedRetention))
-	return m.run(ctx, JobMalformedRetention, func(ctx context.Context) (int64, error) {
-		return m.queries.MalformedIntentDeleteBefore(ctx, m.pool, store.MalformedIntentDeleteBeforeParams{
+	return m.run(ctx, JobMalformedRetention, func(ctx context.Context) (int64, int64, error) {
+		n, err := m.queries.MalformedIntentDeleteBefore(ctx, m.pool, store.MalformedIntentDeleteBeforeParams{
 			RecordedBefore: cutoff,
 			BatchSize:      int32(m.cfg.BatchSize),
 		})
+		return n, n, err
 	})
 }
 
-// run calls batch until it deletes fewer rows than a batch holds, then logs
-// and records the total.
-func (m *Maintenance) run(ctx context.Context, job string, batch func(context.Context) (int64, error)) (int64, error) {
+// cursor is where a retention run's scan of records_listing_idx stands:
+// after (at, id), exclusive.
+type cursor struct {
+	at pgtype.Timestamptz
+	id string
+}
+
+// firstCursor is before every record: ('-infinity', '').
+func firstCursor() cursor {
+	return cursor{at: pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}}
+}
+
+// advance moves the cursor to the last candidate of a batch, if it had any.
+func (c *cursor) advance(candidates int64, at pgtype.Timestamptz, id string) {
+	if candidates > 0 && at.Valid {
+		c.at, c.id = at, id
+	}
+}
+
+// run calls batch until it finds fewer candidates than a batch holds, then
+// logs and records the rows deleted.
+func (m *Maintenance) run(ctx context.Context, job string, batch func(context.Context) (candidates, deleted int64, err error)) (int64, error) {
 	start := time.Now()
 	var total int64
 	var err error
 	for {
-		var n int64
-		n, err = batch(ctx)
+		var found, n int64
+		found, n, err = batch(ctx)
 		total += n
-		if err != nil || n < int64(m.cfg.BatchSize) {
+		if err != nil || found < int64(m.cfg.BatchSize) {
 			break
 		}
 	}

@@ -39,12 +39,13 @@ func (q *Queries) MalformedIntentDeleteBefore(ctx context.Context, db DBTX, arg 
 	return result.RowsAffected(), nil
 }
 
-const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :many
+const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :one
 WITH doomed AS (
-    SELECT r.notification_id
+    SELECT r.notification_id, r.accepted_at
     FROM herald.records r
     WHERE r.idempotency_expires_at <= coalesce($1::timestamptz, now())
         AND r.accepted_at < $2::timestamptz
+        AND (r.accepted_at, r.notification_id) > ($3::timestamptz, $4::text)
         AND EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -63,29 +64,51 @@ WITH doomed AS (
             WHERE d.notification_id = r.notification_id
                 AND d.created_at >= $2::timestamptz
         )
-    ORDER BY r.accepted_at
-    LIMIT $3::integer
+    ORDER BY r.accepted_at, r.notification_id
+    LIMIT $5::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 locked AS (
     SELECT rt.notification_id
     FROM herald.routes rt
-    WHERE rt.notification_id IN (SELECT notification_id FROM doomed)
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
         AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
     FOR UPDATE OF rt SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+        AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
+            = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
+    RETURNING 1
 )
-DELETE FROM herald.records r
-USING doomed
-WHERE r.notification_id = doomed.notification_id
-    AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
-        = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
-RETURNING r.notification_id
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    last.accepted_at AS last_accepted_at,
+    coalesce(last.notification_id, '')::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true
 `
 
 type RecordDeleteDeadLetteredParams struct {
-	Now        pgtype.Timestamptz
-	DeadBefore pgtype.Timestamptz
-	BatchSize  int32
+	Now             pgtype.Timestamptz
+	DeadBefore      pgtype.Timestamptz
+	AfterAcceptedAt pgtype.Timestamptz
+	AfterID         string
+	BatchSize       int32
+}
+
+type RecordDeleteDeadLetteredRow struct {
+	Candidates         int64
+	Deleted            int64
+	LastAcceptedAt     pgtype.Timestamptz
+	LastNotificationID string
 }
 
 // Dead-letter retention (off unless configured): deletes up to @batch_size
@@ -93,98 +116,123 @@ type RecordDeleteDeadLetteredParams struct {
 // routes are terminal (a replayed route is pending again and keeps its
 // record), all of whose dead letters are older than @dead_before, and whose
 // idempotency window is over. The record goes whole, with its routes and dead
-// letters, so no orphan is left for the operator views. Returns the ids
-// deleted.
+// letters, so no orphan is left for the operator views. The cursor and the
+// result are RecordDeleteFinished's.
 // A replay that committed after this statement's snapshot moved a route
 // back to pending, which the checks above cannot see. Locking the routes
 // re-reads each one's newest version (READ COMMITTED's recheck) and leaves
 // out any that is no longer terminal, or that a replay holds right now
 // (SKIP LOCKED); a record whose routes are not all locked here is kept.
-func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) ([]string, error) {
-	rows, err := db.Query(ctx, recordDeleteDeadLettered, arg.Now, arg.DeadBefore, arg.BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var notification_id string
-		if err := rows.Scan(&notification_id); err != nil {
-			return nil, err
-		}
-		items = append(items, notification_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) (RecordDeleteDeadLetteredRow, error) {
+	row := db.QueryRow(ctx, recordDeleteDeadLettered,
+		arg.Now,
+		arg.DeadBefore,
+		arg.AfterAcceptedAt,
+		arg.AfterID,
+		arg.BatchSize,
+	)
+	var i RecordDeleteDeadLetteredRow
+	err := row.Scan(
+		&i.Candidates,
+		&i.Deleted,
+		&i.LastAcceptedAt,
+		&i.LastNotificationID,
+	)
+	return i, err
 }
 
-const recordDeleteFinished = `-- name: RecordDeleteFinished :many
+const recordDeleteFinished = `-- name: RecordDeleteFinished :one
 WITH doomed AS (
-    SELECT r.notification_id
+    SELECT r.notification_id, r.accepted_at
     FROM herald.records r
     WHERE r.accepted_at < $1::timestamptz
-        AND r.idempotency_expires_at <= coalesce($2::timestamptz, now())
+        AND (r.accepted_at, r.notification_id) > ($2::timestamptz, $3::text)
+        AND r.idempotency_expires_at <= coalesce($4::timestamptz, now())
         AND NOT EXISTS (
             SELECT 1
             FROM herald.routes rt
             WHERE rt.notification_id = r.notification_id
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled')
-                    OR rt.updated_at >= $3::timestamptz)
+                    OR rt.updated_at >= $5::timestamptz)
         )
-    -- Oldest first, along records_listing_idx.
-    ORDER BY r.accepted_at
-    LIMIT $4::integer
+    ORDER BY r.accepted_at, r.notification_id
+    LIMIT $6::integer
     FOR UPDATE OF r SKIP LOCKED
+),
+deleted AS (
+    -- An array of ids, so the delete reads the primary key once per id
+    -- instead of hashing the whole table.
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+    RETURNING 1
 )
-DELETE FROM herald.records r
-USING doomed
-WHERE r.notification_id = doomed.notification_id
-RETURNING r.notification_id
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    last.accepted_at AS last_accepted_at,
+    coalesce(last.notification_id, '')::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true
 `
 
 type RecordDeleteFinishedParams struct {
-	AcceptedBefore pgtype.Timestamptz
-	Now            pgtype.Timestamptz
-	FinishedBefore pgtype.Timestamptz
-	BatchSize      int32
+	AcceptedBefore  pgtype.Timestamptz
+	AfterAcceptedAt pgtype.Timestamptz
+	AfterID         string
+	Now             pgtype.Timestamptz
+	FinishedBefore  pgtype.Timestamptz
+	BatchSize       int32
+}
+
+type RecordDeleteFinishedRow struct {
+	Candidates         int64
+	Deleted            int64
+	LastAcceptedAt     pgtype.Timestamptz
+	LastNotificationID string
 }
 
 // Retention of finished notifications (every statement here touches a
 // bounded number of rows: no job holds a long transaction). Deletes up to
-// @batch_size finished notifications: every route terminal
-// (published, skipped or canceled; none still pending, claimed or failed, and
-// none dead-lettered: dead letters wait for an operator or for dead-letter
+// @batch_size finished notifications: every route terminal (published,
+// skipped or canceled; none still pending, claimed or failed, and none
+// dead-lettered: dead letters wait for an operator or for dead-letter
 // retention), accepted before @accepted_before, no route changed since
 // @finished_before, and the idempotency window over, so a key is never freed
 // early (DESIGN.md invariant 3). Routes and their dead letters go with the
-// record (ON DELETE CASCADE). The candidate records are locked with SKIP
-// LOCKED, so two maintenance runs never wait on each other. Returns the ids
-// deleted.
-func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordDeleteFinishedParams) ([]string, error) {
-	rows, err := db.Query(ctx, recordDeleteFinished,
+// record (ON DELETE CASCADE). No route can leave a terminal state the
+// candidates are in (replay only moves dead letters), so the checks cannot
+// be outrun. The candidate records are locked with SKIP LOCKED, so two runs
+// never wait on each other.
+//
+// The scan walks records_listing_idx oldest first from the cursor
+// (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
+// this statement returns (the last candidate) to the next batch, so
+// records that must stay (a dead letter, a pending route) are read once per
+// run, not once per batch. Start with ('-infinity', ”). Returns the
+// candidates found (fewer than @batch_size: the run is over), the records
+// deleted, and the cursor (NULL when there was no candidate).
+func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordDeleteFinishedParams) (RecordDeleteFinishedRow, error) {
+	row := db.QueryRow(ctx, recordDeleteFinished,
 		arg.AcceptedBefore,
+		arg.AfterAcceptedAt,
+		arg.AfterID,
 		arg.Now,
 		arg.FinishedBefore,
 		arg.BatchSize,
 	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var notification_id string
-		if err := rows.Scan(&notification_id); err != nil {
-			return nil, err
-		}
-		items = append(items, notification_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	var i RecordDeleteFinishedRow
+	err := row.Scan(
+		&i.Candidates,
+		&i.Deleted,
+		&i.LastAcceptedAt,
+		&i.LastNotificationID,
+	)
+	return i, err
 }
 
 const routeBacklogByChannel = `-- name: RouteBacklogByChannel :many
