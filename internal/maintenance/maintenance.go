@@ -319,7 +319,7 @@ type cursor struct {
 	id string
 }
 
-// firstCursor is before every record: ('-infinity', ”).
+// firstCursor is before every record: at minus infinity, with an empty id.
 func firstCursor() cursor {
 	return cursor{at: pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}}
 }
