@@ -66,12 +66,20 @@ const RoutesNotifyChannel = "herald_routes"
 
 // Defaults for Config and ChannelConfig.
 const (
-	DefaultBatchSize       = 500
-	DefaultPollInterval    = time.Second
+	// DefaultBatchSize is Config.BatchSize's default: routes per claim
+	// (never more than the channel's free slots) and per completion write.
+	DefaultBatchSize = 500
+	// DefaultPollInterval is Config.PollInterval's default.
+	DefaultPollInterval = time.Second
+	// DefaultShutdownTimeout is Config.ShutdownTimeout's default.
 	DefaultShutdownTimeout = 20 * time.Second
-	DefaultConcurrency     = 16
-	DefaultMaxAttempts     = 10
-	DefaultTimeout         = 30 * time.Second
+	// DefaultConcurrency is ChannelConfig.Concurrency's default, as in the
+	// SMS orchestrator herald replaces.
+	DefaultConcurrency = 16
+	// DefaultMaxAttempts is ChannelConfig.MaxAttempts's default.
+	DefaultMaxAttempts = 10
+	// DefaultTimeout is ChannelConfig.Timeout's default.
+	DefaultTimeout = 30 * time.Second
 )
 
 // Errors returned by New and Run.
