@@ -76,17 +76,23 @@ import (
 
 // Drivers a channel may use.
 const (
+	// DriverWebhook posts Standard Webhooks signed JSON (channel/webhook).
 	DriverWebhook = "webhook"
-	DriverSMTP    = "smtp"
+	// DriverSMTP submits e-mail over SMTP (channel/email).
+	DriverSMTP = "smtp"
+	// DriverSMSHTTP calls an SMS provider's HTTP API (channel/sms).
 	DriverSMSHTTP = "sms-http"
-	DriverLog     = "log"
+	// DriverLog logs each delivery, masked, for development (channel/logch).
+	DriverLog = "log"
+	// DriverDiscard accepts and drops every delivery (channel.Discard): for
+	// benchmarks.
 	DriverDiscard = "discard"
 )
 
 // channelNames are the channels HERALD_CHANNELS_* variables may name.
 var channelNames = []string{"email", "sms", "webhook"}
 
-// Config is serve's whole configuration.
+// Config is serve's whole configuration: the file's top level.
 type Config struct {
 	Dispatch Dispatch           `yaml:"dispatch"`
 	Intake   Intake             `yaml:"intake"`
