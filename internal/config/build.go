@@ -41,8 +41,8 @@ func (c *Config) DispatchConfig(getenv func(string) string, logger *slog.Logger,
 	}
 	for _, name := range c.ChannelNames() {
 		ch := c.Channels[name]
-		clog := logger.With("channel", name)
-		d, closer, err := ch.deliverer(name, getenv, clog)
+		// Every deliverer logs its own "channel" key.
+		d, closer, err := ch.deliverer(name, getenv, logger)
 		if err != nil {
 			return nil, nil, fmt.Errorf("channels.%s: %w", name, err)
 		}
