@@ -196,7 +196,7 @@ func TestWebhookFailingTwiceIsPublishedAfterThreeAttemptsWithBackoffBetween(t *t
 
 	r := b.waitStatus(t, k, "published")
 	require.EqualValues(t, 3, r.AttemptCount)
-	require.NotNil(t, r.PublishedAt)
+	require.True(t, r.PublishedAt.Valid)
 	require.False(t, r.NextAttemptAt.Valid)
 	require.Equal(t, "http_502", r.LastErrorClassification, "the last failure stays on record")
 
@@ -218,7 +218,7 @@ func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
 
 	r := b.waitStatus(t, k, "dead_letter")
 	require.EqualValues(t, 1, r.AttemptCount)
-	require.NotNil(t, r.DeadLetteredAt)
+	require.True(t, r.DeadLetteredAt.Valid)
 	require.Len(t, s.requests(), 1)
 	dl := b.deadLetter(t, k)
 	require.Equal(t, "http_410", dl.FailureClassification)
@@ -262,7 +262,7 @@ func TestExhaustedAttemptsLeaveADeadLetterWithEveryColumnFilled(t *testing.T) {
 		require.True(t, dl.CreatedAt.Valid)
 		require.Equal(t, "http_503", r.LastErrorClassification)
 		require.NotEmpty(t, r.LastErrorMessage)
-		require.NotNil(t, r.LastErrorAt)
+		require.True(t, r.LastErrorAt.Valid)
 	}
 	require.Len(t, s.requests(), 5)
 }
@@ -332,7 +332,7 @@ func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testin
 	require.Equal(t, channel.ClassNoAddress, b.waitStatus(t, ks[2], "skipped").LastErrorClassification)
 	r = b.waitStatus(t, ks[3], "skipped")
 	require.Equal(t, ClassUnknownRecipient, r.LastErrorClassification)
-	require.NotNil(t, r.SkippedAt)
+	require.True(t, r.SkippedAt.Valid)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -557,4 +557,24 @@ func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
 		require.Zero(t, r.AttemptCount, "the attempt that never started is handed back")
 		require.True(t, r.NextAttemptAt.Valid)
 	}
+}
+
+func TestRetryAfterIsHonouredAsTheBackoffFloor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "120")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	t.Cleanup(srv.Close)
+	b.start(t, &Config{Channels: map[string]ChannelConfig{
+		channel.Webhook: {Deliverer: webhookDeliverer(t), Backoff: BackoffConfig{Base: time.Millisecond}},
+	}})
+	k := b.insert(t, routeSpec{channel: channel.Webhook, ref: srv.URL})[0]
+
+	r := b.waitStatus(t, k, "failed")
+	require.Equal(t, "http_429", r.LastErrorClassification)
+	require.True(t, r.LastErrorAt.Valid)
+	require.GreaterOrEqual(t, r.NextAttemptAt.Time.Sub(r.LastErrorAt.Time), 120*time.Second)
+	require.EqualValues(t, 1, r.AttemptCount)
 }
