@@ -578,3 +578,34 @@ func TestRetryAfterIsHonouredAsTheBackoffFloor(t *testing.T) {
 	require.GreaterOrEqual(t, r.NextAttemptAt.Time.Sub(r.LastErrorAt.Time), 120*time.Second)
 	require.EqualValues(t, 1, r.AttemptCount)
 }
+
+func TestClaimsNeverExceedTheChannelsFreeSlots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const concurrency = 4
+	release := make(chan struct{})
+	var inFlight, peak atomic.Int32
+	blocking := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
+		n := inFlight.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		inFlight.Add(-1)
+		return channel.Outcome{Class: channel.Delivered}
+	})
+	specs := make([]routeSpec, 100)
+	for i := range specs {
+		specs[i] = routeSpec{channel: channel.SMS, ref: "+33612345678"}
+	}
+	ks := b.insert(t, specs...)
+	d := b.start(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: blocking, Concurrency: concurrency}}})
+
+	require.Eventually(t, func() bool { return inFlight.Load() == concurrency }, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a loop that over-claimed would have claimed by now
+	require.EqualValues(t, concurrency, d.Stats().Claimed, "a backlog is left in the database, not pulled into memory")
+	close(release)
+	for _, k := range ks {
+		b.waitStatus(t, k, "published")
+	}
+	require.EqualValues(t, concurrency, peak.Load())
+}
