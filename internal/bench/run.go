@@ -62,7 +62,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		rep.Rounds = nil
 	}
 	rep.Notes = append(rep.Notes,
-		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT; Postgres figures are deltas over the workload only (idle probes excluded)",
+		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
 		fmt.Sprintf("the bench channel takes %s per attempt and fails %.0f%% of attempts transiently; latency is accept (commit) to published, from the database's timestamps", c.Latency, 100*c.FailShare),
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
 	)
