@@ -26,7 +26,7 @@ SELECT count(*)::bigint FROM herald.routes WHERE next_attempt_at IS NOT NULL;
 
 -- name: BenchRoutePreload :execrows
 -- Preloads a backlog of due routes in one statement (the scale mode): one
--- record and one route each, all due at the same moment, on one channel at
+-- record and one route each, due one millisecond apart up to due_at, on one channel at
 -- one priority. The parameters are read once in p, because sqlc mangles a
 -- named parameter repeated inside INSERT ... SELECT.
 WITH p AS (
@@ -47,8 +47,10 @@ rec AS (
         idempotency_expires_at, channels, priority
     )
     SELECT
-        p.id_prefix || g, 'bench.preload', p.producer, 'direct', p.payload_json,
-        p.id_prefix || g, 'preload', p.due_at, p.due_at, p.due_at,
+        -- Zero-padded, so ids sort in creation order like the UUIDv7s
+        -- intake assigns.
+        p.id_prefix || lpad(g::text, 10, '0'), 'bench.preload', p.producer, 'direct', p.payload_json,
+        p.id_prefix || lpad(g::text, 10, '0'), 'preload', p.due_at, p.due_at, p.due_at,
         p.due_at + interval '1 day', ARRAY[p.channel], p.priority
     FROM p, generate_series(1, p.n) AS g
     RETURNING notification_id
@@ -58,7 +60,10 @@ INSERT INTO herald.routes (
     priority, created_at, updated_at
 )
 SELECT rec.notification_id, p.channel || ':0', p.channel, p.recipient_ref, 'pending', 0,
-    p.due_at, p.priority, p.due_at, p.due_at
+    -- One millisecond apart, the last at due_at, as a backlog that built up
+    -- over time would be (equal keys would make one huge posting list).
+    p.due_at - make_interval(secs => (p.n - substr(rec.notification_id, length(p.id_prefix) + 1)::integer) / 1000.0),
+    p.priority, p.due_at, p.due_at
 FROM rec, p;
 
 -- name: BenchReset :exec
@@ -67,9 +72,10 @@ FROM rec, p;
 TRUNCATE herald.dead_letters, herald.routes, herald.records;
 
 -- name: BenchAnalyze :exec
--- Refreshes the planner's statistics after a preload, as autovacuum would
--- shortly after a real backlog built up.
-ANALYZE herald.routes, herald.records;
+-- Vacuums and analyzes after a preload, as autovacuum would have while a
+-- real backlog built up, so no autovacuum of the fresh rows runs during
+-- the measurement.
+VACUUM (ANALYZE) herald.routes, herald.records;
 
 -- name: BenchRouteSizes :one
 -- The routes table's and its due index's size: what an old snapshot makes
