@@ -146,13 +146,15 @@ func (c *Client) Close() { c.waker.Close() }
 // if in is refused and a *ConflictError (errors.Is ErrIdempotencyConflict)
 // if the key holds a different request.
 func (c *Client) Submit(ctx context.Context, in *Intent) (*Receipt, error) {
-	return c.submitOne(ctx, c.pool, in)
+	return c.submitOne(ctx, c.pool, in, false)
 }
 
 // SubmitTx is Submit inside the caller's transaction tx: the notification
 // and its routes commit or roll back with the caller's own writes (the
-// outbox pattern), and the wake-up hint, if it is this submit's to send,
-// goes out at commit. Every statement names the herald schema, so tx's
+// outbox pattern), and the wake-up hint goes out at commit. SubmitTx always
+// sends its hint inside tx rather than through the debounce: a debounced
+// trailing hint could reach the dispatchers before the caller commits, and
+// the routes would wait for their poll. Every statement names the herald schema, so tx's
 // search_path does not matter. A conflict or database error inside tx
 // leaves tx usable only for rollback, as any failed statement does; a
 // *ValidationError is returned before anything is sent.
@@ -160,11 +162,11 @@ func (c *Client) SubmitTx(ctx context.Context, tx pgx.Tx, in *Intent) (*Receipt,
 	if tx == nil {
 		return nil, errors.New("submit intent: tx is nil")
 	}
-	return c.submitOne(ctx, tx, in)
+	return c.submitOne(ctx, tx, in, true)
 }
 
-func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent) (*Receipt, error) {
-	res, err := c.submit(ctx, db, []*Intent{in})
+func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent, inTx bool) (*Receipt, error) {
+	res, err := c.submit(ctx, db, []*Intent{in}, inTx)
 	if err != nil {
 		return nil, err
 	}
@@ -179,10 +181,12 @@ func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent) (*Rec
 // submitted one after the other. The error is non-nil only when the
 // statement itself failed, and then nothing was stored.
 func (c *Client) SubmitMany(ctx context.Context, ins []*Intent) ([]SubmitResult, error) {
-	return c.submit(ctx, c.pool, ins)
+	return c.submit(ctx, c.pool, ins, false)
 }
 
-func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]SubmitResult, error) {
+// submit validates and accepts ins through db. inTx says db is the caller's
+// transaction: its hint then always rides that transaction's commit.
+func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx bool) ([]SubmitResult, error) {
 	now := time.Now()
 	var sqlNow time.Time // zero: the database's clock
 	if c.now != nil {
@@ -210,7 +214,12 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent) ([]Su
 		return results, nil
 	}
 	hintChannel := intake.HintChannel(valid)
-	hint := c.waker.Hint(hintChannel)
+	var hint *string
+	if inTx {
+		hint = &hintChannel
+	} else {
+		hint = c.waker.Hint(hintChannel)
+	}
 	outcomes, err := intake.Accept(ctx, db, valid, intake.AcceptParams{
 		Now:               sqlNow,
 		IdempotencyWindow: c.window,

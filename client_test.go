@@ -631,6 +631,26 @@ func TestSubmitTxWakeHintRidesTheCommit(t *testing.T) {
 	require.Empty(t, hints(t, conn, 0), "no hint after rollback")
 }
 
+func TestSubmitTxHintsAtCommitEvenInsideADebounceWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// A window far longer than the test: a debounced submit would send nothing.
+	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = time.Hour })
+	conn := listener(t, b)
+
+	_, err := b.client.Submit(ctx, smallIntent(1)) // opens the window
+	require.NoError(t, err)
+	require.Equal(t, []string{"sms"}, hints(t, conn, 1))
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = b.client.SubmitTx(ctx, tx, smallIntent(2))
+	require.NoError(t, err)
+	require.Empty(t, hints(t, conn, 0), "no hint before commit")
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, []string{"sms"}, hints(t, conn, 1), "the committed routes are hinted at once")
+}
+
 func TestConfigSetsTheIdempotencyWindowAndPayloadLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -151,11 +151,13 @@
 // Dispatchers LISTEN on two channels: herald_intake (sent once per INSERT
 // statement into herald.intake) and herald_routes, sent by the accept path
 // with the channel of the new routes as payload ("" when several). The
-// herald_routes hint is debounced in each client: the first submit of a
-// quiet period sends it inside its own statement (so it is delivered when
-// that transaction commits, and never for a rolled-back SubmitTx), submits
-// in the following Config.NotifyDebounce (5 ms) send none, and one trailing
-// NOTIFY follows at the end of the window. A burst thus costs at most 200
+// herald_routes hint of Submit and SubmitMany is debounced in each client:
+// the first submit of a quiet period sends it inside its own statement,
+// submits in the following Config.NotifyDebounce (5 ms) send none, and one
+// trailing NOTIFY follows at the end of the window. SubmitTx always sends
+// its hint inside the caller's transaction, so it is delivered when that
+// transaction commits and never for a rollback (a trailing hint could
+// arrive before the caller's commit). A burst thus costs at most 200
 // NOTIFYs a second instead of one per submit: every notifying transaction
 // serializes on PostgreSQL's notification queue lock at commit. The hint
 // only cuts latency; dispatchers also poll.
