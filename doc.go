@@ -142,6 +142,8 @@
 //	too_many_routes        the intent fans out to more than MaxRoutes routes
 //	idempotency_conflict   the key holds a different request (SQL door; the Go
 //	                       door returns *ConflictError)
+//	rejected_by_database   valid, but the database refused it (SQL door only: the
+//	                       worker sets it aside with the database's message)
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id. Other
 // errors are the database's, wrapped.

@@ -32,3 +32,11 @@ SELECT count(*) FROM herald.intake;
 -- dispatchers LISTEN on; the payload is the channel of the new routes, or ''
 -- for several.
 SELECT pg_notify('herald_routes', @channel::text);
+
+-- name: IntakeTakeByID :many
+-- Takes one named entry off the intake, inside the caller's transaction: the
+-- worker's way to set aside an entry the database refused. Returns nothing
+-- if another worker settled it meanwhile.
+DELETE FROM herald.intake
+WHERE id = @id
+RETURNING *;

@@ -86,6 +86,11 @@ const (
 	// accepted before with a different request fingerprint. Validate never
 	// returns it; the accept path does.
 	CodeIdempotencyConflict = "idempotency_conflict"
+	// CodeRejectedByDatabase: the database refused an entry the validator
+	// accepted (a constraint or limit an administrator added, say). The
+	// intake worker sets such an entry aside, with the database's message,
+	// so that one entry cannot stall the intake. Validate never returns it.
+	CodeRejectedByDatabase = "rejected_by_database"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -96,6 +101,7 @@ func Codes() []string {
 		CodeInvalidField, CodeUnknownChannel, CodeInvalidPhone,
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
+		CodeRejectedByDatabase,
 	}
 }
 

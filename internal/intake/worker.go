@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -221,7 +223,13 @@ func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening cha
 // batches committed before it.
 func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err error) {
 	for {
-		a, m, n, err := w.drainBatch(ctx)
+		a, m, n, _, err := w.drainBatch(ctx, w.batch)
+		if err != nil && refusedByDatabase(err) {
+			// Some entry of the batch passed validation but the database
+			// refused it. Settle the batch's entries one at a time, so that
+			// entry is set aside and the rest flow.
+			a, m, n, err = w.isolate(ctx, err)
+		}
 		accepted += a
 		malformed += m
 		if err != nil {
@@ -247,23 +255,121 @@ type malformedEntry struct {
 // resultOf is one entry's result, reported after commit.
 type resultOf struct{ producer, result string }
 
-// drainBatch takes one batch off the intake and settles it in one
-// transaction; n is the number of entries taken.
-func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, err error) {
+// refusedByDatabase reports whether err is the database refusing the data
+// itself (a data exception, a constraint, a size limit), as opposed to the
+// database being unreachable or the worker being canceled: the errors that
+// retrying the same entry cannot fix.
+func refusedByDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return pgerrcode.IsDataException(pgErr.Code) ||
+		pgerrcode.IsIntegrityConstraintViolation(pgErr.Code) ||
+		pgerrcode.IsProgramLimitExceeded(pgErr.Code) ||
+		pgErr.Code == pgerrcode.InsufficientPrivilege
+}
+
+// isolate settles up to one batch of entries one transaction each, after a
+// batch failed with cause. An entry the database refuses on its own is
+// recorded in malformed_intents as rejected_by_database, with the
+// database's message, and removed from the intake: nothing is lost, and one
+// entry cannot stall the intake.
+func (w *Worker) isolate(ctx context.Context, cause error) (accepted, malformed, n int, err error) {
+	w.logger.WarnContext(ctx, "intake batch refused by the database; settling its entries one by one", slog.Any("err", cause))
+	for n < w.batch {
+		a, m, took, id, err := w.drainBatch(ctx, 1)
+		if took == 0 && err == nil {
+			return accepted, malformed, n, nil // the intake is empty
+		}
+		if err != nil {
+			if !refusedByDatabase(err) || id == 0 {
+				return accepted, malformed, n, err
+			}
+			if err := w.setAside(ctx, id, err); err != nil {
+				return accepted, malformed, n, err
+			}
+			m, took = 1, 1
+		}
+		accepted += a
+		malformed += m
+		n += took
+	}
+	return accepted, malformed, n, nil
+}
+
+// setAside records intake entry id as rejected_by_database with the
+// database's refusal, and removes it from the intake, in one transaction.
+func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("begin intake batch: %w", err)
+		return fmt.Errorf("begin setting intake entry aside: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := store.New()
+	entries, err := q.IntakeTakeByID(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("take intake entry %d: %w", id, err)
+	}
+	if len(entries) == 0 {
+		return nil // settled by another worker meanwhile
+	}
+	e := entries[0]
+	msg := "the database refused this entry: " + refusal.Error()
+	var pgErr *pgconn.PgError
+	if errors.As(refusal, &pgErr) {
+		msg = fmt.Sprintf("the database refused this entry: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+		if pgErr.ConstraintName != "" {
+			msg += ", constraint " + pgErr.ConstraintName
+		}
+	}
+	ntype, producer, key := PartialFields([]byte(e.Body))
+	var now pgtype.Timestamptz
+	if w.now != nil {
+		now = pgtype.Timestamptz{Time: w.now(), Valid: true}
+	}
+	if err := q.MalformedIntentInsertMany(ctx, tx, store.MalformedIntentInsertManyParams{
+		StreamEntryIds:    []string{"intake:" + strconv.FormatInt(e.ID, 10)},
+		NotificationTypes: []string{ntype},
+		Producers:         []string{producer},
+		IdempotencyKeys:   []string{key},
+		FailureCodes:      []string{CodeRejectedByDatabase},
+		FailureMessages:   []string{msg},
+		RawFields:         [][]byte{RawFields([]byte(e.Body))},
+		Now:               now,
+	}); err != nil {
+		return fmt.Errorf("record intake entry %d as refused: %w", id, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit setting intake entry %d aside: %w", id, err)
+	}
+	w.logger.WarnContext(ctx, "intake entry refused by the database, set aside", slog.Int64("intake_id", e.ID),
+		slog.String("failure_code", CodeRejectedByDatabase), slog.String("producer", metricProducer(producer)))
+	if w.result != nil {
+		w.result(metricProducer(producer), ResultMalformed)
+	}
+	return nil
+}
+
+// drainBatch takes up to limit entries off the intake and settles them in
+// one transaction; n is the number of entries taken and firstID the id of
+// the first (0 if none), so a failed batch of one names its entry.
+func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, firstID int64, err error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("begin intake batch: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
 
 	q := store.New()
-	entries, err := q.IntakeClaimBatch(ctx, tx, int32(w.batch))
+	entries, err := q.IntakeClaimBatch(ctx, tx, int32(limit))
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("claim intake batch: %w", err)
+		return 0, 0, 0, 0, fmt.Errorf("claim intake batch: %w", err)
 	}
 	if len(entries) == 0 {
-		return 0, 0, 0, nil
+		return 0, 0, 0, 0, nil
 	}
+	firstID = entries[0].ID
 	if w.afterClaim != nil {
 		w.afterClaim(len(entries))
 	}
@@ -303,7 +409,7 @@ func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, er
 		hint := HintChannel(valid)
 		outcomes, err := Accept(ctx, tx, valid, AcceptParams{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("accept intake batch: %w", err)
+			return 0, 0, 0, firstID, fmt.Errorf("accept intake batch: %w", err)
 		}
 		for j, o := range outcomes {
 			v := valid[j]
@@ -345,11 +451,11 @@ func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, er
 			results = append(results, resultOf{metricProducer(b.producer), result})
 		}
 		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
-			return 0, 0, 0, fmt.Errorf("record malformed intents: %w", err)
+			return 0, 0, 0, firstID, fmt.Errorf("record malformed intents: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, 0, fmt.Errorf("commit intake batch: %w", err)
+		return 0, 0, 0, firstID, fmt.Errorf("commit intake batch: %w", err)
 	}
 	for _, b := range bad {
 		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.ID),
@@ -360,7 +466,7 @@ func (w *Worker) drainBatch(ctx context.Context) (accepted, malformed, n int, er
 			w.result(r.producer, r.result)
 		}
 	}
-	return accepted, len(bad), len(entries), nil
+	return accepted, len(bad), len(entries), firstID, nil
 }
 
 // refused returns the malformed record of entry e refused with err.

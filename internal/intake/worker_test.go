@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,7 +142,10 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 			require.Equal(t, "order.shipped", m.NotificationType)
 		}
 	}
-	require.ElementsMatch(t, Codes(), keys(covered), "every failure code is exercised")
+	// rejected_by_database has a test of its own: it needs a database that
+	// refuses what the validator accepts.
+	require.ElementsMatch(t, slices.DeleteFunc(Codes(), func(c string) bool { return c == CodeRejectedByDatabase }),
+		keys(covered), "every failure code is exercised")
 }
 
 func keys(m map[string]bool) []string {
@@ -255,4 +259,37 @@ func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 	require.Equal(t, n, b.count(t, "SELECT count(*) FROM herald.records"))
 	require.Equal(t, n*6, b.count(t, "SELECT count(*) FROM herald.routes"))
 	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.malformed_intents"))
+}
+
+func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupWorker(t, nil)
+	// A database that refuses what the validator accepts: an administrator's
+	// constraint stands in for any such refusal (test-only SQL).
+	_, err := b.pool.Exec(ctx, `ALTER TABLE herald.records ADD CONSTRAINT no_poison
+		CHECK (notification_type <> 'poison.pill')`)
+	require.NoError(t, err)
+
+	entry := func(ntype, key string) string {
+		return fmt.Sprintf(`{"notification_type": %q, "producer": "shop", "idempotency_key": %q,
+			"audience": {"sms": ["+14155550100"]}, "channels": ["sms"], "content": {"sms": {"body": "hi"}}}`, ntype, key)
+	}
+	b.insert(t, entry("order.shipped", "a"), entry("poison.pill", "p"), entry("order.shipped", "b"), "not json")
+	b.insert(t, entry("order.shipped", "c"))
+
+	accepted, malformed, err := b.worker.DrainOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, accepted)
+	require.Equal(t, 2, malformed)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"), "nothing stalls in the intake")
+	require.Equal(t, 3, b.count(t, "SELECT count(*) FROM herald.records"))
+
+	var code, msg, key string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT failure_code, failure_message, idempotency_key
+		FROM herald.malformed_intents WHERE failure_code <> 'not_json'`).Scan(&code, &msg, &key))
+	require.Equal(t, CodeRejectedByDatabase, code)
+	require.Equal(t, "p", key)
+	require.Contains(t, msg, "no_poison", "the message names what refused it")
+	require.Contains(t, msg, "SQLSTATE 23514")
 }

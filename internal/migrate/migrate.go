@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -257,7 +258,7 @@ func (m *Migrator) locked(ctx context.Context, fn func(*goose.Provider) error) e
 		var pgErr *pgconn.PgError
 		// Another process may create it between the check and the create
 		// when it does not hold our lock (a hand-run psql, say).
-		if !errors.As(err, &pgErr) || (pgErr.Code != "42P06" && pgErr.Code != "23505") {
+		if !errors.As(err, &pgErr) || (pgErr.Code != pgerrcode.DuplicateSchema && pgErr.Code != pgerrcode.UniqueViolation) {
 			return fmt.Errorf("create schema %s: %w", schema.Name, err)
 		}
 	}

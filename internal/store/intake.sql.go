@@ -84,3 +84,32 @@ func (q *Queries) IntakeNotifyRoutes(ctx context.Context, db DBTX, channel strin
 	_, err := db.Exec(ctx, intakeNotifyRoutes, channel)
 	return err
 }
+
+const intakeTakeByID = `-- name: IntakeTakeByID :many
+DELETE FROM herald.intake
+WHERE id = $1
+RETURNING id, body, received_at
+`
+
+// Takes one named entry off the intake, inside the caller's transaction: the
+// worker's way to set aside an entry the database refused. Returns nothing
+// if another worker settled it meanwhile.
+func (q *Queries) IntakeTakeByID(ctx context.Context, db DBTX, id int64) ([]HeraldIntake, error) {
+	rows, err := db.Query(ctx, intakeTakeByID, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []HeraldIntake{}
+	for rows.Next() {
+		var i HeraldIntake
+		if err := rows.Scan(&i.ID, &i.Body, &i.ReceivedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
