@@ -68,6 +68,11 @@ func (c *Config) IntakeConfig(logger *slog.Logger, met *metrics.Metrics) *intake
 		BatchSize:    c.Intake.BatchSize,
 		PollInterval: c.Intake.PollInterval,
 		ResultFunc:   met.Intent,
+		Limits: intake.Limits{
+			MaxPayloadBytes: c.Intake.MaxPayloadBytes,
+			MaxSMSSegments:  c.Intake.MaxSMSSegments,
+		},
+		IdempotencyWindow: c.Intake.IdempotencyWindow,
 	}
 }
 

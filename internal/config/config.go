@@ -107,10 +107,15 @@ type Dispatch struct {
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
-// Intake tunes the SQL intake worker; zero values take its defaults.
+// Intake tunes the SQL intake worker; zero values take its defaults. The
+// idempotency window and limits apply to the SQL door; give producers' Go
+// clients the same values so both doors agree.
 type Intake struct {
-	BatchSize    int           `yaml:"batch_size"`
-	PollInterval time.Duration `yaml:"poll_interval"`
+	BatchSize         int           `yaml:"batch_size"`
+	PollInterval      time.Duration `yaml:"poll_interval"`
+	IdempotencyWindow time.Duration `yaml:"idempotency_window"`
+	MaxPayloadBytes   int           `yaml:"max_payload_bytes"`
+	MaxSMSSegments    int           `yaml:"max_sms_segments"`
 }
 
 // Channel is one channel's driver and delivery policy.
@@ -286,6 +291,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setDur(&c.Dispatch.ShutdownTimeout, "HERALD_DISPATCH_SHUTDOWN_TIMEOUT")
 	setInt(&c.Intake.BatchSize, "HERALD_INTAKE_BATCH_SIZE")
 	setDur(&c.Intake.PollInterval, "HERALD_INTAKE_POLL_INTERVAL")
+	setDur(&c.Intake.IdempotencyWindow, "HERALD_INTAKE_IDEMPOTENCY_WINDOW")
+	setInt(&c.Intake.MaxPayloadBytes, "HERALD_INTAKE_MAX_PAYLOAD_BYTES")
+	setInt(&c.Intake.MaxSMSSegments, "HERALD_INTAKE_MAX_SMS_SEGMENTS")
 
 	names := map[string]bool{}
 	for _, n := range channelNames {
@@ -344,6 +352,12 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("intake.batch_size: must be between 1 and 10000")
 	case c.Intake.PollInterval < 0 || (c.Intake.PollInterval > 0 && c.Intake.PollInterval < time.Millisecond):
 		return errors.New("intake.poll_interval: must be at least 1ms")
+	case c.Intake.IdempotencyWindow < 0 || (c.Intake.IdempotencyWindow > 0 && c.Intake.IdempotencyWindow < time.Minute):
+		return errors.New("intake.idempotency_window: must be at least 1m")
+	case c.Intake.MaxPayloadBytes < 0 || c.Intake.MaxPayloadBytes > 16<<20:
+		return errors.New("intake.max_payload_bytes: must be between 1 and 16777216")
+	case c.Intake.MaxSMSSegments < 0 || c.Intake.MaxSMSSegments > 255:
+		return errors.New("intake.max_sms_segments: must be between 1 and 255")
 	case len(c.Channels) == 0:
 		return errors.New("channels: none configured (give a config file with -config, or set HERALD_CHANNELS_<NAME>_DRIVER)")
 	}

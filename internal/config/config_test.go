@@ -77,11 +77,17 @@ func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
 		"HERALD_CHANNELS_WEBHOOK_CONCURRENCY": "64",
 		"HERALD_CHANNELS_SMS_DRIVER":          "log",
 		"HERALD_DISPATCH_POLL_INTERVAL":       "2s",
+		"HERALD_INTAKE_IDEMPOTENCY_WINDOW":    "72h",
+		"HERALD_INTAKE_MAX_PAYLOAD_BYTES":     "1024",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"sms", "webhook"}, c.ChannelNames())
 	require.Equal(t, 64, c.Channels["webhook"].Concurrency)
 	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
+	// The SQL door's window and limits reach the intake worker.
+	wc := c.IntakeConfig(nil, nil)
+	require.Equal(t, 72*time.Hour, wc.IdempotencyWindow)
+	require.Equal(t, 1024, wc.Limits.MaxPayloadBytes)
 }
 
 func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
@@ -100,6 +106,7 @@ func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
 		"LeaseTooShort":  {"channels:\n  sms:\n    driver: log\n    timeout: 10s\n    lease: 5s\n", nil, "channels.sms.lease: 5s must exceed timeout 10s"},
 		"BadEnvDuration": {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_CHANNELS_SMS_TIMEOUT": "soon"}, "HERALD_CHANNELS_SMS_TIMEOUT"},
 		"BadDuration":    {"dispatch:\n  poll_interval: 1us\nchannels:\n  sms: {driver: log}\n", nil, "dispatch.poll_interval"},
+		"ShortWindow":    {"intake:\n  idempotency_window: 1s\nchannels:\n  sms: {driver: log}\n", nil, "intake.idempotency_window"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
