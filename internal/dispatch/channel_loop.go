@@ -342,6 +342,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 		hint:           hint,
 		maxAttempts:    j.maxAtt,
 		resolvedLocale: j.locale,
+		traceID:        j.row.TraceID,
 		metricOutcome:  outcome,
 	}
 }
@@ -367,7 +368,7 @@ func (l *channelLoop) safeDeliver(ctx context.Context, msg *channel.Message) (ou
 	defer func() {
 		if p := recover(); p != nil {
 			l.d.log.Error("deliverer panicked", "channel", l.name, "notification_id", msg.NotificationID,
-				"route_id", msg.RouteID, "attempt", msg.Attempt, "err", fmt.Sprint(p), "stack", string(debug.Stack()))
+				"route_id", msg.RouteID, "attempt", msg.Attempt, "trace_id", msg.TraceID, "err", fmt.Sprint(p), "stack", string(debug.Stack()))
 			out = channel.Outcome{
 				Class:          channel.Permanent,
 				Classification: ClassDelivererPanic,
@@ -395,6 +396,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		resolvedLocale: j.locale,
 		providerID:     out.ProviderMessageID,
 		acceptedAt:     j.row.AcceptedAt.Time,
+		traceID:        j.row.TraceID,
 		metricOutcome:  out.Class.String(),
 	}
 	switch out.Class {

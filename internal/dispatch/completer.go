@@ -25,6 +25,8 @@ type completion struct {
 	resolvedLocale string
 	providerID     string
 	acceptedAt     time.Time
+	// traceID continues the producer's trace in the route's log lines.
+	traceID string
 	// metricOutcome labels herald_route_attempts_total.
 	metricOutcome string
 }
@@ -143,7 +145,7 @@ func (c *completer) record(batch []completion, rows []store.RouteCompleteManyRow
 			c.d.stats.stale.Add(1)
 			m.Attempt(x.channel, "stale")
 			log.Info("stale completion ignored: the route has moved on", "notification_id", x.notificationID,
-				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt, "outcome", x.status)
+				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt, "trace_id", x.traceID, "outcome", x.status)
 			continue
 		}
 		m.Attempt(x.channel, x.metricOutcome)
@@ -155,14 +157,14 @@ func (c *completer) record(batch []completion, rows []store.RouteCompleteManyRow
 		case "dead_letter":
 			m.DeadLetter(x.channel, x.classification)
 			log.Warn("route dead-lettered", "notification_id", x.notificationID, "route_id", x.routeID,
-				"channel", x.channel, "attempt", x.attempt, "classification", x.classification)
+				"channel", x.channel, "attempt", x.attempt, "trace_id", x.traceID, "classification", x.classification)
 		case "failed":
 			log.Debug("route attempt failed; retrying later", "notification_id", x.notificationID,
-				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt,
+				"route_id", x.routeID, "channel", x.channel, "attempt", x.attempt, "trace_id", x.traceID,
 				"classification", x.classification, "retry_in", x.delay)
 		case "skipped":
 			log.Info("route skipped", "notification_id", x.notificationID, "route_id", x.routeID,
-				"channel", x.channel, "classification", x.classification)
+				"channel", x.channel, "trace_id", x.traceID, "classification", x.classification)
 		}
 	}
 }

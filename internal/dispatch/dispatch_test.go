@@ -1,10 +1,14 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,6 +228,53 @@ func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
 	require.Equal(t, "http_410", dl.FailureClassification)
 	require.NotEmpty(t, dl.RecoveryHint)
 	require.EqualValues(t, DefaultMaxAttempts, dl.MaxAttempts)
+}
+
+func TestDeadLetterLogCarriesTheRouteKeysAndNoAddress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := newSink(t, http.StatusGone)
+	var logs syncBuffer
+	b.start(t, &Config{
+		Channels: map[string]ChannelConfig{channel.Webhook: {Deliverer: webhookDeliverer(t)}},
+		Logger:   slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	k := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL})[0]
+	b.waitStatus(t, k, "dead_letter")
+
+	var line map[string]any
+	require.Eventually(t, func() bool {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "route dead-lettered") {
+				return json.Unmarshal([]byte(l), &line) == nil
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, k.notificationID, line["notification_id"])
+	require.Equal(t, k.routeID, line["route_id"])
+	require.Equal(t, channel.Webhook, line["channel"])
+	require.EqualValues(t, 1, line["attempt"])
+	require.Equal(t, "trace-1", line["trace_id"])
+	require.NotContains(t, logs.String(), s.URL, "the recipient's address is never logged")
+}
+
+// syncBuffer is a bytes.Buffer safe for the dispatcher's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (b *testBundle) deadLetter(t *testing.T, k routeKey) store.HeraldDeadLetter {
