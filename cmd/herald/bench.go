@@ -46,6 +46,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
+	fs.BoolVar(&cfg.Warmup, "warmup", true, "run a discarded warm-up round (a fifth of the intents) first")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")

@@ -69,6 +69,8 @@ type Config struct {
 	Serve bool
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
+	// Warmup runs a discarded round at a fifth of the size first.
+	Warmup bool
 	// Rounds is how many times the engines run, alternating which goes
 	// first; the report has every round and the medians. Default 1.
 	Rounds int

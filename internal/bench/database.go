@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,7 +39,12 @@ type Database struct {
 func OpenDatabase(ctx context.Context, serverURL string, durable bool, settings map[string]string) (*Database, error) {
 	d := &Database{Durable: durable}
 	if serverURL == "" {
-		c, err := pgtemp.Start(ctx, &pgtemp.Config{Durable: durable, Settings: settings})
+		// WAL kept for recycling and no size-triggered checkpoint inside a
+		// phase, as on a server tuned for write load; the bench checkpoints
+		// before each phase itself. -pg-set overrides.
+		all := map[string]string{"min_wal_size": "1GB", "max_wal_size": "4GB"}
+		maps.Copy(all, settings)
+		c, err := pgtemp.Start(ctx, &pgtemp.Config{Durable: durable, Settings: all})
 		if err != nil {
 			return nil, fmt.Errorf("start throwaway cluster: %w", err)
 		}

@@ -38,6 +38,28 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	if c.Vs == "river" {
 		subjects = append(subjects, func(sk *sink) subject { return newRiverSubject(&c, db, sk, newWork()) })
 	}
+	if c.Warmup {
+		// A discarded round at a fifth of the size: the cluster's WAL
+		// segments exist and are recycled afterwards, and both engines'
+		// statements are planned, before anything is measured.
+		w := c
+		w.Intents = max(c.Intents/5, 1)
+		w.IdleSamples = -1
+		for i := range subjects {
+			sk := newSink(c.Latency, c.FailShare)
+			wc := w
+			sub := subjects[i](sk)
+			switch s := sub.(type) {
+			case *heraldSubject:
+				s.cfg = &wc
+			case *riverSubject:
+				s.cfg = &wc
+			}
+			if _, err := runPhase(ctx, db, &wc, sub, sk); err != nil {
+				return rep, fmt.Errorf("warm-up: %s: %w", sub.name(), err)
+			}
+		}
+	}
 	for round := range c.Rounds {
 		rows := make([]Row, len(subjects))
 		for k := range subjects {
@@ -60,6 +82,9 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	rep.Rows = rep.Rounds[medianRound(rep.Rounds)]
 	if len(rep.Rounds) == 1 {
 		rep.Rounds = nil
+	}
+	if c.Warmup {
+		rep.Notes = append(rep.Notes, "a discarded warm-up round (a fifth of the intents, each engine) ran first")
 	}
 	rep.Notes = append(rep.Notes,
 		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
