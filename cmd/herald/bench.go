@@ -46,6 +46,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
+	fs.IntVar(&cfg.DispatchBatch, "dispatch-batch", 0, "the dispatcher's claim and completion batch size (0: its default, 100)")
 	fs.BoolVar(&cfg.Warmup, "warmup", true, "run a discarded warm-up round (a fifth of the intents) first")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
@@ -207,7 +208,8 @@ func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (benc
 		Channels: map[string]dispatch.ChannelConfig{
 			p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
 		},
-		Logger: p.Logger.With(slog.String("component", "dispatch")),
+		BatchSize: p.BatchSize,
+		Logger:    p.Logger.With(slog.String("component", "dispatch")),
 	})
 	if err != nil {
 		pool.Close()
@@ -256,6 +258,9 @@ func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (b
 			"HERALD_BENCH_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 			"HERALD_CHANNELS_WEBHOOK_CONCURRENCY="+strconv.Itoa(p.Concurrency),
 		)
+		if p.BatchSize > 0 {
+			cmd.Env = append(cmd.Env, "HERALD_DISPATCH_BATCH_SIZE="+strconv.Itoa(p.BatchSize))
+		}
 		cmd.Stdout, cmd.Stderr = m.Stderr, m.Stderr
 		if err := cmd.Start(); err != nil {
 			_ = e.Stop()

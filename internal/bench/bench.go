@@ -69,6 +69,9 @@ type Config struct {
 	Serve bool
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
+	// DispatchBatch is the dispatcher's claim and completion batch size
+	// (serve's dispatch.batch_size); 0 is the dispatcher's default.
+	DispatchBatch int
 	// Warmup runs a discarded round at a fifth of the size first.
 	Warmup bool
 	// Rounds is how many times the engines run, alternating which goes
@@ -161,6 +164,8 @@ type EngineParams struct {
 	// AsyncCommit asks for synchronous_commit off on the engine's
 	// connections.
 	AsyncCommit bool
+	// BatchSize is the dispatcher's batch size; 0 is its default.
+	BatchSize int
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32

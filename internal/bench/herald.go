@@ -74,6 +74,7 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Processes:   h.cfg.Processes,
 		Serve:       h.cfg.Serve,
 		AsyncCommit: h.cfg.EngineAsyncCommit,
+		BatchSize:   h.cfg.DispatchBatch,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
 	}
