@@ -94,3 +94,11 @@ ORDER BY notification_id, route_id;
 -- name: BenchRouteCountClaimed :one
 -- Routes leased right now: the deliveries in flight when a process dies.
 SELECT count(*)::bigint FROM herald.routes WHERE status = 'claimed';
+
+-- name: BenchRouteListClaimed :many
+-- The leases held right now, each identified by the attempt it took: the
+-- crash suite's exact count of the deliveries a killed process had in
+-- flight.
+SELECT notification_id, route_id, attempt_count
+FROM herald.routes
+WHERE status = 'claimed';

@@ -58,6 +58,41 @@ func (q *Queries) BenchRouteCountOpen(ctx context.Context, db DBTX) (int64, erro
 	return column_1, err
 }
 
+const benchRouteListClaimed = `-- name: BenchRouteListClaimed :many
+SELECT notification_id, route_id, attempt_count
+FROM herald.routes
+WHERE status = 'claimed'
+`
+
+type BenchRouteListClaimedRow struct {
+	NotificationID string
+	RouteID        string
+	AttemptCount   int32
+}
+
+// The leases held right now, each identified by the attempt it took: the
+// crash suite's exact count of the deliveries a killed process had in
+// flight.
+func (q *Queries) BenchRouteListClaimed(ctx context.Context, db DBTX) ([]BenchRouteListClaimedRow, error) {
+	rows, err := db.Query(ctx, benchRouteListClaimed)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []BenchRouteListClaimedRow{}
+	for rows.Next() {
+		var i BenchRouteListClaimedRow
+		if err := rows.Scan(&i.NotificationID, &i.RouteID, &i.AttemptCount); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const benchRouteOutcomes = `-- name: BenchRouteOutcomes :many
 SELECT notification_id, route_id, recipient_ref, status, attempt_count, last_error_classification
 FROM herald.routes
