@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -46,6 +48,15 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
+	cfg.EngineSettings = map[string]string{}
+	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want name=value, not %q", v)
+		}
+		cfg.EngineSettings[k] = val
+		return nil
+	})
 	fs.IntVar(&cfg.DispatchBatch, "dispatch-batch", 0, "the dispatcher's claim and completion batch size (0: its default, 100)")
 	fs.BoolVar(&cfg.Warmup, "warmup", true, "run a discarded warm-up round (a fifth of the intents) first")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
@@ -200,6 +211,9 @@ func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (benc
 	if p.AsyncCommit {
 		pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
+	for k, v := range p.Settings {
+		pcfg.ConnConfig.RuntimeParams[k] = v
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, err
@@ -240,13 +254,20 @@ func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (b
 	e := &serveEngine{}
 	for i := range p.Processes {
 		dbURL := p.DatabaseURL
+		// pgx passes unknown URL parameters on as run-time settings.
+		settings := maps.Clone(p.Settings)
 		if p.AsyncCommit {
-			// pgx passes unknown URL parameters on as run-time settings.
+			if settings == nil {
+				settings = map[string]string{}
+			}
+			settings["synchronous_commit"] = "off"
+		}
+		for k, v := range settings {
 			sep := "?"
 			if strings.Contains(dbURL, "?") {
 				sep = "&"
 			}
-			dbURL += sep + "synchronous_commit=off"
+			dbURL += sep + url.QueryEscape(k) + "=" + url.QueryEscape(v)
 		}
 		cmd := exec.Command(self, "serve", "-log-format", "json", "-log-level", "warn", "-no-maintenance",
 			"-max-conns", strconv.Itoa(int(p.MaxConns)))

@@ -69,6 +69,10 @@ type Config struct {
 	Serve bool
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
+	// EngineSettings are run-time settings (name → value) for the engine's
+	// connections only, e.g. enable_seqscan=off: how a proposed serve
+	// setting is measured.
+	EngineSettings map[string]string
 	// DispatchBatch is the dispatcher's claim and completion batch size
 	// (serve's dispatch.batch_size); 0 is the dispatcher's default.
 	DispatchBatch int
@@ -166,6 +170,8 @@ type EngineParams struct {
 	AsyncCommit bool
 	// BatchSize is the dispatcher's batch size; 0 is its default.
 	BatchSize int
+	// Settings are run-time settings for the engine's connections.
+	Settings map[string]string
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32

@@ -42,6 +42,9 @@ func (h *heraldSubject) settings() string {
 	if h.cfg.EngineAsyncCommit {
 		commit = ", engine connections with synchronous_commit off"
 	}
+	for k, v := range h.cfg.EngineSettings {
+		commit += fmt.Sprintf(", engine connections with %s=%s", k, v)
+	}
 	return fmt.Sprintf("dispatcher concurrency %d per process, %s%s; SubmitMany batches of %d from %d producers",
 		h.cfg.Concurrency, where, commit, h.cfg.Batch, h.cfg.Producers)
 }
@@ -75,6 +78,7 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Serve:       h.cfg.Serve,
 		AsyncCommit: h.cfg.EngineAsyncCommit,
 		BatchSize:   h.cfg.DispatchBatch,
+		Settings:    h.cfg.EngineSettings,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
 	}
