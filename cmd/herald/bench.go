@@ -45,6 +45,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.Float64Var(&cfg.FailShare, "fail-share", 0, "share of delivery attempts that fail transiently (0 to 1)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "deliveries in flight per process (dispatcher concurrency; River MaxWorkers)")
 	fs.IntVar(&cfg.Processes, "processes", 1, "herald engine processes (1: in this process, unless -serve)")
+	fs.BoolVar(&cfg.ServeDiscard, "serve-discard", false, "with herald serve processes (implies -serve), use the discard driver, a no-op channel like River's no-op worker; no idle probes")
 	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
@@ -273,12 +274,18 @@ func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (b
 			"-max-conns", strconv.Itoa(int(p.MaxConns)))
 		cmd.Env = append(os.Environ(),
 			"DATABASE_URL="+dbURL,
-			"HERALD_CHANNELS_WEBHOOK_DRIVER=webhook",
-			"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE=true",
-			"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV=HERALD_BENCH_WEBHOOK_SECRETS",
-			"HERALD_BENCH_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
 			"HERALD_CHANNELS_WEBHOOK_CONCURRENCY="+strconv.Itoa(p.Concurrency),
 		)
+		if p.Discard {
+			cmd.Env = append(cmd.Env, "HERALD_CHANNELS_WEBHOOK_DRIVER=discard")
+		} else {
+			cmd.Env = append(cmd.Env,
+				"HERALD_CHANNELS_WEBHOOK_DRIVER=webhook",
+				"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE=true",
+				"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV=HERALD_BENCH_WEBHOOK_SECRETS",
+				"HERALD_BENCH_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+			)
+		}
 		if p.BatchSize > 0 {
 			cmd.Env = append(cmd.Env, "HERALD_DISPATCH_BATCH_SIZE="+strconv.Itoa(p.BatchSize))
 		}

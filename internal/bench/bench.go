@@ -60,6 +60,11 @@ type Config struct {
 	// Processes is the number of herald engine processes; 1 runs the engine
 	// in this process. Default 1.
 	Processes int
+	// ServeDiscard makes `herald serve` processes use the discard driver
+	// (a no-op channel, like River's no-op worker) instead of webhooks to
+	// the loopback sink; deliveries are then counted from the database
+	// only, and no idle probes run.
+	ServeDiscard bool
 	// EngineAsyncCommit runs the engine's connections with
 	// synchronous_commit off (producers keep it on): a measured option, see
 	// the report's notes.
@@ -172,6 +177,8 @@ type EngineParams struct {
 	BatchSize int
 	// Settings are run-time settings for the engine's connections.
 	Settings map[string]string
+	// Discard asks serve processes for the discard driver.
+	Discard bool
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32

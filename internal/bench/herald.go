@@ -37,6 +37,9 @@ func (h *heraldSubject) settings() string {
 	where := "in this process"
 	if h.cfg.Processes > 1 || h.cfg.Serve {
 		where = fmt.Sprintf("%d herald serve processes, loopback webhook sink", h.cfg.Processes)
+		if h.cfg.ServeDiscard {
+			where = fmt.Sprintf("%d herald serve processes, discard driver", h.cfg.Processes)
+		}
 	}
 	commit := ""
 	if h.cfg.EngineAsyncCommit {
@@ -79,6 +82,7 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		AsyncCommit: h.cfg.EngineAsyncCommit,
 		BatchSize:   h.cfg.DispatchBatch,
 		Settings:    h.cfg.EngineSettings,
+		Discard:     h.cfg.ServeDiscard,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
 	}

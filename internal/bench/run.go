@@ -18,6 +18,10 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if c.ServeDiscard {
+		c.Serve = true
+		c.IdleSamples = -1 // the discard driver cannot tell the bench a probe arrived
+	}
 	rep := &Report{}
 	rc := &rep.Config
 	rc.Intents, rc.RoutesPerIntent, rc.PayloadBytes, rc.Batch = c.Intents, c.RoutesPerIntent, c.PayloadBytes, c.Batch
