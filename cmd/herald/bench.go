@@ -215,6 +215,7 @@ func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (benc
 	for k, v := range p.Settings {
 		pcfg.ConnConfig.RuntimeParams[k] = v
 	}
+	engineSettings(pcfg) // as herald serve runs
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, err

@@ -296,3 +296,21 @@ func TestServeRefusesABadConfigurationNamingTheField(t *testing.T) {
 	_, _, err = run(t, nil, "serve", "-config", cfg)
 	require.ErrorContains(t, err, "channels.email.smtp.from: required")
 }
+
+func TestServePoolPricesOutSeqScansUnlessTheURLSaysOtherwise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtemp.NewDatabase(t)
+	for _, tc := range []struct{ url, want string }{
+		{dbURL, "off"},
+		{dbURL + "&enable_seqscan=on", "on"},
+	} {
+		m, _, _ := testMain(nil)
+		pool, err := m.servePool(ctx, &globalFlags{DatabaseURL: tc.url}, 2)
+		require.NoError(t, err)
+		var got string
+		require.NoError(t, pool.QueryRow(ctx, "SHOW enable_seqscan").Scan(&got))
+		require.Equal(t, tc.want, got)
+		m.Close()
+	}
+}
