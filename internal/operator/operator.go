@@ -3,7 +3,7 @@
 // intake entries, one notification's timeline, and the engine's backlog,
 // lag, throughput and dead letters in figures. `herald dead-letters`,
 // `malformed`, `status` and `stats` are thin layers over it; the same facts
-// are in the SQL views of schema/00004_create_operator_views.sql for psql.
+// are in the SQL views of schema/00003_create_operator_views.sql for psql.
 //
 // Every action that changes state writes herald.audit_log: who, when, why,
 // the filter, and how many routes it moved.
