@@ -6,8 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/heraldhq/herald/internal/operator"
@@ -163,7 +161,7 @@ func deadLettersList(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, "no dead letters")
 		return nil
 	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(m.Stdout)
 	fmt.Fprintln(tw, "DEAD LETTERED\tROUTE\tCHANNEL\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE")
 	for _, dl := range page.DeadLetters {
 		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n",
@@ -209,8 +207,7 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 		if i > 0 {
 			fmt.Fprintln(m.Stdout)
 		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		for _, kv := range [][2]string{
+		if err := printFields(m.Stdout, [][2]string{
 			{"notification", dl.NotificationID},
 			{"route", dl.RouteID},
 			{"type", dl.NotificationType},
@@ -224,10 +221,7 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 			{"accepted", stamp(dl.AcceptedAt)},
 			{"last failed", stamp(dl.LastFailedAt)},
 			{"dead lettered", stamp(dl.DeadLetteredAt)},
-		} {
-			fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
-		}
-		if err := tw.Flush(); err != nil {
+		}); err != nil {
 			return err
 		}
 	}
@@ -307,7 +301,7 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "dry run: %d dead letters would move back to pending; nothing moved.\n", res.Matched)
 		if len(res.Sample) > 0 {
 			fmt.Fprintf(m.Stdout, "the first %d:\n", len(res.Sample))
-			tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(m.Stdout)
 			fmt.Fprintln(tw, "ROUTE\tCHANNEL\tPRODUCER\tCLASS\tMESSAGE")
 			for _, dl := range res.Sample {
 				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer, dl.Classification, clip(dl.Message, 60))
@@ -349,22 +343,4 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintln(m.Stdout)
 	return nil
-}
-
-// stamp formats a time for a table, in UTC; "-" for none.
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05Z")
-}
-
-// clip shortens s to n runes for a table cell, on one line.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

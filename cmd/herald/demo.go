@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -685,7 +684,7 @@ func printDemoSummary(m *Main, s *demoSummary) {
 
 	if len(s.DeadLetters) > 0 {
 		fmt.Fprintln(out, "\ndead letters by channel and classification:")
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		tw := newTable(out)
 		for _, d := range s.DeadLetters {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\n", d.Channel, d.Key, d.Count)
 		}
@@ -693,7 +692,7 @@ func printDemoSummary(m *Main, s *demoSummary) {
 	}
 	if len(s.MalformedByCode) > 0 {
 		fmt.Fprintln(out, "\nmalformed intents by failure code:")
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		tw := newTable(out)
 		for _, d := range s.MalformedByCode {
 			fmt.Fprintf(tw, "  %s\t%d\n", d.Key, d.Count)
 		}

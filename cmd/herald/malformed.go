@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/heraldhq/herald/internal/operator"
@@ -65,7 +64,7 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, "no malformed intents")
 		return nil
 	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(m.Stdout)
 	fmt.Fprintln(tw, "RECORDED\tID\tCODE\tPRODUCER\tTYPE\tMESSAGE")
 	for _, e := range page.Malformed {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(e.RecordedAt), e.StreamEntryID, e.FailureCode,
@@ -102,8 +101,7 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 	if g.JSON {
 		return writeJSON(m.Stdout, e)
 	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	for _, kv := range [][2]string{
+	if err := printFields(m.Stdout, [][2]string{
 		{"id", e.StreamEntryID},
 		{"recorded", stamp(e.RecordedAt)},
 		{"code", e.FailureCode},
@@ -111,10 +109,7 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 		{"producer", dash(e.Producer)},
 		{"type", dash(e.NotificationType)},
 		{"idempotency key", dash(e.IdempotencyKey)},
-	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
-	}
-	if err := tw.Flush(); err != nil {
+	}); err != nil {
 		return err
 	}
 	var raw any
@@ -124,12 +119,4 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "  %s\n", b)
 	}
 	return nil
-}
-
-// dash shows an empty cell as "-".
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

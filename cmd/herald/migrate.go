@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/heraldhq/herald/internal/migrate"
 )
@@ -45,7 +44,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		if g.JSON {
 			return writeJSON(m.Stdout, sts)
 		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(m.Stdout)
 		fmt.Fprintln(tw, "COMPONENT\tCURRENT\tLATEST\tPENDING")
 		for _, s := range sts {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%v\n", s.Component, s.Current, s.Latest, s.Pending)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 )
 
@@ -42,7 +41,7 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 		return writeJSON(m.Stdout, st)
 	}
 	fmt.Fprintf(m.Stdout, "at %s\n\nbacklog (routes still to deliver):\n", stamp(st.At))
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(m.Stdout)
 	fmt.Fprintln(tw, "CHANNEL\tSTATUS\tROUTES\tDUE\tLAG")
 	for _, b := range st.Backlog {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", b.Channel, b.Status, b.Routes, b.Due,
@@ -56,7 +55,7 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 	}
 
 	fmt.Fprintf(m.Stdout, "\npublished in the last %s:\n", *window)
-	tw = tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw = newTable(m.Stdout)
 	fmt.Fprintln(tw, "CHANNEL\tPUBLISHED\tPER SECOND\tMEAN LATENCY\tMAX LATENCY")
 	for _, t := range st.Throughput {
 		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\n", t.Channel, t.Published, t.PerSecond,
@@ -70,7 +69,7 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 	}
 
 	fmt.Fprintln(m.Stdout, "\ndead letters:")
-	tw = tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw = newTable(m.Stdout)
 	fmt.Fprintln(tw, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST")
 	for _, d := range st.DeadLetters {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.Channel, d.Classification, d.DeadLetters, stamp(d.NewestAt))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 )
 
 func init() {
@@ -39,7 +38,7 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 		return writeJSON(m.Stdout, st)
 	}
 	r := st.Record
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw := newTable(m.Stdout)
 	fmt.Fprintf(tw, "notification:\t%s\n", r.NotificationID)
 	fmt.Fprintf(tw, "type:\t%s\n", r.NotificationType)
 	fmt.Fprintf(tw, "producer:\t%s (key %s)\n", r.Producer, r.IdempotencyKey)
@@ -59,7 +58,7 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 	}
 
 	fmt.Fprintln(m.Stdout, "\nroutes:")
-	tw = tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw = newTable(m.Stdout)
 	fmt.Fprintln(tw, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR")
 	for _, rt := range st.Routes {
 		next := "-"
@@ -77,7 +76,7 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 	}
 
 	fmt.Fprintln(m.Stdout, "\ntimeline:")
-	tw = tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	tw = newTable(m.Stdout)
 	fmt.Fprintln(tw, "AT\tROUTE\tEVENT\tATTEMPT\tDETAIL")
 	for _, e := range st.Timeline {
 		attempt := "-"
