@@ -54,15 +54,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
 )
 
 // RoutesNotifyChannel is the NOTIFY channel producers signal when they have
-// written due routes; the payload is ignored. One notification per
-// statement or transaction is plenty: it only wakes the dispatcher, which
-// then claims in batches.
-const RoutesNotifyChannel = "herald_routes"
+// written due routes (the intake's channel name, so the two cannot drift);
+// the payload names the routes' channel, or is "" for several. One
+// notification per statement or transaction is plenty: it only wakes the
+// dispatcher, which then claims in batches.
+const RoutesNotifyChannel = intake.RoutesChannel
 
 // Defaults for Config and ChannelConfig.
 const (

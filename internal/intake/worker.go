@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -162,57 +163,35 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // listen holds a connection LISTENing on herald_intake and signals wake on
-// each notification; it reconnects after a failure. It closes listening
-// after its first attempt, successful or not.
+// each notification, and after a reconnect (entries may have arrived while
+// it was not listening); it reconnects by itself after a failure. It closes
+// listening after its first attempt, successful or not.
 func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening chan struct{}) {
-	first := true
+	var once sync.Once
+	attempted := func() { once.Do(func() { close(listening) }) }
 	signal := func() {
 		select {
 		case wake <- struct{}{}:
 		default:
 		}
 	}
-	for ctx.Err() == nil {
-		err := func() error {
-			pooled, err := w.pool.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			// The connection ends LISTENing, so it must not go back to the
-			// pool: it is taken out of it and closed.
-			conn := pooled.Hijack()
-			defer conn.Close(context.WithoutCancel(ctx))
-			// SQL in Go, the commented exception: LISTEN is a utility
-			// statement that takes no parameters, so sqlc cannot hold it.
-			if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{IntakeChannel}.Sanitize()); err != nil {
-				return err
-			}
-			if first {
-				first = false
-				close(listening)
-			} else {
-				signal() // entries may have arrived while we were not listening
-			}
-			for {
-				if _, err := conn.WaitForNotification(ctx); err != nil {
-					return err
-				}
+	pglisten.Run(ctx, pglisten.Config{
+		ConnConfig: w.pool.Config().ConnConfig,
+		Channel:    IntakeChannel,
+		NotifyFunc: func(string) { signal() },
+		ConnectedFunc: func(first bool) {
+			attempted()
+			if !first {
 				signal()
 			}
-		}()
-		if first {
-			first = false
-			close(listening)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		w.logger.WarnContext(ctx, "listen for intake notifications; polling meanwhile", slog.Any("err", err))
-		select {
-		case <-ctx.Done():
-		case <-time.After(w.poll):
-		}
-	}
+		},
+		FailedFunc: func(err error, retryIn time.Duration) {
+			attempted()
+			w.logger.WarnContext(ctx, "listen for intake notifications; polling meanwhile",
+				slog.Any("err", err), slog.Duration("retry_in", retryIn))
+		},
+	})
+	attempted() // ctx ended before a first attempt finished
 }
 
 // DrainOnce drains the intake until it is empty, one transaction per batch
