@@ -223,7 +223,14 @@ type Row struct {
 	IdleP95ms float64 `json:"idle_p95_ms"`
 	// PeakRSS is the peak resident set size of each engine process.
 	PeakRSS []int64 `json:"peak_rss_bytes"`
-	Cost    PGCost  `json:"pg_cost"`
+	// ClientCPUSeconds is the CPU time the bench process (producers and an
+	// in-process engine) and its reaped children (serve processes) used
+	// over the phase.
+	ClientCPUSeconds float64 `json:"client_cpu_seconds"`
+	// PostgresCPUSeconds is the CPU time the cluster's processes used over
+	// the phase (0 when they cannot be read: a server on another machine).
+	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	Cost               PGCost  `json:"pg_cost"`
 }
 
 // Report is a run's result.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -105,12 +106,31 @@ func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 		require.Positive(t, r.Cost.WALBytes, r.Engine)
 		require.Positive(t, r.Cost.Rows(), r.Engine)
 		require.NotEmpty(t, r.PeakRSS, r.Engine)
+		require.Positive(t, r.ClientCPUSeconds, r.Engine)
+		// The harness's cluster runs on this machine, so its processes
+		// can be read.
+		require.Positive(t, r.PostgresCPUSeconds, r.Engine)
 	}
 	var out bytes.Buffer
 	require.NoError(t, WriteTable(&out, rep))
 	require.Contains(t, out.String(), "herald/river")
 	require.Contains(t, out.String(), "FetchCooldown 2ms")
 	t.Log("\n" + out.String())
+}
+
+func TestProcStatReadsThisProcessAndRefusesAMissingOne(t *testing.T) {
+	t.Parallel()
+	// Burn a little CPU so the tick counters are not all zero.
+	x := 0
+	for i := range 50_000_000 {
+		x ^= i
+	}
+	st, ok := procStat(os.Getpid())
+	require.True(t, ok)
+	require.Equal(t, os.Getppid(), st.ppid)
+	require.Positive(t, st.utime+st.stime, "x=%d", x)
+	_, ok = procStat(1 << 30) // above pid_max: no such process
+	require.False(t, ok)
 }
 
 func TestPayloadIsExactlyTheRequestedSize(t *testing.T) {

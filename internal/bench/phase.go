@@ -63,6 +63,10 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	if err != nil {
 		return row, err
 	}
+	cpuBefore, err := readCPU(ctx, db.Pool)
+	if err != nil {
+		return row, err
+	}
 	sk.attempts.Store(0)
 	sk.delivered.Store(0)
 
@@ -95,7 +99,7 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		return row, err
 	}
 	row.AcceptSeconds = time.Since(start).Seconds()
-	log.Info("bench: accepted", "seconds", row.AcceptSeconds)
+	log.Info("bench: accepted", "seconds", row.AcceptSeconds, "delivered_meanwhile", sk.delivered.Load())
 
 	if err := waitDone(ctx, s, sk, int64(cfg.Intents*cfg.RoutesPerIntent)); err != nil {
 		return row, err
@@ -121,6 +125,14 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	stopped = true
 	if err := s.stop(); err != nil {
 		return row, err
+	}
+	cpuAfter, err := readCPU(ctx, db.Pool)
+	if err != nil {
+		return row, err
+	}
+	row.ClientCPUSeconds = (cpuAfter.self - cpuBefore.self).Seconds()
+	if cpuBefore.postgresOK && cpuAfter.postgresOK {
+		row.PostgresCPUSeconds = (cpuAfter.postgres - cpuBefore.postgres).Seconds()
 	}
 	sum, err := s.summarize(ctx)
 	if err != nil {

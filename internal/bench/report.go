@@ -37,6 +37,8 @@ var metrics = []metric{
 		}
 		return float64(m) / (1 << 20)
 	}, "lower"},
+	{"CPU per route, bench process", "µs", func(r *Row) float64 { return perRoute(r, int64(r.ClientCPUSeconds*1e6)) }, "lower"},
+	{"CPU per route, Postgres", "µs", func(r *Row) float64 { return perRoute(r, int64(r.PostgresCPUSeconds*1e6)) }, "lower"},
 	{"WAL per route", "bytes", func(r *Row) float64 { return perRoute(r, r.Cost.WALBytes) }, "lower"},
 	{"rows written per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.Rows()) }, "lower"},
 	{"dead tuples made per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.DeadCreated()) }, "lower"},
