@@ -1,0 +1,239 @@
+package intake
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// trickyJSON are inputs where a hand-written JSON scanner can go wrong. Each
+// must give exactly what the encoding/json reference gives.
+var trickyJSON = []string{
+	// Shapes and whitespace.
+	``, ` `, `{}`, `[]`, ` { } `, "\t[\n]\r", `{"a":{},"b":[]}`, `[[[]],[{}]]`,
+	`{"b":{"d":1,"c":2},"a":[{"y":1,"x":2}]}`, `{"a":1,"b":2}`, `{"b":1,"a":2}`,
+	`{"a" : 1 , "b" :2}`, `[1 , 2]`, `{"pad":"xxxxxxxx"}`,
+	// Not JSON.
+	`{`, `}`, `[`, `]`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[,1]`, `{,}`, `{"a":1 "b":2}`,
+	`{"a" 1}`, `{1:2}`, `{'a':1}`, `[1 2]`, `1 2`, `{} {}`, `{}x`, `"a" "b"`, `nul`, `nulll`, `truex`,
+	`True`, `-`, `--1`, `+1`, `01`, `-01`, `1.`, `.1`, `1.e3`, `1e`, `1e+`, `1E-`, `0x1`, `1_000`,
+	`NaN`, `Infinity`, `"abc`, `"\"`, `"\x"`, `"\'"`, `"\u12"`, `"\u12G4"`, `"\U1234"`, "\"a\x01b\"",
+	"\"tab\there\"", "\x00", "[1]\x00", "\xef\xbb\xbf{}", "\u00a0{}", "{}\v",
+	// Strings.
+	`"plain"`, `"\u00e9\/\u003c\t\u0001"`, `"\"\\\/\b\f\n\r\t"`, `"\u0022\u005c"`, `"\u007f"`,
+	`"\ud800"`, `"\udc00"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ud83d\u0041"`, `"\ud83d\ud83d\ude00"`,
+	`"\ude00\ud83d"`, `"\ud83dx"`, `"\ud83d\"`, `"\ud83d\n"`, `"\uD83D\uDE00"`, `"\uffff"`, `"\ufffd"`,
+	"\"\xff\"", "\"a\xffb\xfe\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "\"\xe2\x80\xa8\u2029\"",
+	"\"\xf0\x9f\x98\"", "\"caf\xc3\xa9\"", "\"\xc3\"", "\"x\xff\\n\"", `"<&>"`, `"\u003c\u0026\u003e"`,
+	// U+0000.
+	`"\u0000"`, `["\u0000"]`, `{"\u0000":1}`, `{"a":{"b":["x","\u0000"]}}`, `{"a\u0000b":1,"a\u0000b":2}`,
+	`{"\u0000":"\u0000"}`, `{"":"\u0000"}`, `{"":{"":[0,"\u0000"]}}`, `{".x":"\u0000"}`,
+	// Duplicate keys and ordering.
+	`{"a":1,"a":1}`, `{"a":{"k":1,"k":1}}`, `{"b":1,"a":2,"b":3,"a":4}`, `{"a":1,"\u0061":2}`,
+	`{"a":1,"b":2,"a":3}`, `{"é":1,"e":2,"\u00e9":3}`, `{"z":1,"\u007a":2}`,
+	`{"b":1,"a":2,"c":{"y":1,"x":2,"x":3}}`, `{"\ud800":1,"\udc00":2}`, "{\"\xff\":1,\"\xfe\":2}",
+	`{"a\"b":1,"a":2,"a\\":3}`, `{"aa":1,"a":2,"":3,"a\n":4,"a\t":5}`, `[{"b":1,"a":2},{"d":1,"c":2}]`,
+	`{"b":{"b":1,"a":2},"a":{"b":1,"a":2}}`, `{"k":[{"z":0,"y":0}],"j":{"x":{"w":1,"v":2}}}`,
+	`{"a":1,"b":"\u0000","a":2}`, `{"a":1,"a":2,"b":"\u0000"}`, `{"a":1,"a":2,"b":1e99999}`,
+	// Numbers.
+	`0`, `-0`, `1.0`, `1e2`, `1E+2`, `-1.5e-3`, `12345678901234567890123`, `[1.0,1e2,-0]`,
+	`1e999`, `1e1000`, `1e+0999`, `1e-0000999`, `1e-1000`, `[1e1000000]`, `1E1000`,
+	`0.` + strings.Repeat("1", 998), `0.` + strings.Repeat("1", 999), `-` + strings.Repeat("9", 1000),
+	strings.Repeat("9", 1001), `{"n":1e5000}`, `{"a":[0,1e5000]}`,
+	// Literals.
+	`true`, `false`, `null`, `[true,false,null]`, `{"t":true}`,
+	// Errors after problems: invalid JSON wins.
+	`["\u0000"`, `{"a":1,"a":2`, `[1e1000,`, `{"\u0000":1,}`,
+}
+
+// deepJSON returns n nested arrays (or objects) around inner.
+func deepJSON(n int, object bool, inner string) string {
+	if object {
+		return strings.Repeat(`{"a":`, n) + inner + strings.Repeat("}", n)
+	}
+	return strings.Repeat("[", n) + inner + strings.Repeat("]", n)
+}
+
+func trickyJSONAll() []string {
+	all := slices.Clone(trickyJSON)
+	for _, n := range []int{63, 64, 65, 70} {
+		for _, obj := range []bool{false, true} {
+			for _, inner := range []string{`1`, `"s"`, `null`, `[]`, `{}`, `{"b":1,"a":"\u0000"}`, "\"x\xff\\u0000\"", `1e9999`, `[1,`, `1}`} {
+				all = append(all, deepJSON(n, obj, inner))
+			}
+		}
+	}
+	all = append(all,
+		deepJSON(10000, false, "1"), deepJSON(10001, false, "1"),
+		deepJSON(9999, true, "[]"), deepJSON(10000, true, "[]"),
+		`{"a":1,"b":`+deepJSON(70, false, "1")+`}`,
+		`{"b":`+deepJSON(64, true, "1")+`,"a":1}`,
+		`[`+deepJSON(63, true, `{"z":1,"y":2}`)+`]`,
+	)
+	return all
+}
+
+// errString returns err's message, "" for nil.
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// requireCanonicalJSONMatches checks canonicalJSON, the non-strict walker
+// and validJSON against the encoding/json reference for raw.
+func requireCanonicalJSONMatches(t *testing.T, raw []byte) {
+	t.Helper()
+	want, wantErr := refCanonicalJSON(raw)
+	got, gotErr := canonicalJSON(raw)
+	require.Equal(t, errString(wantErr), errString(gotErr), "canonicalJSON(%q) error", raw)
+	require.Equal(t, string(want), string(got), "canonicalJSON(%q)", raw)
+
+	valid := json.Valid(raw)
+	require.Equal(t, valid, validJSON(raw), "validJSON(%q)", raw)
+
+	// The non-strict walker (RawFields) is only given valid JSON.
+	lax := jsonWalker{}
+	got, gotErr = lax.walk(raw)
+	if !valid {
+		require.Error(t, gotErr, "non-strict walk of invalid %q", raw)
+		return
+	}
+	ref := refJSONWalker{}
+	want, wantErr = ref.walk(raw)
+	require.Equal(t, errString(wantErr), errString(gotErr), "non-strict walk(%q) error", raw)
+	require.Equal(t, string(want), string(got), "non-strict walk(%q)", raw)
+}
+
+func TestCanonicalJSONMatchesReference(t *testing.T) {
+	t.Parallel()
+	for _, in := range trickyJSONAll() {
+		requireCanonicalJSONMatches(t, []byte(in))
+	}
+}
+
+// FuzzCanonicalJSON compares canonicalJSON, the non-strict walker and
+// validJSON with the encoding/json reference on arbitrary input.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, in := range trickyJSONAll() {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		requireCanonicalJSONMatches(t, raw)
+	})
+}
+
+func TestJSONBSafeNumberMatchesReference(t *testing.T) {
+	t.Parallel()
+	for _, lit := range []string{"0", "1e999", "1e1000", "1E-0999", "1e+00001000", "1.5", strings.Repeat("1", 1000), strings.Repeat("1", 1001), "-" + strings.Repeat("1", 999) + "e5"} {
+		require.Equal(t, refJSONBSafeNumber(lit), jsonbSafeNumber([]byte(lit)), lit)
+	}
+}
+
+// trickyStrings stress marshalString: HTML characters, U+2028/9, control
+// characters, invalid UTF-8.
+var trickyStrings = []string{
+	"", "plain", "<script>&amp;</script>", "\u2028\u2029", "a\u2028b", "\x00\x01\x1f\x7f",
+	"\b\f\n\r\t", `"quoted" \back\slash`, "\xff", "a\xffb", "\xe2\x80", "\xe2\x80\xa8",
+	"\xed\xa0\x80", "é€😀", "\ufffd", "\u00a0", "<>&'",
+}
+
+// fuzzIntent builds an intent from fuzzed strings: each list is split on
+// "|", "-" meaning nil and "" an empty non-nil list.
+func fuzzIntent(strs []string, maxAttempts int, sendAt, expiresAt int64) *Intent {
+	list := func(s string) []string {
+		switch s {
+		case "-":
+			return nil
+		case "":
+			return []string{}
+		}
+		return strings.Split(s, "|")
+	}
+	at := func(ns int64) time.Time {
+		if ns == 0 {
+			return time.Time{}
+		}
+		return time.Unix(0, ns).In(time.FixedZone("X", 3600))
+	}
+	return &Intent{
+		NotificationType: strs[0],
+		Producer:         strs[1],
+		IdempotencyKey:   strs[2],
+		Priority:         strs[3],
+		Channels:         list(strs[4]),
+		Audience: Audience{
+			UserIDs: list(strs[5]),
+			SMS:     list(strs[6]),
+			Email:   list(strs[7]),
+			Webhook: list(strs[8]),
+		},
+		MaxAttempts: maxAttempts,
+		SendAt:      at(sendAt),
+		ExpiresAt:   at(expiresAt),
+	}
+}
+
+// fuzzPayload returns the payload Validate would build for content made
+// of text and webhook (used if it is valid JSON).
+func fuzzPayload(text string, webhook []byte) []byte {
+	c := Content{
+		SMS:   &SMSContent{Body: text},
+		Email: &EmailContent{Subject: text, Text: text, HTML: text},
+	}
+	if canon, err := refCanonicalJSON(webhook); err == nil {
+		c.Webhook = canon
+	}
+	return canonicalContent(c)
+}
+
+func requireFingerprintMatches(t *testing.T, in *Intent, payload []byte) {
+	t.Helper()
+	before := *in
+	before.Channels = slices.Clone(in.Channels)
+	before.Audience = Audience{
+		UserIDs: slices.Clone(in.Audience.UserIDs),
+		SMS:     slices.Clone(in.Audience.SMS),
+		Email:   slices.Clone(in.Audience.Email),
+		Webhook: slices.Clone(in.Audience.Webhook),
+	}
+	require.Equal(t, refFingerprint(in, payload), fingerprint(in, payload), "fingerprint of %+v with payload %q", in, payload)
+	require.Equal(t, before, *in, "fingerprint must not modify the intent")
+}
+
+func TestFingerprintMatchesReference(t *testing.T) {
+	t.Parallel()
+	for _, s := range trickyStrings {
+		in := fuzzIntent([]string{s, s, s, s, s + "|b|" + s, "b|" + s, "-", "", s}, 7, 1, 1700000000123456789)
+		requireFingerprintMatches(t, in, fuzzPayload(s, []byte(`{"s":"`+s+`"}`)))
+	}
+	for _, in := range trickyJSONAll() {
+		requireFingerprintMatches(t, validIntent(), fuzzPayload("x", []byte(in)))
+	}
+	requireFingerprintMatches(t, &Intent{}, []byte(`{}`))
+	requireFingerprintMatches(t, &Intent{MaxAttempts: -5}, []byte(`{}`))
+
+	// Through Validate, on the shapes the other tests use.
+	for _, in := range []*Intent{validIntent(), benchIntent(1)} {
+		v, err := Validate(in, Limits{}, testNow)
+		require.NoError(t, err)
+		require.Equal(t, refFingerprint(&v.Intent, v.PayloadJSON), v.Fingerprint)
+	}
+}
+
+// FuzzFingerprint compares fingerprint with the encoding/json reference on
+// arbitrary intents and content.
+func FuzzFingerprint(f *testing.F) {
+	for i, s := range trickyStrings {
+		f.Add(s, "shop", "key-"+s, "bulk", "webhook|sms", "b|a|"+s, "-", "", s, s, []byte(`{"b":"`+s+`","a":1}`), i, int64(i), int64(0))
+	}
+	f.Fuzz(func(t *testing.T, typ, producer, key, priority, channels, users, sms, email, webhook, text string, content []byte, maxAttempts int, sendAt, expiresAt int64) {
+		in := fuzzIntent([]string{typ, producer, key, priority, channels, users, sms, email, webhook}, maxAttempts, sendAt, expiresAt)
+		requireFingerprintMatches(t, in, fuzzPayload(text, content))
+	})
+}

@@ -1,0 +1,295 @@
+package intake
+
+// This file keeps the implementations of canonicalJSON, the non-strict
+// JSON walker (RawFields) and fingerprint as they were before the
+// hand-written scanner replaced them (commit 5e1912a), verbatim but for the
+// ref prefix. They are the reference the new code must match byte for
+// byte: stored fingerprints must stay valid, and the error messages are
+// part of what malformed_intents records. Do not "fix" them.
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// refFingerprintForm is what the fingerprint hashes: the normalized intent
+// except request_id, trace_id and occurred_at (a retry may carry a new
+// request id and a defaulted occurred_at), with every list sorted so that
+// order does not matter and times in UTC RFC 3339 with nanoseconds.
+type refFingerprintForm struct {
+	Version          string          `json:"v"`
+	NotificationType string          `json:"notification_type"`
+	Producer         string          `json:"producer"`
+	IdempotencyKey   string          `json:"idempotency_key"`
+	Channels         []string        `json:"channels"`
+	UserIDs          []string        `json:"user_ids"`
+	SMS              []string        `json:"sms"`
+	Email            []string        `json:"email"`
+	Webhook          []string        `json:"webhook"`
+	Content          json.RawMessage `json:"content"`
+	SendAt           string          `json:"send_at"`
+	ExpiresAt        string          `json:"expires_at"`
+	Priority         string          `json:"priority"`
+	MaxAttempts      int             `json:"max_attempts"`
+}
+
+// fingerprint returns the hex SHA-256 of the canonical form of the
+// normalized intent in, whose canonical content JSON is payload.
+func refFingerprint(in *Intent, payload []byte) string {
+	sorted := func(s []string) []string {
+		s = slices.Clone(s)
+		slices.Sort(s)
+		return s
+	}
+	form := refFingerprintForm{
+		Version:          fingerprintVersion,
+		NotificationType: in.NotificationType,
+		Producer:         in.Producer,
+		IdempotencyKey:   in.IdempotencyKey,
+		Channels:         sorted(in.Channels),
+		UserIDs:          sorted(in.Audience.UserIDs),
+		SMS:              sorted(in.Audience.SMS),
+		Email:            sorted(in.Audience.Email),
+		Webhook:          sorted(in.Audience.Webhook),
+		Content:          payload,
+		SendAt:           refFingerprintTime(in.SendAt),
+		ExpiresAt:        refFingerprintTime(in.ExpiresAt),
+		Priority:         in.Priority,
+		MaxAttempts:      in.MaxAttempts,
+	}
+	b, err := json.Marshal(form)
+	if err != nil {
+		// Every field is a string, a list of strings, an int or canonical
+		// JSON produced by this package, so Marshal cannot fail.
+		panic(fmt.Sprintf("intake: marshal fingerprint form: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// refFingerprintTime formats t in UTC RFC 3339 with nanoseconds; "" for zero.
+func refFingerprintTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// refCanonicalJSON returns raw re-encoded canonically: no insignificant
+// whitespace, object keys sorted, strings minimally escaped, numbers as
+// written. It refuses invalid JSON, duplicate keys, U+0000 in strings,
+// nesting deeper than maxJSONDepth and numbers PostgreSQL's numeric cannot
+// hold, so that the result is always castable to jsonb.
+func refCanonicalJSON(raw []byte) ([]byte, error) {
+	if !json.Valid(raw) {
+		return nil, errors.New("content is not valid JSON")
+	}
+	w := refJSONWalker{strict: true}
+	return w.walk(raw)
+}
+
+// refJSONWalker re-encodes a valid JSON value token by token. In strict mode
+// it refuses what PostgreSQL's jsonb cannot take; otherwise it repairs it:
+// U+0000 becomes U+FFFD, extreme numbers and too-deep values become
+// strings, duplicate keys are kept.
+type refJSONWalker struct {
+	strict bool
+	out    []byte
+}
+
+// refErrWalk marks an error the walker found in the content, not in the
+// decoder.
+type refErrWalk struct{ msg string }
+
+func (e refErrWalk) Error() string { return e.msg }
+
+// walk re-encodes the single JSON value in raw, which must be valid JSON.
+func (w *refJSONWalker) walk(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := w.value(dec, 0, ""); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("content holds more than one JSON value")
+	}
+	return w.out, nil
+}
+
+// value re-encodes the next value of dec, found at depth at path.
+func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
+	if depth >= maxJSONDepth {
+		if w.strict {
+			return refErrWalk{fmt.Sprintf("content nests deeper than %d levels", maxJSONDepth)}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		w.out = refAppendJSONString(w.out, refSanitizeText(string(raw)))
+		return nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return w.array(dec, depth, path)
+		}
+		return w.object(dec, depth, path)
+	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			if w.strict {
+				return refErrWalk{fmt.Sprintf("content string at %s contains U+0000", refPathOrRoot(path))}
+			}
+			t = refSanitizeText(t)
+		}
+		w.out = refAppendJSONString(w.out, t)
+	case json.Number:
+		if !refJSONBSafeNumber(string(t)) {
+			if w.strict {
+				return refErrWalk{fmt.Sprintf("content number at %s is out of range", refPathOrRoot(path))}
+			}
+			w.out = refAppendJSONString(w.out, string(t))
+			return nil
+		}
+		w.out = append(w.out, t...)
+	case bool:
+		w.out = fmt.Append(w.out, t)
+	case nil:
+		w.out = append(w.out, "null"...)
+	}
+	return nil
+}
+
+func (w *refJSONWalker) array(dec *json.Decoder, depth int, path string) error {
+	w.out = append(w.out, '[')
+	for i := 0; dec.More(); i++ {
+		if i > 0 {
+			w.out = append(w.out, ',')
+		}
+		if err := w.value(dec, depth+1, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // ']'
+	w.out = append(w.out, ']')
+	return err
+}
+
+func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error {
+	type member struct {
+		key string
+		val []byte
+	}
+	var members []member
+	outer := w.out
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if strings.IndexByte(key, 0) >= 0 {
+			if w.strict {
+				return refErrWalk{fmt.Sprintf("content key at %s contains U+0000", refPathOrRoot(path))}
+			}
+			key = refSanitizeText(key)
+		}
+		w.out = nil
+		if err := w.value(dec, depth+1, path+"."+key); err != nil {
+			return err
+		}
+		members = append(members, member{key, w.out})
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return err
+	}
+	slices.SortStableFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
+	w.out = append(outer, '{')
+	for i, m := range members {
+		if i > 0 {
+			if m.key == members[i-1].key && w.strict {
+				return refErrWalk{fmt.Sprintf("content object at %s has key %q twice", refPathOrRoot(path), m.key)}
+			}
+			w.out = append(w.out, ',')
+		}
+		w.out = refAppendJSONString(w.out, m.key)
+		w.out = append(w.out, ':')
+		w.out = append(w.out, m.val...)
+	}
+	w.out = append(w.out, '}')
+	return nil
+}
+
+func refPathOrRoot(path string) string {
+	if path == "" {
+		return "the top level"
+	}
+	return strings.TrimPrefix(path, ".")
+}
+
+// refJSONBSafeNumber reports whether the JSON number literal lit is one
+// PostgreSQL's numeric stores without overflow: a mantissa of at most 1000
+// characters and an exponent of at most 999 in magnitude (numeric allows
+// 131072 digits before the point and 16383 after).
+func refJSONBSafeNumber(lit string) bool {
+	mant, exp, hasExp := strings.Cut(strings.ToLower(lit), "e")
+	if len(mant) > 1000 {
+		return false
+	}
+	if !hasExp {
+		return true
+	}
+	exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+	return len(exp) < 4
+}
+
+// refSanitizeText returns s as valid UTF-8 without U+0000: invalid bytes and
+// NULs become U+FFFD.
+func refSanitizeText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// refAppendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, everything else (including <, > and &) as is,
+// invalid UTF-8 replaced by U+FFFD.
+func refAppendJSONString(dst []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '"':
+			dst = append(dst, `\"`...)
+		case r == '\\':
+			dst = append(dst, `\\`...)
+		case r == '\n':
+			dst = append(dst, `\n`...)
+		case r == '\r':
+			dst = append(dst, `\r`...)
+		case r == '\t':
+			dst = append(dst, `\t`...)
+		case r < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}

@@ -1,0 +1,80 @@
+package intake
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/heraldhq/herald/internal/channel"
+)
+
+// benchContent is the content of internal/bench's payload(256): a JSON
+// object of exactly 256 bytes.
+func benchContent() json.RawMessage {
+	const frame = `{"pad":""}`
+	return json.RawMessage(`{"pad":"` + strings.Repeat("x", 256-len(frame)) + `"}`)
+}
+
+// benchIntent is shaped like internal/bench's workload.intent with one
+// route per intent: one webhook address, 256-byte JSON content.
+func benchIntent(i int) *Intent {
+	return &Intent{
+		NotificationType: "bench.notify",
+		Producer:         "bench-run",
+		IdempotencyKey:   "run-" + strconv.Itoa(i),
+		Audience:         Audience{Webhook: []string{"https://bench.example.com/hook/0"}},
+		Channels:         []string{channel.Webhook},
+		Content:          Content{Webhook: benchContent()},
+	}
+}
+
+// BenchmarkValidate validates intents shaped like herald bench's.
+func BenchmarkValidate(b *testing.B) {
+	in := benchIntent(7)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Validate(in, Limits{}, testNow); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCanonicalJSON compares the scanner with the encoding/json
+// reference (canonical_ref_test.go) on the bench's content.
+func BenchmarkCanonicalJSON(b *testing.B) {
+	raw := benchContent()
+	for _, impl := range []struct {
+		name string
+		fn   func([]byte) ([]byte, error)
+	}{{"reference", refCanonicalJSON}, {"scanner", canonicalJSON}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := impl.fn(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFingerprint compares fingerprint with the encoding/json
+// reference on the bench's validated intent.
+func BenchmarkFingerprint(b *testing.B) {
+	v, err := Validate(benchIntent(7), Limits{}, testNow)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, impl := range []struct {
+		name string
+		fn   func(*Intent, []byte) string
+	}{{"reference", refFingerprint}, {"direct", fingerprint}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				impl.fn(&v.Intent, v.PayloadJSON)
+			}
+		})
+	}
+}
