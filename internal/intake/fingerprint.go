@@ -49,8 +49,8 @@ const fingerprintVersion = "herald.intent.v1"
 // That is: strings with <, >, &, U+2028 and U+2029 escaped and invalid
 // UTF-8 as \ufffd (marshalString), a nil list as null, and the content
 // with <, >, &, U+2028 and U+2029 escaped (marshalRawJSON).
-// fingerprint_ref_test.go keeps the encoding/json version and checks the
-// two agree.
+// canonical_ref_test.go keeps the encoding/json version, and
+// canonical_equal_test.go checks that the two agree.
 func fingerprint(in *Intent, payload []byte) string {
 	bp := fingerprintBufs.Get().(*[]byte)
 	b := (*bp)[:0]
@@ -86,7 +86,9 @@ func fingerprint(in *Intent, payload []byte) string {
 		*bp = b
 		fingerprintBufs.Put(bp)
 	}
-	return hex.EncodeToString(sum[:])
+	var digest [2 * sha256.Size]byte
+	hex.Encode(digest[:], sum[:])
+	return string(digest[:])
 }
 
 // fingerprintBufs holds the buffers fingerprint writes the canonical form
@@ -550,6 +552,8 @@ func (w *jsonWalker) str() (s []byte, plain bool, err error) {
 	for i := start; i < len(d); {
 		c := d[i]
 		switch {
+		case plainASCII[c]:
+			i++
 		case c == '"':
 			w.pos = i + 1
 			return d[start:i], true, nil
@@ -569,6 +573,15 @@ func (w *jsonWalker) str() (s []byte, plain bool, err error) {
 	}
 	return nil, false, errSyntax
 }
+
+// plainASCII[c] reports whether c is an ASCII byte that stands for itself
+// in a JSON string and needs no escaping in canonical JSON.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // unquote decodes the string whose contents start at start, of which
 // d[start:i] are plain, like encoding/json's unquoteBytes, and checks its
