@@ -5,7 +5,8 @@ package intake
 // hand-written scanner replaced them (commit 5e1912a), verbatim but for the
 // ref prefix. They are the reference the new code must match byte for
 // byte: stored fingerprints must stay valid, and the error messages are
-// part of what malformed_intents records. Do not "fix" them.
+// part of what malformed_intents records. normalizeList and normalizeURL
+// are kept likewise from before their fast paths. Do not "fix" them.
 
 import (
 	"bytes"
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -292,4 +294,52 @@ func refAppendJSONString(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, '"')
+}
+
+// normalizeList normalizes each element of list with norm, which returns
+// the normalized value or a code and message. Invalid elements are
+// reported as field[i]; duplicates after normalization are dropped, keeping
+// the first.
+func refNormalizeList(errs *errorList, field string, list []string, norm func(string) (string, string, string)) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i, s := range list {
+		v, code, msg := norm(strings.TrimSpace(s))
+		if code != "" {
+			errs.add(fmt.Sprintf("%s[%d]", field, i), code, "%s", msg)
+			continue
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// normalizeURL returns s with its scheme and host lower-cased, if it is an
+// absolute http or https URL with a host and no userinfo.
+func refNormalizeURL(s string) (string, string, string) {
+	if utf8.RuneCountInString(s) > maxURLLen {
+		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+	}
+	u, err := url.Parse(s)
+	if err != nil || s == "" {
+		return "", CodeInvalidURL, "not a valid URL"
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", CodeInvalidURL, "URL scheme must be http or https"
+	case u.Opaque != "" || u.Hostname() == "":
+		return "", CodeInvalidURL, "URL has no host"
+	case u.User != nil:
+		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
+	}
+	u.Host = strings.ToLower(u.Host)
+	out := u.String()
+	if utf8.RuneCountInString(out) > maxURLLen {
+		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+	}
+	return out, "", ""
 }

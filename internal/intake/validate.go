@@ -638,18 +638,32 @@ func normTime(t time.Time) time.Time {
 // reported as field[i]; duplicates after normalization are dropped, keeping
 // the first.
 func normalizeList(errs *errorList, field string, list []string, norm func(string) (string, string, string)) []string {
-	var out []string
-	seen := map[string]bool{}
+	var out []string // stays nil if no element is valid: the fingerprint tells nil from empty
+	var seen map[string]bool
 	for i, s := range list {
 		v, code, msg := norm(strings.TrimSpace(s))
 		if code != "" {
 			errs.add(fmt.Sprintf("%s[%d]", field, i), code, "%s", msg)
 			continue
 		}
-		if !seen[v] {
+		// Short lists (the usual) are searched; longer ones get a map.
+		switch {
+		case len(list) <= 8:
+			if slices.Contains(out, v) {
+				continue
+			}
+		case seen[v]:
+			continue
+		default:
+			if seen == nil {
+				seen = make(map[string]bool, len(list))
+			}
 			seen[v] = true
-			out = append(out, v)
 		}
+		if out == nil {
+			out = make([]string, 0, len(list))
+		}
+		out = append(out, v)
 	}
 	return out
 }
@@ -697,6 +711,9 @@ func normalizeEmail(s string) (string, string, string) {
 // normalizeURL returns s with its scheme and host lower-cased, if it is an
 // absolute http or https URL with a host and no userinfo.
 func normalizeURL(s string) (string, string, string) {
+	if len(s) <= maxURLLen && isPlainURL(s) {
+		return s, "", "" // what the parse below returns, without the parse
+	}
 	if utf8.RuneCountInString(s) > maxURLLen {
 		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
@@ -719,6 +736,41 @@ func normalizeURL(s string) (string, string, string) {
 		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
 	return out, "", ""
+}
+
+// isPlainURL reports whether s is an http or https URL that normalizeURL
+// accepts and returns unchanged: lower-case scheme, a host of lower-case
+// letters, digits, dots and hyphens with an optional numeric port, an
+// optional path of unreserved characters and slashes, nothing else.
+// url.Parse and URL.String take such a URL apart and put it back as it was.
+func isPlainURL(s string) bool {
+	rest, ok := strings.CutPrefix(s, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(s, "http://"); !ok {
+			return false
+		}
+	}
+	i, port := 0, -1
+	for ; i < len(rest) && rest[i] != '/'; i++ {
+		switch c := rest[i]; {
+		case c == ':' && port < 0 && i > 0:
+			port = i
+		case c >= '0' && c <= '9':
+		case port < 0 && (c >= 'a' && c <= 'z' || c == '.' || c == '-'):
+		default:
+			return false
+		}
+	}
+	if i == 0 || i == port+1 {
+		return false // no host, or an empty port
+	}
+	for _, c := range []byte(rest[i:]) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+			c == '/' || c == '.' || c == '_' || c == '~' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // hasControl reports whether s holds a control character.

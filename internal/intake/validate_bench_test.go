@@ -78,3 +78,19 @@ func BenchmarkFingerprint(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNormalizeURL compares normalizeURL with the reference on the
+// bench's webhook address.
+func BenchmarkNormalizeURL(b *testing.B) {
+	for _, impl := range []struct {
+		name string
+		fn   func(string) (string, string, string)
+	}{{"reference", refNormalizeURL}, {"fastpath", normalizeURL}} {
+		b.Run(impl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				impl.fn("https://bench.example.com/hook/0")
+			}
+		})
+	}
+}
