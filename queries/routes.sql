@@ -57,6 +57,24 @@ RETURNING route_id, channel, status;
 -- Joining records hands delivery what it needs in the same round trip; the
 -- UPDATE locks only routes rows. `expired` says the intent expired before
 -- this claim: the route is dead-lettered without delivery.
+--
+-- lease_until (the new next_attempt_at) is the claim's token: completions
+-- and releases are fenced on it as well as on the attempt, because it is
+-- unique to this claim even where the attempt number is not (a claim lost
+-- in a database crash is taken again with the same attempt number, and a
+-- replay starts the count again).
+--
+-- The claim commits asynchronously (synchronous_commit off for this
+-- transaction only, set_config's third argument): it does not wait for its
+-- WAL to reach disk, which on a disk with fsync on is most of a claim's
+-- time, and the dispatcher's claims run one after another. This is safe
+-- because nothing outside the database acts on a claim before delivery,
+-- and a claim lost in a database crash only puts its routes back as they
+-- were: they are due again and delivered again (at-least-once: the repeat
+-- is of a delivery that was in flight at the crash), and the lost claim's
+-- completion cannot match the next claim's lease_until, so it is dropped
+-- as stale. Completions, which record what reached the recipient, commit
+-- synchronously as every other statement does.
 WITH due AS (
     SELECT * FROM (
         SELECT notification_id, route_id
@@ -92,17 +110,21 @@ FROM herald.records AS rec
 WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
     AND rec.notification_id = r.notification_id
+    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
-    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.max_attempts,
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
+    r.max_attempts,
     r.priority, r.sms_encoding, r.sms_segments,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at;
 
 -- name: RouteCompleteMany :many
 -- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
--- on status 'claimed' AND the attempt taken at its claim: a completion whose
--- lease expired and whose route was claimed again (or canceled, or released)
--- matches nothing and changes nothing; the dispatcher counts it as stale.
+-- on status 'claimed', the attempt taken at its claim AND the claim's
+-- lease_until: a completion whose lease expired and whose route was claimed
+-- again (or canceled, or released, or whose claim was lost in a database
+-- crash and taken again) matches nothing and changes nothing; the dispatcher
+-- counts it as stale.
 -- Only the routes actually updated are returned.
 --
 -- statuses: published | failed | dead_letter | skipped. A failed route is due
@@ -117,6 +139,7 @@ WITH done AS (
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
         unnest(@attempts::integer[]) AS attempt,
+        unnest(@lease_untils::timestamptz[]) AS lease_until,
         unnest(@statuses::text[]) AS status,
         unnest(@delay_seconds::float8[]) AS delay_seconds,
         unnest(@classifications::text[]) AS classification,
@@ -161,6 +184,7 @@ updated AS (
         AND r.notification_id = d.notification_id
         AND r.route_id = d.route_id
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+        AND r.next_attempt_at = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
 ),
 dead_lettered AS (
@@ -189,8 +213,9 @@ SELECT notification_id, route_id FROM updated;
 -- name: RouteReleaseLeases :execrows
 -- Gives back claimed routes whose delivery never started (shutdown): due
 -- again at once, and the attempt taken at claim is handed back, because
--- nothing reached the channel. Fenced like a completion, so a lease that has
--- expired and been taken by another dispatcher is left alone.
+-- nothing reached the channel. Fenced like a completion (attempt and
+-- lease_until), so a lease that has expired and been taken by another
+-- dispatcher is left alone.
 UPDATE herald.routes AS r
 SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
     attempt_count = r.attempt_count - 1,
@@ -200,13 +225,15 @@ FROM (
     SELECT
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
-        unnest(@attempts::integer[]) AS attempt
+        unnest(@attempts::integer[]) AS attempt,
+        unnest(@lease_untils::timestamptz[]) AS lease_until
 ) AS d
 -- Written for the planner as RouteCompleteMany is.
 WHERE r.notification_id = ANY(@notification_ids::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
-    AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt;
+    AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+    AND r.next_attempt_at = d.lease_until;
 
 -- name: RouteNextDue :one
 -- How many seconds until the next route of one channel comes due (a lease's

@@ -116,6 +116,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		}
 		errDelay = 100 * time.Millisecond
 		l.d.stats.claimed.Add(int64(len(claimed)))
+		l.d.stats.inHand.Add(int64(len(claimed)))
 		if l.d.afterClaim != nil {
 			l.d.afterClaim(len(claimed))
 		}
@@ -336,6 +337,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
 		attempt:        j.row.AttemptCount,
+		leaseUntil:     j.row.LeaseUntil,
 		status:         status,
 		classification: class,
 		message:        msg,
@@ -388,6 +390,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
 		attempt:        j.row.AttemptCount,
+		leaseUntil:     j.row.LeaseUntil,
 		classification: out.Classification,
 		message:        out.Message,
 		hint:           out.RecoveryHint,
@@ -436,11 +439,13 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 // back: nothing reached the channel. It outlives shutdown's context on
 // purpose, bounded by its own timeout.
 func (d *Dispatcher) release(claimed []store.RouteClaimDueRow) {
+	defer d.stats.inHand.Add(-int64(len(claimed)))
 	p := store.RouteReleaseLeasesParams{Now: d.now()}
 	for _, r := range claimed {
 		p.NotificationIds = append(p.NotificationIds, r.NotificationID)
 		p.RouteIds = append(p.RouteIds, r.RouteID)
 		p.Attempts = append(p.Attempts, r.AttemptCount)
+		p.LeaseUntils = append(p.LeaseUntils, r.LeaseUntil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

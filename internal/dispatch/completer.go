@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -13,8 +15,10 @@ type completion struct {
 	channel        string
 	notificationID string
 	routeID        string
-	// attempt is the attempt taken at claim: the fence.
+	// attempt is the attempt taken at claim and leaseUntil the claim's
+	// lease end: together, the fence.
 	attempt        int32
+	leaseUntil     pgtype.Timestamptz
 	status         string // published | failed | dead_letter | skipped
 	delay          time.Duration
 	classification string
@@ -94,11 +98,14 @@ func (c *completer) work(ctx context.Context) {
 // flush writes one batch, retrying database errors until ctx ends (then the
 // routes' leases expire and they are attempted again: at-least-once).
 func (c *completer) flush(ctx context.Context, batch []completion) {
+	// Written, fenced out or given up: out of hand either way.
+	defer c.d.stats.inHand.Add(-int64(len(batch)))
 	p := store.RouteCompleteManyParams{Now: c.d.now()}
 	for _, x := range batch {
 		p.NotificationIds = append(p.NotificationIds, x.notificationID)
 		p.RouteIds = append(p.RouteIds, x.routeID)
 		p.Attempts = append(p.Attempts, x.attempt)
+		p.LeaseUntils = append(p.LeaseUntils, x.leaseUntil)
 		p.Statuses = append(p.Statuses, x.status)
 		p.DelaySeconds = append(p.DelaySeconds, x.delay.Seconds())
 		p.Classifications = append(p.Classifications, x.classification)

@@ -435,19 +435,19 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	require.Len(t, second, 1)
 	require.EqualValues(t, 2, second[0].AttemptCount)
 
-	flush := func(attempt int32, status string) {
+	flush := func(c store.RouteClaimDueRow, status string) {
 		d.completer.flush(context.Background(), []completion{{
-			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: attempt,
-			status: status, classification: "http_503", message: "late", maxAttempts: 10, delay: time.Second,
-			metricOutcome: "transient",
+			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: c.AttemptCount,
+			leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
+			delay: time.Second, metricOutcome: "transient",
 		}})
 	}
-	flush(2, "published")
+	flush(second[0], "published")
 	before := b.route(t, k)
 	require.Equal(t, "published", before.Status)
 
 	// The first worker finally reports its (failed) attempt: fenced out.
-	flush(1, "failed")
+	flush(first[0], "failed")
 	after := b.route(t, k)
 	require.Equal(t, before, after)
 	require.EqualValues(t, 1, d.Stats().Stale)
@@ -456,10 +456,12 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	// newer attempt is fenced out too.
 	k2 := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345679"})[0]
 	now = time.Now().Add(time.Second)
-	require.Len(t, claim(t, d, channel.SMS, 10, now), 1)
+	old := claim(t, d, channel.SMS, 10, now)
+	require.Len(t, old, 1)
 	require.Len(t, claim(t, d, channel.SMS, 10, now.Add(61*time.Second)), 1)
 	d.completer.flush(context.Background(), []completion{{channel: channel.SMS, notificationID: k2.notificationID,
-		routeID: k2.routeID, attempt: 1, status: "dead_letter", classification: "x", message: "x", maxAttempts: 1}})
+		routeID: k2.routeID, attempt: 1, leaseUntil: old[0].LeaseUntil, status: "dead_letter", classification: "x",
+		message: "x", maxAttempts: 1}})
 	r := b.route(t, k2)
 	require.Equal(t, "claimed", r.Status)
 	require.EqualValues(t, 2, r.AttemptCount)
@@ -467,6 +469,68 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	dls, err := b.q.DeadLetterListByNotification(context.Background(), b.pool, k2.notificationID)
 	require.NoError(t, err)
 	require.Empty(t, dls)
+}
+
+// A claim lost in a database crash (its asynchronous commit never reached
+// disk) leaves the route as it was; the next claim takes the same attempt
+// number. The lost claim's worker must not complete the new claim: the
+// lease_until fence tells the two apart where the attempt cannot. Releasing
+// a lease undoes a claim in the same way, so it stands in for the crash.
+func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
+	require.NoError(t, err)
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	now := time.Now().Add(time.Second)
+
+	lost := claim(t, d, channel.SMS, 10, now)
+	require.Len(t, lost, 1)
+	d.release(lost)
+	again := claim(t, d, channel.SMS, 10, now.Add(time.Second))
+	require.Len(t, again, 1)
+	require.Equal(t, lost[0].AttemptCount, again[0].AttemptCount, "the attempt number repeats")
+	require.NotEqual(t, lost[0].LeaseUntil, again[0].LeaseUntil)
+
+	complete := func(c store.RouteClaimDueRow, status string) {
+		d.completer.flush(context.Background(), []completion{{
+			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: c.AttemptCount,
+			leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "lost claim's attempt",
+			maxAttempts: 10, delay: time.Hour, metricOutcome: "transient",
+		}})
+	}
+	complete(lost[0], "failed")
+	r := b.route(t, k)
+	require.Equal(t, "claimed", r.Status, "the undone claim's completion is fenced out")
+	require.EqualValues(t, 1, d.Stats().Stale)
+
+	complete(again[0], "published")
+	require.Equal(t, "published", b.route(t, k).Status)
+}
+
+// The claim commits with synchronous_commit off for its own transaction
+// only: the pooled connection's next statement (a completion, say) commits
+// synchronously again.
+func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})
+	ctx := context.Background()
+	conn, err := b.pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	// The harness's cluster runs with synchronous_commit off; a production
+	// server's default is on.
+	_, err = conn.Exec(ctx, "SET synchronous_commit = on") // a session setting: no table for sqlc
+	require.NoError(t, err)
+	rows, err := store.New().RouteClaimDue(ctx, conn, store.RouteClaimDueParams{
+		Now: pgtype.Timestamptz{Time: time.Now().Add(time.Second), Valid: true}, LeaseSeconds: 60, Max: 10, Channel: channel.SMS,
+	})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	var setting string
+	require.NoError(t, conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting)) // a server setting: no table for sqlc
+	require.Equal(t, "on", setting)
 }
 
 func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {

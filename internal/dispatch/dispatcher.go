@@ -10,7 +10,11 @@
 // claims at most as many routes as it has free delivery slots (and at most
 // BatchSize) in one statement that moves them to 'claimed', counts the
 // attempt and moves next_attempt_at to the lease's end. A route whose
-// dispatcher dies therefore comes due again when its lease ends. A claim
+// dispatcher dies therefore comes due again when its lease ends. The claim
+// commits asynchronously (it does not wait for its WAL to reach disk):
+// nothing outside the database has acted on it yet, and a claim lost in a
+// database crash only makes its routes due again, to be delivered again
+// like any delivery in flight at a crash. A claim
 // that filled its batch is followed by another at once; otherwise the loop
 // sleeps until a NOTIFY on herald_routes (see RoutesNotifyChannel; a payload
 // naming a channel wakes only that channel's loop), the next
@@ -19,10 +23,12 @@
 // # Completing
 //
 // Outcomes go through a bounded buffer to completer goroutines that write
-// them in batches of up to BatchSize with one statement each. Every
-// completion is fenced on the attempt taken at claim: a completion whose
-// lease expired and whose route was claimed again changes nothing, and is
-// counted as "stale" in the metrics.
+// them in batches of up to BatchSize with one statement each, committed
+// synchronously. Every completion is fenced on the attempt taken at claim
+// and on the claim's lease end, which no other claim of the route shares: a
+// completion whose lease expired and whose route was claimed again (or
+// whose claim a database crash undid) changes nothing, and is counted as
+// "stale" in the metrics.
 //
 // # Memory
 //
@@ -202,6 +208,9 @@ type Dispatcher struct {
 
 	stats struct {
 		claimed, stale, released atomic.Int64
+		// inHand counts the routes claimed whose outcome is not written
+		// yet: delivering, settled, or queued for the completer.
+		inHand atomic.Int64
 	}
 }
 
@@ -319,6 +328,10 @@ type Stats struct {
 	Stale int64
 	// Released counts claimed routes given back undelivered at shutdown.
 	Released int64
+	// InHand counts the routes claimed right now whose outcome is not
+	// written yet (being delivered, or delivered and waiting for the
+	// completer): the deliveries a crash could repeat.
+	InHand int64
 }
 
 // Stats returns the Dispatcher's counters.
@@ -327,6 +340,7 @@ func (d *Dispatcher) Stats() Stats {
 		Claimed:  d.stats.claimed.Load(),
 		Stale:    d.stats.stale.Load(),
 		Released: d.stats.released.Load(),
+		InHand:   d.stats.inHand.Load(),
 	}
 }
 

@@ -131,17 +131,23 @@ func (c *Cluster) Stop() error {
 // same port and data directory: connections are cut, nothing committed is
 // lost.
 func (c *Cluster) Restart(ctx context.Context) error {
-	if err := c.shutdown(syscall.SIGINT, 30*time.Second); err != nil {
+	if err := c.Halt(); err != nil {
 		return err
 	}
 	return c.start(ctx)
 }
 
+// Halt stops the server with a fast shutdown (SIGINT: connections cut, a
+// shutdown checkpoint, nothing committed lost) and keeps its data directory.
+// Use StartAgain after it.
+func (c *Cluster) Halt() error { return c.shutdown(syscall.SIGINT, 30*time.Second) }
+
 // Crash kills the server with an immediate shutdown (SIGQUIT): no checkpoint,
-// recovery from WAL at the next Start. Use Restart after it.
+// recovery from WAL at the next start; commits made with synchronous_commit
+// off in the last moments may be lost. Use StartAgain after it.
 func (c *Cluster) Crash() error { return c.shutdown(syscall.SIGQUIT, 30*time.Second) }
 
-// StartAgain starts a server stopped by Crash.
+// StartAgain starts a server stopped by Halt or Crash.
 func (c *Cluster) StartAgain(ctx context.Context) error { return c.start(ctx) }
 
 // Log returns the server's log so far, for a failing test's output.

@@ -37,6 +37,7 @@ func (b *logBuffer) String() string {
 // engine is a dispatcher running in the test process with the real webhook
 // channel, on a pool of its own.
 type engine struct {
+	d      *dispatch.Dispatcher
 	pool   *pgxpool.Pool
 	logs   *logBuffer
 	cancel context.CancelFunc
@@ -76,7 +77,7 @@ func startEngine(t *testing.T, dbURL string, ec engineConfig) *engine {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{pool: pool, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	e := &engine{d: d, pool: pool, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { e.done <- d.Run(ctx) }()
 	t.Cleanup(e.stop)
 	return e

@@ -94,8 +94,10 @@ FROM herald.records AS rec
 WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
     AND rec.notification_id = r.notification_id
+    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
-    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.max_attempts,
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
+    r.max_attempts,
     r.priority, r.sms_encoding, r.sms_segments,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
@@ -113,6 +115,7 @@ type RouteClaimDueRow struct {
 	RouteID          string
 	RecipientRef     string
 	AttemptCount     int32
+	LeaseUntil       pgtype.Timestamptz
 	MaxAttempts      int32
 	Priority         int16
 	SmsEncoding      string
@@ -157,6 +160,24 @@ type RouteClaimDueRow struct {
 // Joining records hands delivery what it needs in the same round trip; the
 // UPDATE locks only routes rows. `expired` says the intent expired before
 // this claim: the route is dead-lettered without delivery.
+//
+// lease_until (the new next_attempt_at) is the claim's token: completions
+// and releases are fenced on it as well as on the attempt, because it is
+// unique to this claim even where the attempt number is not (a claim lost
+// in a database crash is taken again with the same attempt number, and a
+// replay starts the count again).
+//
+// The claim commits asynchronously (synchronous_commit off for this
+// transaction only, set_config's third argument): it does not wait for its
+// WAL to reach disk, which on a disk with fsync on is most of a claim's
+// time, and the dispatcher's claims run one after another. This is safe
+// because nothing outside the database acts on a claim before delivery,
+// and a claim lost in a database crash only puts its routes back as they
+// were: they are due again and delivered again (at-least-once: the repeat
+// is of a delivery that was in flight at the crash), and the lost claim's
+// completion cannot match the next claim's lease_until, so it is dropped
+// as stale. Completions, which record what reached the recipient, commit
+// synchronously as every other statement does.
 func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueParams) ([]RouteClaimDueRow, error) {
 	rows, err := db.Query(ctx, routeClaimDue,
 		arg.Now,
@@ -176,6 +197,7 @@ func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueP
 			&i.RouteID,
 			&i.RecipientRef,
 			&i.AttemptCount,
+			&i.LeaseUntil,
 			&i.MaxAttempts,
 			&i.Priority,
 			&i.SmsEncoding,
@@ -203,38 +225,39 @@ WITH done AS (
         unnest($1::text[]) AS notification_id,
         unnest($2::text[]) AS route_id,
         unnest($3::integer[]) AS attempt,
-        unnest($4::text[]) AS status,
-        unnest($5::float8[]) AS delay_seconds,
-        unnest($6::text[]) AS classification,
-        unnest($7::text[]) AS message,
-        unnest($8::text[]) AS recovery_hint,
-        unnest($9::integer[]) AS max_attempts,
-        unnest($10::text[]) AS resolved_email,
-        unnest($11::text[]) AS resolved_locale,
-        unnest($12::text[]) AS provider_message_id
+        unnest($4::timestamptz[]) AS lease_until,
+        unnest($5::text[]) AS status,
+        unnest($6::float8[]) AS delay_seconds,
+        unnest($7::text[]) AS classification,
+        unnest($8::text[]) AS message,
+        unnest($9::text[]) AS recovery_hint,
+        unnest($10::integer[]) AS max_attempts,
+        unnest($11::text[]) AS resolved_email,
+        unnest($12::text[]) AS resolved_locale,
+        unnest($13::text[]) AS provider_message_id
 ),
 updated AS (
     UPDATE herald.routes AS r
     SET status = d.status,
         next_attempt_at = CASE WHEN d.status = 'failed'
-            THEN coalesce($13::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+            THEN coalesce($14::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
         published_at = CASE WHEN d.status = 'published'
-            THEN coalesce($13::timestamptz, now()) ELSE r.published_at END,
+            THEN coalesce($14::timestamptz, now()) ELSE r.published_at END,
         dead_lettered_at = CASE WHEN d.status = 'dead_letter'
-            THEN coalesce($13::timestamptz, now()) ELSE r.dead_lettered_at END,
+            THEN coalesce($14::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
-            THEN coalesce($13::timestamptz, now()) ELSE r.skipped_at END,
+            THEN coalesce($14::timestamptz, now()) ELSE r.skipped_at END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
             THEN r.last_error_message ELSE d.message END,
         last_error_at = CASE WHEN d.status = 'published'
-            THEN r.last_error_at ELSE coalesce($13::timestamptz, now()) END,
+            THEN r.last_error_at ELSE coalesce($14::timestamptz, now()) END,
         resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
         resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
-        updated_at = coalesce($13::timestamptz, now())
+        updated_at = coalesce($14::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
     -- key, and the fence is one expression ("the attempt of a claimed
@@ -247,6 +270,7 @@ updated AS (
         AND r.notification_id = d.notification_id
         AND r.route_id = d.route_id
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+        AND r.next_attempt_at = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
 ),
 dead_lettered AS (
@@ -255,7 +279,7 @@ dead_lettered AS (
         failure_classification, failure_message, recovery_hint, created_at
     )
     SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce($13::timestamptz, now())
+        d.classification, d.message, d.recovery_hint, coalesce($14::timestamptz, now())
     FROM updated AS u
     JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
@@ -277,6 +301,7 @@ type RouteCompleteManyParams struct {
 	NotificationIds    []string
 	RouteIds           []string
 	Attempts           []int32
+	LeaseUntils        []pgtype.Timestamptz
 	Statuses           []string
 	DelaySeconds       []float64
 	Classifications    []string
@@ -295,9 +320,11 @@ type RouteCompleteManyRow struct {
 }
 
 // Writes a batch of attempt outcomes in ONE statement. Each element is fenced
-// on status 'claimed' AND the attempt taken at its claim: a completion whose
-// lease expired and whose route was claimed again (or canceled, or released)
-// matches nothing and changes nothing; the dispatcher counts it as stale.
+// on status 'claimed', the attempt taken at its claim AND the claim's
+// lease_until: a completion whose lease expired and whose route was claimed
+// again (or canceled, or released, or whose claim was lost in a database
+// crash and taken again) matches nothing and changes nothing; the dispatcher
+// counts it as stale.
 // Only the routes actually updated are returned.
 //
 // statuses: published | failed | dead_letter | skipped. A failed route is due
@@ -312,6 +339,7 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 		arg.NotificationIds,
 		arg.RouteIds,
 		arg.Attempts,
+		arg.LeaseUntils,
 		arg.Statuses,
 		arg.DelaySeconds,
 		arg.Classifications,
@@ -434,12 +462,14 @@ FROM (
     SELECT
         unnest($2::text[]) AS notification_id,
         unnest($3::text[]) AS route_id,
-        unnest($4::integer[]) AS attempt
+        unnest($4::integer[]) AS attempt,
+        unnest($5::timestamptz[]) AS lease_until
 ) AS d
 WHERE r.notification_id = ANY($2::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+    AND r.next_attempt_at = d.lease_until
 `
 
 type RouteReleaseLeasesParams struct {
@@ -447,12 +477,14 @@ type RouteReleaseLeasesParams struct {
 	NotificationIds []string
 	RouteIds        []string
 	Attempts        []int32
+	LeaseUntils     []pgtype.Timestamptz
 }
 
 // Gives back claimed routes whose delivery never started (shutdown): due
 // again at once, and the attempt taken at claim is handed back, because
-// nothing reached the channel. Fenced like a completion, so a lease that has
-// expired and been taken by another dispatcher is left alone.
+// nothing reached the channel. Fenced like a completion (attempt and
+// lease_until), so a lease that has expired and been taken by another
+// dispatcher is left alone.
 // Written for the planner as RouteCompleteMany is.
 func (q *Queries) RouteReleaseLeases(ctx context.Context, db DBTX, arg RouteReleaseLeasesParams) (int64, error) {
 	result, err := db.Exec(ctx, routeReleaseLeases,
@@ -460,6 +492,7 @@ func (q *Queries) RouteReleaseLeases(ctx context.Context, db DBTX, arg RouteRele
 		arg.NotificationIds,
 		arg.RouteIds,
 		arg.Attempts,
+		arg.LeaseUntils,
 	)
 	if err != nil {
 		return 0, err
