@@ -365,6 +365,25 @@ func TestSubmitManyOfAThousandWithTenInvalidStoresTheRestInOneRoundTrip(t *testi
 	require.Len(t, ids, 990)
 	require.Equal(t, 991, b.records(t)) // with the warm-up's
 	require.Equal(t, 991, b.routes(t))
+
+	// The same batch again: every key exists, which costs one more
+	// statement (RecordGetByKeys, prepared on first use: one more write),
+	// and every valid intent is a duplicate of its first submit.
+	q0, w0 = b.queries.Load(), b.writes.Load()
+	again, err := b.client.SubmitMany(ctx, ins)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), b.queries.Load()-q0, "the insert, then the lookup of the existing keys")
+	require.LessOrEqual(t, b.writes.Load()-w0, int64(3))
+	for i, r := range again {
+		if _, bad := invalid[i]; bad {
+			require.Error(t, r.Err)
+			continue
+		}
+		require.NoError(t, r.Err, "intent %d", i)
+		require.True(t, r.Receipt.Duplicate, "intent %d", i)
+		require.Equal(t, res[i].Receipt.NotificationID, r.Receipt.NotificationID)
+	}
+	require.Equal(t, 991, b.records(t))
 }
 
 func TestSubmitManyResolvesRepeatedKeysWithinOneCall(t *testing.T) {

@@ -8,11 +8,11 @@
 -- the routes are joined to the records this statement actually inserted.
 -- Routes' foreign keys are checked at the end of the statement, when their
 -- records exist.
--- Returns one row per inserted record (inserted = true) and one per input
--- key that already existed in this statement's snapshot (inserted = false,
--- with the stored fingerprint: the caller decides duplicate or conflict). A
--- key in neither set was committed by a racing transaction after the
--- snapshot was taken; the caller reads it with RecordGetByKeys.
+-- Returns one row per inserted record. A key that is not among them exists
+-- already (committed before, or by a racing transaction this statement
+-- waited for): the caller reads those with RecordGetByKeys, a second round
+-- trip paid only by duplicates. Looking every key up here instead cost a
+-- descent of the unique index per intent on every batch, duplicates or not.
 -- The producer/idempotency_key pairs must be distinct within one call.
 -- NULL elements of the send_at / expires_at arrays mean "not set".
 WITH rec_in AS (
@@ -96,16 +96,8 @@ wake AS (
         SELECT 1 WHERE sqlc.narg('notify_channel')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
-SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at,
-    true AS inserted
-FROM ins CROSS JOIN wake
-UNION ALL
--- Keys that exist already. This reads the statement's snapshot, so it never
--- sees the rows ins just inserted.
-SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at,
-    false AS inserted
-FROM herald.records r
-JOIN rec_in k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key;
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
+FROM ins CROSS JOIN wake;
 
 -- name: RecordGetByKeys :many
 -- The existing records for (producer, idempotency_key) pairs: what a

@@ -81,8 +81,7 @@ type keyHolder struct {
 // the first intent with a key is stored; the others with the same key get
 // the stored notification, as a Duplicate if their fingerprint matches it
 // and as a Conflict if not. It costs one round trip, plus one more only
-// when a racing transaction committed one of the keys while the statement
-// ran. Under REPEATABLE READ or SERIALIZABLE such a race fails with a
+// when a key exists already (a duplicate or conflict). Under REPEATABLE READ or SERIALIZABLE such a race fails with a
 // serialization error instead, which the caller retries. An error means
 // nothing was accepted by this call (in a transaction, the transaction is
 // then aborted).
@@ -120,16 +119,15 @@ func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams)
 		firstOf[params.NotificationIds[j]] = i
 	}
 	for _, r := range rows {
-		h := &keyHolder{id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time, insertedBy: -1}
-		if r.Inserted {
-			h.insertedBy = firstOf[r.NotificationID]
+		holders[idemKey{r.Producer, r.IdempotencyKey}] = &keyHolder{
+			id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time,
+			insertedBy: firstOf[r.NotificationID],
 		}
-		holders[idemKey{r.Producer, r.IdempotencyKey}] = h
 	}
 
-	// Keys neither inserted nor seen were committed by a racing transaction
-	// after the statement's snapshot: ON CONFLICT waited for it, but the
-	// snapshot cannot show its row. A new statement can.
+	// Keys not inserted exist already: committed before the statement, or
+	// by a racing transaction it waited for (whose row its snapshot cannot
+	// show). A new statement reads both.
 	var missing store.RecordGetByKeysParams
 	for k, h := range holders {
 		if h == nil {

@@ -209,14 +209,8 @@ wake AS (
         SELECT 1 WHERE $28::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
-SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at,
-    true AS inserted
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
 FROM ins CROSS JOIN wake
-UNION ALL
-SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at,
-    false AS inserted
-FROM herald.records r
-JOIN rec_in k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key
 `
 
 type RecordInsertManyParams struct {
@@ -256,7 +250,6 @@ type RecordInsertManyRow struct {
 	IdempotencyKey     string
 	RequestFingerprint string
 	AcceptedAt         pgtype.Timestamptz
-	Inserted           bool
 }
 
 // Accepts a batch of validated intents in ONE statement (one round trip): the
@@ -268,15 +261,13 @@ type RecordInsertManyRow struct {
 // the routes are joined to the records this statement actually inserted.
 // Routes' foreign keys are checked at the end of the statement, when their
 // records exist.
-// Returns one row per inserted record (inserted = true) and one per input
-// key that already existed in this statement's snapshot (inserted = false,
-// with the stored fingerprint: the caller decides duplicate or conflict). A
-// key in neither set was committed by a racing transaction after the
-// snapshot was taken; the caller reads it with RecordGetByKeys.
+// Returns one row per inserted record. A key that is not among them exists
+// already (committed before, or by a racing transaction this statement
+// waited for): the caller reads those with RecordGetByKeys, a second round
+// trip paid only by duplicates. Looking every key up here instead cost a
+// descent of the unique index per intent on every batch, duplicates or not.
 // The producer/idempotency_key pairs must be distinct within one call.
 // NULL elements of the send_at / expires_at arrays mean "not set".
-// Keys that exist already. This reads the statement's snapshot, so it never
-// sees the rows ins just inserted.
 func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInsertManyParams) ([]RecordInsertManyRow, error) {
 	rows, err := db.Query(ctx, recordInsertMany,
 		arg.NotificationIds,
@@ -321,7 +312,6 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 			&i.IdempotencyKey,
 			&i.RequestFingerprint,
 			&i.AcceptedAt,
-			&i.Inserted,
 		); err != nil {
 			return nil, err
 		}
