@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -313,14 +315,24 @@ func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDue
 }
 
 // contentFor picks the channel's entry out of records.payload_json (the
-// intent's content, keyed by channel); nil if absent or unreadable, which
-// the channel reports as bad content.
+// intent's content, keyed by channel); nil if absent, or if the payload is
+// not a valid JSON object, which the channel reports as bad content. It
+// scans the payload (gjson) rather than decoding every channel's content
+// into a map: this runs once per route claimed, and decoding cost more than
+// the rest of resolving a claimed batch.
 func contentFor(payload, ch string) json.RawMessage {
-	var byChannel map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(payload), &byChannel); err != nil {
+	if !gjson.Valid(payload) {
 		return nil
 	}
-	return byChannel[ch]
+	doc := gjson.Parse(payload)
+	if !doc.IsObject() {
+		return nil
+	}
+	v := doc.Get(gjson.Escape(ch))
+	if !v.Exists() || v.Type == gjson.Null {
+		return nil
+	}
+	return json.RawMessage(v.Raw)
 }
 
 // settle builds the completion of a route that needs no delivery.
