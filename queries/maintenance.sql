@@ -6,8 +6,9 @@
 -- dead-lettered: dead letters wait for an operator or for dead-letter
 -- retention), accepted before @accepted_before, no route changed since
 -- @finished_before, and the idempotency window over, so a key is never freed
--- early (DESIGN.md invariant 3). Routes and their dead letters go with the
--- record (ON DELETE CASCADE). No route can leave a terminal state the
+-- early (DESIGN.md invariant 3). The routes go in the same statement (their
+-- dead letters with them, ON DELETE CASCADE; routes have no foreign key to
+-- records, see migration 00005). No route can leave a terminal state the
 -- candidates are in (replay only moves dead letters), so the checks cannot
 -- be outrun. The candidate records are locked with SKIP LOCKED, so two runs
 -- never wait on each other.
@@ -42,6 +43,12 @@ deleted AS (
     DELETE FROM herald.records r
     WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
     RETURNING 1
+),
+routes_deleted AS (
+    -- Every doomed record is deleted above (they are locked), so all their
+    -- routes go. A data-modifying CTE runs whether or not it is read.
+    DELETE FROM herald.routes rt
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
 )
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
@@ -109,7 +116,13 @@ deleted AS (
     WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
         AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
             = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
-    RETURNING 1
+    RETURNING r.notification_id
+),
+routes_deleted AS (
+    -- The routes of exactly the records deleted (all locked above), with
+    -- their dead letters (ON DELETE CASCADE).
+    DELETE FROM herald.routes rt
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
 )
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,

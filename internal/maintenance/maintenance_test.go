@@ -180,6 +180,7 @@ func TestDeleteFinishedDeletesOnlyFinishedRecordsPastBothWindows(t *testing.T) {
 	require.Equal(t, int64(2), n)
 	require.Equal(t, []string{"claimed", "dead", "failed", "pending", "recent", "window-open"}, b.remaining(t))
 	require.Equal(t, 1, b.count(t, "dead_letters"), "dead letters are kept without dead-letter retention")
+	require.Equal(t, 8, b.count(t, "routes"), "the routes of the deleted records go with them, the rest stay")
 
 	// Running again deletes nothing more.
 	n, err = m.DeleteFinished(ctx)
@@ -269,6 +270,7 @@ func TestDeleteDeadLetteredIsOffByDefaultAndKeepsReplayedRoutes(t *testing.T) {
 	require.Equal(t, int64(1), n)
 	require.Equal(t, []string{"dead-new", "replayed"}, b.remaining(t))
 	require.Equal(t, 2, b.count(t, "dead_letters"))
+	require.Equal(t, 3, b.count(t, "routes"), "dead-old's two routes went with it")
 }
 
 func TestDeleteMalformedDeletesOnlyOldEntries(t *testing.T) {
