@@ -302,3 +302,33 @@ func TestNormalizeListMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidateMatchesReference runs raw entries through DecodeRaw and
+// Validate and checks the webhook content and the fingerprint of what
+// Validate accepts against the encoding/json reference.
+func FuzzValidateMatchesReference(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add([]byte(s.body))
+	}
+	for _, in := range []*Intent{validIntent(), benchIntent(3)} {
+		body, err := json.Marshal(in)
+		require.NoError(f, err)
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := DecodeRaw(body, Limits{})
+		if err != nil {
+			return
+		}
+		v, err := Validate(in, Limits{}, testNow)
+		if err != nil {
+			return
+		}
+		if v.Intent.Content.Webhook != nil {
+			want, err := refCanonicalJSON(in.Content.Webhook)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(v.Intent.Content.Webhook))
+		}
+		require.Equal(t, refFingerprint(&v.Intent, v.PayloadJSON), v.Fingerprint)
+	})
+}
