@@ -53,28 +53,51 @@ func readCPU(ctx context.Context, pool *pgxpool.Pool) (cpuTimes, error) {
 	if !ok {
 		return c, nil
 	}
-	postmaster := st.ppid
-	pm, ok := procStat(postmaster)
+	total, ok := clusterTicks(st.ppid)
 	if !ok {
 		return c, nil
-	}
-	total := pm.utime + pm.stime + pm.cutime + pm.cstime
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return c, nil
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := procStat(pid); ok && s.ppid == postmaster {
-			total += s.utime + s.stime
-		}
 	}
 	c.postgres = time.Duration(total) * time.Second / clockTicks
 	c.postgresOK = true
 	return c, nil
+}
+
+// clusterTicks sums the CPU ticks of postmaster, of its live children and
+// of its reaped ones. A child reaped while its siblings are being read
+// would be counted in neither place (or in both), which at the end of a
+// phase, when the phase's connections close, lost seconds of CPU: the sum
+// is taken again until the postmaster's reaped-children figure holds still
+// across the scan.
+func clusterTicks(postmaster int) (int64, bool) {
+	for range 20 {
+		before, ok := procStat(postmaster)
+		if !ok {
+			return 0, false
+		}
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return 0, false
+		}
+		var children int64
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if s, ok := procStat(pid); ok && s.ppid == postmaster {
+				children += s.utime + s.stime
+			}
+		}
+		after, ok := procStat(postmaster)
+		if !ok {
+			return 0, false
+		}
+		if after.cutime == before.cutime && after.cstime == before.cstime {
+			return after.utime + after.stime + after.cutime + after.cstime + children, true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return 0, false
 }
 
 func tv(t syscall.Timeval) time.Duration {
