@@ -112,7 +112,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer db.Close()
-	log.Info("bench: database ready", "postgres", db.Version, "fsync", db.Durable)
+	log.Info("bench: database ready", "postgres", db.Version, "fsync", db.Durable, "shared_buffers", db.SharedBuffers)
 
 	switch *mode {
 	case "compare":

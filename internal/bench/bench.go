@@ -247,6 +247,7 @@ type Report struct {
 		Processes       int     `json:"processes"`
 		Durable         bool    `json:"durable"`
 		Postgres        string  `json:"postgres"`
+		SharedBuffers   string  `json:"shared_buffers"`
 		CPUs            int     `json:"cpus"`
 	} `json:"config"`
 	Rows []Row `json:"rows"`

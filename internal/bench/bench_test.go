@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -159,12 +160,14 @@ func TestScaleMeasuresClaimThroughputAtTwoBacklogs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.IdleSamples = 5
-	rep, err := RunScale(context.Background(), b.db, b.cfg, 20_000)
+	rep, err := RunScale(context.Background(), b.db, b.cfg, 30_000)
 	require.NoError(t, err)
 	require.Len(t, rep.Points, 2)
-	require.Equal(t, 20_000, rep.Points[1].Backlog)
+	require.Equal(t, 30_000, rep.Points[1].Backlog)
 	for _, p := range rep.Points {
-		require.NotEmpty(t, p.ClaimPerSec)
+		// Three preloads of the small backlog, three consecutive windows
+		// of the large one.
+		require.Len(t, p.ClaimPerSec, 3, "backlog %d", p.Backlog)
 		for _, r := range p.ClaimPerSec {
 			require.Positive(t, r)
 		}
@@ -172,7 +175,7 @@ func TestScaleMeasuresClaimThroughputAtTwoBacklogs(t *testing.T) {
 	}
 	var out bytes.Buffer
 	require.NoError(t, WriteScale(&out, rep))
-	require.Contains(t, out.String(), "claim throughput at 20000 / at 10000")
+	require.Contains(t, out.String(), "claim throughput at 30000 / at 10000")
 }
 
 func TestXminReportsEachPhase(t *testing.T) {
@@ -197,4 +200,12 @@ func TestSoakSamplesMemory(t *testing.T) {
 	require.NotEmpty(t, rep.Samples)
 	require.Positive(t, rep.Delivered)
 	require.NotEmpty(t, rep.PeakRSS)
+}
+
+func TestSharedBuffersIsAQuarterOfMemoryWithinBounds(t *testing.T) {
+	t.Parallel()
+	total := procMeminfo("MemTotal:")
+	require.Positive(t, total, "this machine has /proc/meminfo")
+	want := min(max(total/4, 128<<20), 8<<30) >> 20
+	require.Equal(t, fmt.Sprintf("%dMB", want), sharedBuffers())
 }

@@ -60,7 +60,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	c := rep.Config
 	fmt.Fprintf(w, "workload: %d intents × %d route(s), payload %d B, batch %d, %d producers, channel latency %s, fail share %g, concurrency %d, %d process(es)\n",
 		c.Intents, c.RoutesPerIntent, c.PayloadBytes, c.Batch, c.Producers, c.Latency, c.FailShare, c.Concurrency, c.Processes)
-	fmt.Fprintf(w, "postgres: %s, fsync %s, %d CPUs\n", c.Postgres, map[bool]string{true: "on", false: "off"}[c.Durable], c.CPUs)
+	fmt.Fprintf(w, "postgres: %s, fsync %s, shared_buffers %s, %d CPUs\n", c.Postgres, map[bool]string{true: "on", false: "off"}[c.Durable], c.SharedBuffers, c.CPUs)
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "%s: %s\n", r.Engine, r.Settings)
 	}

@@ -27,11 +27,21 @@ func ResetPeakRSS() {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 }
 
+// procMeminfo returns the /proc/meminfo field key in bytes; 0 where it
+// cannot be read.
+func procMeminfo(key string) int64 { return procKB("/proc/meminfo", key) }
+
 func procStatus(pid int, key string) int64 {
 	path := "/proc/self/status"
 	if pid != 0 {
 		path = fmt.Sprintf("/proc/%d/status", pid)
 	}
+	return procKB(path, key)
+}
+
+// procKB reads a "key: <n> kB" line of a /proc file, in bytes; 0 where it
+// cannot be read.
+func procKB(path, key string) int64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0

@@ -27,6 +27,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	rc.Intents, rc.RoutesPerIntent, rc.PayloadBytes, rc.Batch = c.Intents, c.RoutesPerIntent, c.PayloadBytes, c.Batch
 	rc.Producers, rc.Latency, rc.FailShare, rc.Concurrency = c.Producers, c.Latency.String(), c.FailShare, c.Concurrency
 	rc.Processes, rc.Durable, rc.Postgres, rc.CPUs = c.Processes, db.Durable, db.Version, runtime.NumCPU()
+	rc.SharedBuffers = db.SharedBuffers
 
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newWork := func() *workload {
