@@ -417,6 +417,16 @@ func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []sto
 	return rows
 }
 
+// completeClaim writes the outcome of the claim c of an sms route as the
+// completer would: status, with an hour's backoff if it is "failed".
+func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
+	d.completer.flush(context.Background(), []completion{{
+		channel: channel.SMS, notificationID: c.NotificationID, routeID: c.RouteID, attempt: c.AttemptCount,
+		leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
+		delay: time.Hour, metricOutcome: "transient",
+	}})
+}
+
 func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -435,19 +445,12 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	require.Len(t, second, 1)
 	require.EqualValues(t, 2, second[0].AttemptCount)
 
-	flush := func(c store.RouteClaimDueRow, status string) {
-		d.completer.flush(context.Background(), []completion{{
-			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: c.AttemptCount,
-			leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
-			delay: time.Second, metricOutcome: "transient",
-		}})
-	}
-	flush(second[0], "published")
+	completeClaim(d, second[0], "published")
 	before := b.route(t, k)
 	require.Equal(t, "published", before.Status)
 
 	// The first worker finally reports its (failed) attempt: fenced out.
-	flush(first[0], "failed")
+	completeClaim(d, first[0], "failed")
 	after := b.route(t, k)
 	require.Equal(t, before, after)
 	require.EqualValues(t, 1, d.Stats().Stale)
@@ -492,19 +495,12 @@ func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testin
 	require.Equal(t, lost[0].AttemptCount, again[0].AttemptCount, "the attempt number repeats")
 	require.NotEqual(t, lost[0].LeaseUntil, again[0].LeaseUntil)
 
-	complete := func(c store.RouteClaimDueRow, status string) {
-		d.completer.flush(context.Background(), []completion{{
-			channel: channel.SMS, notificationID: k.notificationID, routeID: k.routeID, attempt: c.AttemptCount,
-			leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "lost claim's attempt",
-			maxAttempts: 10, delay: time.Hour, metricOutcome: "transient",
-		}})
-	}
-	complete(lost[0], "failed")
+	completeClaim(d, lost[0], "failed")
 	r := b.route(t, k)
 	require.Equal(t, "claimed", r.Status, "the undone claim's completion is fenced out")
 	require.EqualValues(t, 1, d.Stats().Stale)
 
-	complete(again[0], "published")
+	completeClaim(d, again[0], "published")
 	require.Equal(t, "published", b.route(t, k).Status)
 }
 
