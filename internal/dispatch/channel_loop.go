@@ -119,6 +119,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		errDelay = 100 * time.Millisecond
 		l.d.stats.claimed.Add(int64(len(claimed)))
 		l.d.stats.inHand.Add(int64(len(claimed)))
+		l.d.metrics.InFlight(l.name, len(claimed))
 		if l.d.afterClaim != nil {
 			l.d.afterClaim(len(claimed))
 		}
@@ -208,7 +209,7 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 		if err != nil && ctx.Err() == nil {
 			l.d.log.Error("resolve recipients", "channel", l.name, "err", err)
 		}
-		l.d.release(claimed)
+		l.d.release(l.name, claimed)
 		return
 	}
 	for i := range jobs {
@@ -450,8 +451,11 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 // release gives claimed routes back, due at once with their attempt handed
 // back: nothing reached the channel. It outlives shutdown's context on
 // purpose, bounded by its own timeout.
-func (d *Dispatcher) release(claimed []store.RouteClaimDueRow) {
-	defer d.stats.inHand.Add(-int64(len(claimed)))
+func (d *Dispatcher) release(channel string, claimed []store.RouteClaimDueRow) {
+	defer func() {
+		d.stats.inHand.Add(-int64(len(claimed)))
+		d.metrics.InFlight(channel, -len(claimed))
+	}()
 	p := store.RouteReleaseLeasesParams{Now: d.now()}
 	for _, r := range claimed {
 		p.NotificationIds = append(p.NotificationIds, r.NotificationID)

@@ -99,7 +99,19 @@ func (c *completer) work(ctx context.Context) {
 // routes' leases expire and they are attempted again: at-least-once).
 func (c *completer) flush(ctx context.Context, batch []completion) {
 	// Written, fenced out or given up: out of hand either way.
-	defer c.d.stats.inHand.Add(-int64(len(batch)))
+	defer func() {
+		c.d.stats.inHand.Add(-int64(len(batch)))
+		if c.d.metrics == nil {
+			return
+		}
+		perChannel := map[string]int{}
+		for _, x := range batch {
+			perChannel[x.channel]++
+		}
+		for ch, n := range perChannel {
+			c.d.metrics.InFlight(ch, -n)
+		}
+	}()
 	p := store.RouteCompleteManyParams{Now: c.d.now()}
 	for _, x := range batch {
 		p.NotificationIds = append(p.NotificationIds, x.notificationID)

@@ -16,10 +16,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -489,7 +491,7 @@ func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testin
 
 	lost := claim(t, d, channel.SMS, 10, now)
 	require.Len(t, lost, 1)
-	d.release(lost)
+	d.release(channel.SMS, lost)
 	again := claim(t, d, channel.SMS, 10, now.Add(time.Second))
 	require.Len(t, again, 1)
 	require.Equal(t, lost[0].AttemptCount, again[0].AttemptCount, "the attempt number repeats")
@@ -562,7 +564,7 @@ func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
 	now := time.Now().Add(time.Second)
 	rows := claim(t, d, channel.SMS, 10, now)
 	require.Len(t, rows, 1)
-	d.release(rows)
+	d.release(channel.SMS, rows)
 	r := b.route(t, k)
 	require.Equal(t, "pending", r.Status)
 	require.Zero(t, r.AttemptCount)
@@ -719,4 +721,38 @@ func TestClaimsNeverExceedTheChannelsFreeSlots(t *testing.T) {
 		b.waitStatus(t, k, "published")
 	}
 	require.EqualValues(t, concurrency, peak.Load())
+}
+
+// The in-flight gauge and Stats.InHand count a route from its claim until
+// its outcome is written, and nothing after.
+func TestRoutesInFlightCountsClaimedRoutesUntilTheirOutcomeIsWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := metrics.New(nil)
+	started := make(chan struct{}, 3)
+	release := make(chan struct{})
+	held := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
+		started <- struct{}{}
+		<-release
+		return channel.Outcome{Class: channel.Delivered}
+	})
+	keys := b.insert(t,
+		routeSpec{channel: channel.SMS, ref: "+33612345671"},
+		routeSpec{channel: channel.SMS, ref: "+33612345672"},
+		routeSpec{channel: channel.SMS, ref: "+33612345673"},
+	)
+	d := b.start(t, &Config{Metrics: m, Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: held, Concurrency: 5}}})
+	for range keys {
+		<-started
+	}
+	gauge := m.RoutesInFlight.WithLabelValues(channel.SMS)
+	require.Equal(t, 3.0, testutil.ToFloat64(gauge))
+	require.EqualValues(t, 3, d.Stats().InHand)
+
+	close(release)
+	for _, k := range keys {
+		b.waitStatus(t, k, "published")
+	}
+	require.Eventually(t, func() bool { return testutil.ToFloat64(gauge) == 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Zero(t, d.Stats().InHand)
 }

@@ -116,6 +116,8 @@ func TestMetricsEndpointExposesEveryFamilyOverHTTP(t *testing.T) {
 	b.metrics.Published("email", 120*time.Millisecond)
 	b.metrics.DeadLetter("sms", "permanent")
 	b.metrics.Maintenance("finished_retention", 3, nil)
+	b.metrics.InFlight("email", 3)
+	b.metrics.InFlight("email", -1)
 
 	fams := scrape(t, b.server.URL)
 	for _, name := range []string{
@@ -128,6 +130,7 @@ func TestMetricsEndpointExposesEveryFamilyOverHTTP(t *testing.T) {
 		"herald_backlog_up",
 		"herald_maintenance_runs_total",
 		"herald_maintenance_rows_total",
+		"herald_routes_in_flight",
 		"go_goroutines",
 	} {
 		require.Contains(t, fams, name)

@@ -27,6 +27,11 @@ type Metrics struct {
 	MaintenanceRuns *prometheus.CounterVec
 	// MaintenanceRows counts rows a maintenance job deleted or rebuilt.
 	MaintenanceRows *prometheus.CounterVec
+	// RoutesInFlight is, per channel, the routes this process has claimed
+	// whose outcome is not written yet: being delivered, or delivered and
+	// waiting for the completer. A crash of the process or of the database
+	// may repeat only these.
+	RoutesInFlight *prometheus.GaugeVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -61,10 +66,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_maintenance_rows_total",
 			Help: "Rows deleted or indexes rebuilt by maintenance jobs, by job.",
 		}, []string{"job"}),
+		RoutesInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_routes_in_flight",
+			Help: "Routes this process has claimed whose outcome is not written yet, by channel.",
+		}, []string{"channel"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
-		m.MaintenanceRuns, m.MaintenanceRows)
+		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight)
 	return m
+}
+
+// InFlight adds delta to the routes of channel in flight in this process.
+func (m *Metrics) InFlight(channel string, delta int) {
+	if m == nil {
+		return
+	}
+	m.RoutesInFlight.WithLabelValues(channel).Add(float64(delta))
 }
 
 // Intent records one intent's result.
