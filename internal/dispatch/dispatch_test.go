@@ -507,28 +507,50 @@ func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testin
 }
 
 // The claim commits with synchronous_commit off for its own transaction
-// only: the pooled connection's next statement (a completion, say) commits
-// synchronously again.
+// only: inside the claim's transaction the setting is off, and the pooled
+// connection's next statement (a completion, say) commits synchronously
+// again.
 func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})
+	b.insert(t,
+		routeSpec{channel: channel.SMS, ref: "+33612345678"},
+		routeSpec{channel: channel.SMS, ref: "+33612345679"},
+	)
 	ctx := context.Background()
 	conn, err := b.pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
 	// The harness's cluster runs with synchronous_commit off; a production
-	// server's default is on.
-	_, err = conn.Exec(ctx, "SET synchronous_commit = on") // a session setting: no table for sqlc
+	// server's default is on. SHOW and SET are server settings: no table
+	// for sqlc.
+	_, err = conn.Exec(ctx, "SET synchronous_commit = on")
 	require.NoError(t, err)
-	rows, err := store.New().RouteClaimDue(ctx, conn, store.RouteClaimDueParams{
-		Now: pgtype.Timestamptz{Time: time.Now().Add(time.Second), Valid: true}, LeaseSeconds: 60, Max: 10, Channel: channel.SMS,
-	})
+	show := func(db store.DBTX) string {
+		var setting string
+		require.NoError(t, db.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting))
+		return setting
+	}
+	params := store.RouteClaimDueParams{
+		Now: pgtype.Timestamptz{Time: time.Now().Add(time.Second), Valid: true}, LeaseSeconds: 60, Max: 1, Channel: channel.SMS,
+	}
+
+	// Inside an explicit transaction the claim's setting can be seen
+	// before the commit it governs.
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	rows, err := store.New().RouteClaimDue(ctx, tx, params)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
-	var setting string
-	require.NoError(t, conn.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting)) // a server setting: no table for sqlc
-	require.Equal(t, "on", setting)
+	require.Equal(t, "off", show(tx), "the claim's own transaction commits asynchronously")
+	require.NoError(t, tx.Commit(ctx))
+	require.Equal(t, "on", show(conn))
+
+	// As the dispatcher runs it: one statement, its own transaction.
+	rows, err = store.New().RouteClaimDue(ctx, conn, params)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "on", show(conn))
 }
 
 func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
