@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -18,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 func init() {
@@ -132,11 +135,38 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
 		"max_conns", conns)
+	go warnUnservedChannels(ctx, s.pool, cfg.ChannelNames(), logger)
 	if err := s.run(ctx); err != nil {
 		return err
 	}
 	logger.Info("herald serve stopped")
 	return nil
+}
+
+// warnUnservedChannels logs, once at start, a warning for every channel
+// with routes waiting (pending, claimed or failed) that this process does
+// not deliver: with no serve configured for it, such routes would wait
+// forever without a word. Another serve may deliver the channel, so it is a
+// warning, not an error. It reads the due index once (an index-only scan,
+// as the backlog metric does), in the background so start-up does not wait.
+func warnUnservedChannels(ctx context.Context, pool *pgxpool.Pool, configured []string, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rows, err := store.New().RouteBacklogByChannel(ctx, pool, pgtype.Timestamptz{})
+	if err != nil {
+		if ctx.Err() == nil {
+			logger.Warn("could not check for routes of channels this process does not deliver", "err", err)
+		}
+		return
+	}
+	for _, r := range rows {
+		if r.Backlog == 0 || slices.Contains(configured, r.Channel) {
+			continue
+		}
+		logger.Warn("routes are waiting for a channel this process does not deliver",
+			"channel", r.Channel, "routes", r.Backlog, "lag_seconds", r.LagSeconds,
+			"hint", "configure channels."+r.Channel+" here, or run a herald serve that does")
+	}
 }
 
 // servePool connects like m.pool, with the pool sized for serve unless the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -313,4 +315,58 @@ func TestServePoolPricesOutSeqScansUnlessTheURLSaysOtherwise(t *testing.T) {
 		require.Equal(t, tc.want, got)
 		m.Close()
 	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while serve writes its logs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestServeWarnsOfRoutesWaitingForAChannelItDoesNotDeliver(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtemp.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	client, err := herald.NewClient(pool, nil)
+	require.NoError(t, err)
+	_, err = client.Submit(context.Background(), &herald.Intent{
+		NotificationType: "order.shipped", Producer: "shop", IdempotencyKey: "k1",
+		Channels: []string{"sms"}, Audience: herald.Audience{SMS: []string{"+33612345678"}},
+		Content: herald.Content{SMS: &herald.SMSContent{Body: "Your order shipped"}},
+	})
+	require.NoError(t, err)
+
+	// This serve delivers webhooks only.
+	m, _, _ := testMain(map[string]string{
+		"DATABASE_URL":                   dbURL,
+		"HERALD_CHANNELS_WEBHOOK_DRIVER": "discard",
+	})
+	logs := &lockedBuffer{}
+	m.Stderr = logs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, []string{"serve", "-log-format", "json", "-no-maintenance"}); m.Close() }()
+	require.Eventually(t, func() bool {
+		return strings.Contains(logs.String(), "routes are waiting for a channel this process does not deliver")
+	}, 15*time.Second, 10*time.Millisecond, "logs: %s", logs)
+	require.Contains(t, logs.String(), `"channel":"sms"`)
+	require.Contains(t, logs.String(), `"routes":1`)
+	require.NotContains(t, logs.String(), `"channel":"webhook","routes"`, "a configured channel is not warned about")
+
+	cancel()
+	require.NoError(t, <-done)
 }
