@@ -1,0 +1,82 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/heraldhq/herald"
+)
+
+func init() {
+	register(&command{
+		name:    "cancel",
+		summary: "cancel the routes of one notification that are not delivered yet (audited)",
+		run:     runCancel,
+	})
+}
+
+// runCancel cancels through the public client, as a service would: the
+// same statement, the same audit row (actor and reason), the same answer
+// for a notification that does not exist.
+func runCancel(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	fs := m.newFlagSet("cancel", &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required)")
+	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	pos, err := m.parseArgs(fs, &g, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageError{errors.New("cancel takes one NOTIFICATION_ID")}
+	}
+	if *reason == "" {
+		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
+	}
+	if *actor == "" {
+		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	}
+	pool, err := m.pool(ctx, &g)
+	if err != nil {
+		return err
+	}
+	client, err := herald.NewClient(pool, &herald.Config{Actor: *actor})
+	if err != nil {
+		return err
+	}
+	res, err := client.Cancel(ctx, pos[0], &herald.CancelOpts{Actor: *actor, Reason: *reason})
+	if errors.Is(err, herald.ErrNotFound) {
+		return fmt.Errorf("cancel %s: no such notification", pos[0])
+	}
+	if err != nil {
+		return err
+	}
+	if g.JSON {
+		type route struct {
+			RouteID string `json:"route_id"`
+			Channel string `json:"channel"`
+		}
+		out := struct {
+			NotificationID string  `json:"notification_id"`
+			Canceled       []route `json:"canceled"`
+		}{NotificationID: res.NotificationID, Canceled: []route{}}
+		for _, r := range res.Canceled {
+			out.Canceled = append(out.Canceled, route{r.RouteID, r.Channel})
+		}
+		return writeJSON(m.Stdout, out)
+	}
+	if len(res.Canceled) == 0 {
+		fmt.Fprintf(m.Stdout, "%s: nothing to cancel, every route had finished\n", res.NotificationID)
+		return nil
+	}
+	fmt.Fprintf(m.Stdout, "%s: canceled %d route(s)\n", res.NotificationID, len(res.Canceled))
+	tw := newTable(m.Stdout)
+	fmt.Fprintln(tw, "ROUTE\tCHANNEL")
+	for _, r := range res.Canceled {
+		fmt.Fprintf(tw, "%s\t%s\n", r.RouteID, r.Channel)
+	}
+	return tw.Flush()
+}
