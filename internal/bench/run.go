@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // Run runs the workload against herald and, if cfg.Vs is "river", against
@@ -60,6 +62,9 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 			case *riverSubject:
 				s.cfg = &wc
 			}
+			if err := emptyBoth(ctx, db); err != nil {
+				return rep, err
+			}
 			if _, err := runPhase(ctx, db, &wc, sub, sk); err != nil {
 				return rep, fmt.Errorf("warm-up: %s: %w", sub.name(), err)
 			}
@@ -76,6 +81,9 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 			}
 			runID = strconv.FormatInt(time.Now().UnixNano(), 36)
 			sk := newSink(c.Latency, c.FailShare)
+			if err := emptyBoth(ctx, db); err != nil {
+				return rep, err
+			}
 			row, err := runPhase(ctx, db, &c, subjects[i](sk), sk)
 			if err != nil {
 				return rep, fmt.Errorf("%s: %w", row.Engine, err)
@@ -92,7 +100,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		rep.Notes = append(rep.Notes, "a discarded warm-up round (a fifth of the intents, each engine) ran first")
 	}
 	rep.Notes = append(rep.Notes,
-		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
+		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT and with both engines' tables emptied (TRUNCATE), so neither phase's autovacuum cleans up after the other; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
 		fmt.Sprintf("the bench channel takes %s per attempt and fails %.0f%% of attempts transiently; latency is accept (commit) to published, from the database's timestamps", c.Latency, 100*c.FailShare),
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
 	)
@@ -131,4 +139,18 @@ func medianRound(rounds [][]Row) int {
 	}
 	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(key(rounds[a]), key(rounds[b])) })
 	return idx[len(idx)/2]
+}
+
+// emptyBoth empties herald's and River's tables before a phase. Each
+// engine empties its own at start anyway; emptying the other's too drops
+// the dead tuples the previous phase left, which autovacuum would
+// otherwise clean up during this phase, at this engine's expense.
+func emptyBoth(ctx context.Context, db *Database) error {
+	if err := store.New().BenchReset(ctx, db.Pool); err != nil {
+		return fmt.Errorf("empty herald tables: %w", err)
+	}
+	if _, err := db.Pool.Exec(ctx, riverResetSQL); err != nil {
+		return fmt.Errorf("empty river_job: %w", err)
+	}
+	return nil
 }
