@@ -229,26 +229,10 @@ func (d *Deliverer) Close() error {
 // panics and never returns an outcome quoting a full address, the
 // credentials or the content.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if msg == nil {
-		return channel.BadContent(channel.Email, errors.New("no message"))
-	}
-	out := d.deliver(ctx, msg)
-	d.logger.DebugContext(ctx, "email attempt",
-		slog.String("notification_id", msg.NotificationID),
-		slog.String("route_id", msg.RouteID),
-		slog.String("channel", channel.Email),
-		slog.Int("attempt", msg.Attempt),
-		slog.String("address", channel.MaskAddress(msg.Address)),
-		slog.String("class", out.Class.String()),
-		slog.String("classification", out.Classification),
-	)
-	return out
+	return channel.Attempt(ctx, d.logger, channel.Email, msg, d.deliver)
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if strings.TrimSpace(msg.Address) == "" {
-		return channel.NoAddress(channel.Email)
-	}
 	to, err := mail.ParseAddress(msg.Address)
 	if err != nil || strings.ContainsAny(to.Address, "\r\n<>") {
 		return channel.Outcome{

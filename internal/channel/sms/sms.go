@@ -196,26 +196,10 @@ type content struct {
 // panics and never returns an outcome quoting the full number, the API key
 // or the body.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if msg == nil {
-		return channel.BadContent(channel.SMS, errors.New("no message"))
-	}
-	out := d.deliver(ctx, msg)
-	d.logger.DebugContext(ctx, "sms attempt",
-		slog.String("notification_id", msg.NotificationID),
-		slog.String("route_id", msg.RouteID),
-		slog.String("channel", channel.SMS),
-		slog.Int("attempt", msg.Attempt),
-		slog.String("address", channel.MaskAddress(msg.Address)),
-		slog.String("class", out.Class.String()),
-		slog.String("classification", out.Classification),
-	)
-	return out
+	return channel.Attempt(ctx, d.logger, channel.SMS, msg, d.deliver)
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if strings.TrimSpace(msg.Address) == "" {
-		return channel.NoAddress(channel.SMS)
-	}
 	if !IsE164(msg.Address) {
 		return channel.Outcome{
 			Class:          channel.Permanent,

@@ -238,26 +238,10 @@ type payload struct {
 // panics and never returns an outcome quoting the full URL, a secret or the
 // payload.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if msg == nil {
-		return channel.BadContent(channel.Webhook, errors.New("no message"))
-	}
-	out := d.deliver(ctx, msg)
-	d.logger.DebugContext(ctx, "webhook attempt",
-		slog.String("notification_id", msg.NotificationID),
-		slog.String("route_id", msg.RouteID),
-		slog.String("channel", channel.Webhook),
-		slog.Int("attempt", msg.Attempt),
-		slog.String("address", channel.MaskAddress(msg.Address)),
-		slog.String("class", out.Class.String()),
-		slog.String("classification", out.Classification),
-	)
-	return out
+	return channel.Attempt(ctx, d.logger, channel.Webhook, msg, d.deliver)
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if strings.TrimSpace(msg.Address) == "" {
-		return channel.NoAddress(channel.Webhook)
-	}
 	target, err := url.Parse(strings.TrimSpace(msg.Address))
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 		return channel.Outcome{
