@@ -94,9 +94,18 @@ func (m *Main) logger(g *globalFlags) *slog.Logger {
 // pool connects to the configured database. An empty URL lets pgx read the
 // libpq PG* variables.
 func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) {
+	return m.connect(ctx, g, nil)
+}
+
+// connect is pool with tune, if not nil, applied to the parsed
+// configuration before connecting.
+func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %s", redactErr(err))
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

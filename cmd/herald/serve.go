@@ -172,26 +172,12 @@ func warnUnservedChannels(ctx context.Context, pool *pgxpool.Pool, configured []
 // servePool connects like m.pool, with the pool sized for serve unless the
 // URL sets pool_max_conns itself, and the engine's planner settings.
 func (m *Main) servePool(ctx context.Context, g *globalFlags, conns int32) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("database url: %s", redactErr(err))
-	}
-	if !strings.Contains(g.DatabaseURL, "pool_max_conns") {
-		cfg.MaxConns = conns
-	}
-	engineSettings(cfg)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), err)
-	}
-	m.onClose(pool.Close)
-	return pool, nil
+	return m.connect(ctx, g, func(cfg *pgxpool.Config) {
+		if !strings.Contains(g.DatabaseURL, "pool_max_conns") {
+			cfg.MaxConns = conns
+		}
+		engineSettings(cfg)
+	})
 }
 
 // engineSettings sets the run-time settings of the engine's connections,
