@@ -26,12 +26,9 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required)")
 	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
-	pos, err := m.parseArgs(fs, &g, args)
+	id, err := m.parseOneArg(fs, &g, args, "cancel", "NOTIFICATION_ID")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{errors.New("cancel takes one NOTIFICATION_ID")}
 	}
 	if *reason == "" {
 		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
@@ -47,9 +44,9 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.Cancel(ctx, pos[0], &herald.CancelOpts{Actor: *actor, Reason: *reason})
+	res, err := client.Cancel(ctx, id, &herald.CancelOpts{Actor: *actor, Reason: *reason})
 	if errors.Is(err, herald.ErrNotFound) {
-		return fmt.Errorf("cancel %s: no such notification", pos[0])
+		return fmt.Errorf("cancel %s: no such notification", id)
 	}
 	if err != nil {
 		return err

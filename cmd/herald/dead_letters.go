@@ -87,6 +87,19 @@ func (m *Main) parseArgs(fs *flag.FlagSet, g *globalFlags, args []string) ([]str
 	}
 }
 
+// parseOneArg is parseArgs for a command that takes exactly one positional
+// argument; the usage error says "<what> takes one <arg>".
+func (m *Main) parseOneArg(fs *flag.FlagSet, g *globalFlags, args []string, what, arg string) (string, error) {
+	pos, err := m.parseArgs(fs, g, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usageError{fmt.Errorf("%s takes one %s", what, arg)}
+	}
+	return pos[0], nil
+}
+
 // operatorFor connects and returns an Operator logging to the command's
 // logger.
 func (m *Main) operatorFor(ctx context.Context, g *globalFlags, batchSize int) (*operator.Operator, error) {
@@ -181,14 +194,11 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("dead-letters show", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	pos, err := m.parseArgs(fs, &g, args)
+	id, err := m.parseOneArg(fs, &g, args, "show", "NOTIFICATION_ID or NOTIFICATION_ID/ROUTE_ID")
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError{errors.New("show takes one NOTIFICATION_ID or NOTIFICATION_ID/ROUTE_ID")}
-	}
-	ref, err := operator.ParseRouteRef(pos[0])
+	ref, err := operator.ParseRouteRef(id)
 	if err != nil {
 		return usageError{err}
 	}
@@ -319,18 +329,15 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("dead-letters progress", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	pos, err := m.parseArgs(fs, &g, args)
+	id, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{errors.New("progress takes one REPLAY_ID")}
 	}
 	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	p, err := op.Progress(ctx, pos[0])
+	p, err := op.Progress(ctx, id)
 	if err != nil {
 		return err
 	}

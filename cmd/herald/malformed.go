@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -83,18 +82,15 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("malformed show", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	pos, err := m.parseArgs(fs, &g, args)
+	id, err := m.parseOneArg(fs, &g, args, "show", "ID (as listed: intake:N)")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{errors.New("show takes one ID (as listed: intake:N)")}
 	}
 	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	e, err := op.MalformedIntent(ctx, pos[0])
+	e, err := op.MalformedIntent(ctx, id)
 	if err != nil {
 		return err
 	}

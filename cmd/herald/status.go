@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -19,18 +18,15 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("status", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	pos, err := m.parseArgs(fs, &g, args)
+	id, err := m.parseOneArg(fs, &g, args, "status", "NOTIFICATION_ID")
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usageError{errors.New("status takes one NOTIFICATION_ID")}
 	}
 	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	st, err := op.Status(ctx, pos[0])
+	st, err := op.Status(ctx, id)
 	if err != nil {
 		return err
 	}
