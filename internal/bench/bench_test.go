@@ -147,7 +147,7 @@ func TestRiverPhaseCountsEveryJobAndItsCost(t *testing.T) {
 	c := b.cfg.withDefaults()
 	require.NoError(t, c.validate())
 	sk := newSink(0, 0)
-	w := &workload{runID: "rivertest", routes: 1, content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	w := newWorkload(&c, "rivertest", 1)
 	row, err := runPhase(context.Background(), b.db, &c, newRiverSubject(&c, b.db, sk, w), sk)
 	require.NoError(t, err)
 	require.Equal(t, int64(2_000), row.Published)

@@ -32,9 +32,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	rc.SharedBuffers = db.SharedBuffers
 
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	newWork := func() *workload {
-		return &workload{runID: runID, producer: benchProducer + "-" + runID, routes: c.RoutesPerIntent, content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
-	}
+	newWork := func() *workload { return newWorkload(&c, runID, c.RoutesPerIntent) }
 	subjects := []func(*sink) subject{
 		func(sk *sink) subject {
 			h := newHeraldSubject(&c, db, sk, newWork())

@@ -104,7 +104,7 @@ func preload(ctx context.Context, db *Database, c *Config, n int, dueAt time.Tim
 	if err := q.BenchReset(ctx, db.Pool); err != nil {
 		return 0, fmt.Errorf("reset tables: %w", err)
 	}
-	w := &workload{runID: "preload", routes: 1, content: payload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	w := &workload{runID: "preload", routes: 1, content: payload(c.PayloadBytes), dest: benchHookURL}
 	v, err := intake.Validate(new(w.intent(benchProducer, 0)), intake.Limits{}.WithDefaults(), time.Now())
 	if err != nil {
 		return 0, fmt.Errorf("validate preload intent: %w", err)
@@ -178,8 +178,7 @@ func scalePickup(ctx context.Context, db *Database, c *Config, n int) (p50, p95 
 	}
 	sk := newSink(c.Latency, c.FailShare)
 	id := fmt.Sprintf("scale%d", time.Now().UnixNano())
-	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: 1,
-		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	w := newWorkload(c, id, 1)
 	h := newHeraldSubject(c, db, sk, w)
 	if err := h.start(ctx); err != nil {
 		return 0, 0, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"time"
 )
 
@@ -39,8 +38,7 @@ func RunSoak(ctx context.Context, db *Database, cfg *Config, d time.Duration) (*
 	}
 	sk := newSink(c.Latency, c.FailShare)
 	id := fmt.Sprintf("soak%d", time.Now().UnixNano())
-	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: c.RoutesPerIntent,
-		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	w := newWorkload(&c, id, c.RoutesPerIntent)
 	h := newHeraldSubject(&c, db, sk, w)
 	ResetPeakRSS()
 	if err := h.start(ctx); err != nil {
@@ -49,27 +47,7 @@ func RunSoak(ctx context.Context, db *Database, cfg *Config, d time.Duration) (*
 	defer h.stop()
 	pctx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
-	var submitted atomic.Int64
-	prodErr := make(chan error, 1)
-	go func() {
-		for i := 0; pctx.Err() == nil; {
-			if submitted.Load()-sk.delivered.Load() > xminBacklog {
-				if sleep(pctx, 5*time.Millisecond) != nil {
-					break
-				}
-				continue
-			}
-			if err := h.submit(pctx, i, i+c.Batch); err != nil {
-				if pctx.Err() == nil {
-					prodErr <- err
-				}
-				return
-			}
-			i += c.Batch
-			submitted.Add(int64(c.Batch * c.RoutesPerIntent))
-		}
-		prodErr <- nil
-	}()
+	prodErr := steadyProducer(pctx, h, sk, &c)
 	rep := &SoakReport{Duration: d.String()}
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Second)

@@ -42,6 +42,17 @@ type workload struct {
 	dest string
 }
 
+// benchHookURL is the bench's webhook destination prefix: the in-process
+// engine never dials it, and serve processes get the sink's URL instead.
+const benchHookURL = "https://bench.example.com/hook"
+
+// newWorkload returns the workload of run id: routes webhook routes per
+// intent, content of c's payload size, a producer of its own.
+func newWorkload(c *Config, id string, routes int) *workload {
+	return &workload{runID: id, producer: benchProducer + "-" + id, routes: routes,
+		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: benchHookURL}
+}
+
 // intent returns intent number i of producer.
 func (w *workload) intent(producer string, i int) intake.Intent {
 	hooks := make([]string, w.routes)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -67,8 +66,7 @@ func RunXmin(ctx context.Context, db *Database, cfg *Config, hold time.Duration)
 	rep := &XminReport{Hold: hold.String()}
 	sk := newSink(c.Latency, c.FailShare)
 	id := fmt.Sprintf("xmin%d", time.Now().UnixNano())
-	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: c.RoutesPerIntent,
-		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: "https://bench.example.com/hook"}
+	w := newWorkload(&c, id, c.RoutesPerIntent)
 	h := newHeraldSubject(&c, db, sk, w)
 	if err := h.start(ctx); err != nil {
 		return nil, err
@@ -78,27 +76,7 @@ func RunXmin(ctx context.Context, db *Database, cfg *Config, hold time.Duration)
 	// Producers keep about xminBacklog routes ahead of the deliveries.
 	pctx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
-	var submitted atomic.Int64
-	prodErr := make(chan error, 1)
-	go func() {
-		for i := 0; pctx.Err() == nil; {
-			if submitted.Load()-sk.delivered.Load() > xminBacklog {
-				if sleep(pctx, 5*time.Millisecond) != nil {
-					break
-				}
-				continue
-			}
-			if err := h.submit(pctx, i, i+c.Batch); err != nil {
-				if pctx.Err() == nil {
-					prodErr <- err
-				}
-				return
-			}
-			i += c.Batch
-			submitted.Add(int64(c.Batch * c.RoutesPerIntent))
-		}
-		prodErr <- nil
-	}()
+	prodErr := steadyProducer(pctx, h, sk, &c)
 
 	q := store.New()
 	var holder pgx.Tx
@@ -202,4 +180,32 @@ func WriteXmin(w io.Writer, r *XminReport) error {
 		fmt.Fprintln(w, "note:", n)
 	}
 	return nil
+}
+
+// steadyProducer submits batches to h until ctx ends, keeping about
+// xminBacklog routes ahead of what the sink has seen delivered. The channel
+// gets nil when ctx ends, or the first submit error.
+func steadyProducer(ctx context.Context, h *heraldSubject, sk *sink, c *Config) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var submitted int64
+		for i := 0; ctx.Err() == nil; {
+			if submitted-sk.delivered.Load() > xminBacklog {
+				if sleep(ctx, 5*time.Millisecond) != nil {
+					break
+				}
+				continue
+			}
+			if err := h.submit(ctx, i, i+c.Batch); err != nil {
+				if ctx.Err() == nil {
+					done <- err
+				}
+				return
+			}
+			i += c.Batch
+			submitted += int64(c.Batch * c.RoutesPerIntent)
+		}
+		done <- nil
+	}()
+	return done
 }
