@@ -23,8 +23,6 @@ type heraldSubject struct {
 	engine   Engine
 	stopSink func()
 	q        *store.Queries
-	// reset empties herald's tables at start.
-	reset bool
 }
 
 func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
@@ -53,12 +51,6 @@ func (h *heraldSubject) settings() string {
 }
 
 func (h *heraldSubject) start(ctx context.Context) error {
-	if h.reset {
-		// Like River's phase, start from empty tables.
-		if err := h.q.BenchReset(ctx, h.db.Pool); err != nil {
-			return fmt.Errorf("empty herald tables: %w", err)
-		}
-	}
 	pcfg, err := pgxpool.ParseConfig(h.db.URL)
 	if err != nil {
 		return fmt.Errorf("parse database url: %w", err)
