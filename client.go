@@ -10,7 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -347,10 +349,13 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 
 // Cancel moves every route of notification id that is not yet terminal
 // (pending, claimed or failed) to canceled, and writes an audit_log row
-// (action "cancel") in the same transaction. A route a dispatcher is
+// (action "cancel") in the same statement. A route a dispatcher is
 // delivering right now is canceled too, though that delivery may still
 // reach the recipient. It returns what it canceled (nothing if every route
-// was terminal already), or ErrNotFound if there is no such notification.
+// was terminal already), or ErrNotFound if there is no such notification or
+// it is another producer's (a producer's login may cancel only its own; an
+// operator's or the engine's, any). The audit row records opts.Actor (or
+// Config.Actor) and, whatever the actor says, the database login.
 // opts may be nil.
 func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*CancelResult, error) {
 	if opts == nil {
@@ -361,49 +366,44 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*Canc
 		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
 	}
 	res := &CancelResult{NotificationID: id, Canceled: []CanceledRoute{}}
-	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
-		q := store.New()
-		if _, err := q.RecordGet(ctx, tx, id); err != nil {
-			return fmt.Errorf("get notification: %w", notFound(err))
-		}
-		rows, err := q.RouteCancelByNotification(ctx, tx, store.RouteCancelByNotificationParams{Now: sqlNow, NotificationID: id})
-		if err != nil {
-			return fmt.Errorf("cancel routes: %w", err)
-		}
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			res.Canceled = append(res.Canceled, CanceledRoute{RouteID: r.RouteID, Channel: r.Channel})
-			ids[i] = r.RouteID
-		}
-		details, err := json.Marshal(map[string]any{"route_ids": ids})
-		if err != nil {
-			return fmt.Errorf("marshal audit details: %w", err)
-		}
-		err = q.RecordAuditInsert(ctx, tx, store.RecordAuditInsertParams{
-			Now:            sqlNow,
-			Actor:          cmp.Or(opts.Actor, c.actor),
-			Action:         "cancel",
-			Reason:         opts.Reason,
-			NotificationID: id,
-			Affected:       int32(len(rows)),
-			Details:        details,
-		})
-		if err != nil {
-			return fmt.Errorf("write audit row: %w", err)
-		}
-		return nil
+	rows, err := store.New().RouteCancelByNotification(ctx, c.pool, store.RouteCancelByNotificationParams{
+		NotificationID: id,
+		Actor:          cmp.Or(opts.Actor, c.actor),
+		Reason:         opts.Reason,
+		Now:            sqlNow,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cancel notification: %w", err)
+		return nil, fmt.Errorf("cancel notification: %w", notFound(err))
+	}
+	for _, r := range rows {
+		res.Canceled = append(res.Canceled, CanceledRoute{RouteID: r.RouteID, Channel: r.Channel})
 	}
 	c.logger.DebugContext(ctx, "notification canceled", slog.String("notification_id", id), slog.Int("routes", len(res.Canceled)))
 	return res, nil
 }
 
-// UpsertRecipient creates or replaces r's entry in the recipient directory.
-// Addresses are validated with the intent's rules and stored normalized; it
-// returns a *ValidationError naming the field otherwise.
+// UpsertRecipient creates or replaces r's entry in the connecting producer's
+// own recipient directory: the entries routes of this producer's
+// notifications resolve through first. The entry belongs to the database
+// login the client is connected as; no other producer can read or change
+// it. Addresses are validated with the intent's rules and stored
+// normalized; it returns a *ValidationError naming the field otherwise.
 func (c *Client) UpsertRecipient(ctx context.Context, r Recipient) error {
+	return c.upsertRecipient(ctx, r, nil)
+}
+
+// UpsertSharedRecipient creates or replaces r's entry in the shared
+// directory, which routes of every producer fall back to when their
+// producer has no entry of its own for the user. Only a login granted
+// herald_directory (a service that owns user data) or the engine's own login
+// may write it; any other gets an error matching ErrForbidden. Validation is
+// UpsertRecipient's.
+func (c *Client) UpsertSharedRecipient(ctx context.Context, r Recipient) error {
+	shared := ""
+	return c.upsertRecipient(ctx, r, &shared)
+}
+
+func (c *Client) upsertRecipient(ctx context.Context, r Recipient, owner *string) error {
 	v, err := intake.ValidateRecipient(intake.Recipient(r))
 	if err != nil {
 		return publicError(err)
@@ -413,6 +413,7 @@ func (c *Client) UpsertRecipient(ctx context.Context, r Recipient) error {
 		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
 	}
 	err = store.New().RecipientUpsert(ctx, c.pool, store.RecipientUpsertParams{
+		Owner:      owner,
 		UserID:     v.UserID,
 		Email:      v.Email,
 		Phone:      v.Phone,
@@ -422,15 +423,51 @@ func (c *Client) UpsertRecipient(ctx context.Context, r Recipient) error {
 		Now:        sqlNow,
 	})
 	if err != nil {
-		return fmt.Errorf("upsert recipient: %w", err)
+		return fmt.Errorf("upsert recipient: %w", forbidden(err))
 	}
 	return nil
 }
 
-// notFound maps pgx.ErrNoRows to ErrNotFound: the one place that does.
+// DeleteRecipient removes the connecting producer's own entry for userID
+// and reports whether there was one.
+func (c *Client) DeleteRecipient(ctx context.Context, userID string) (bool, error) {
+	return c.deleteRecipient(ctx, userID, false)
+}
+
+// DeleteSharedRecipient removes the shared directory's entry for userID and
+// reports whether there was one. As for UpsertSharedRecipient, the login
+// must be granted herald_directory (or be the engine's); otherwise the
+// error matches ErrForbidden.
+func (c *Client) DeleteSharedRecipient(ctx context.Context, userID string) (bool, error) {
+	return c.deleteRecipient(ctx, userID, true)
+}
+
+func (c *Client) deleteRecipient(ctx context.Context, userID string, shared bool) (bool, error) {
+	deleted, err := store.New().RecipientDelete(ctx, c.pool, store.RecipientDeleteParams{UserID: userID, Shared: shared})
+	if err != nil {
+		return false, fmt.Errorf("delete recipient: %w", forbidden(err))
+	}
+	return deleted, nil
+}
+
+// notFound maps pgx.ErrNoRows, and the no_data_found that herald's
+// functions raise for an id the caller may not see, to ErrNotFound: the
+// one place that does.
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == pgerrcode.NoDataFound {
 		return ErrNotFound
+	}
+	return err
+}
+
+// forbidden wraps a Postgres insufficient_privilege error (a missing grant,
+// or a row-level security policy refusing the row) so that it matches
+// ErrForbidden: the one place that maps it.
+func forbidden(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege {
+		return &ForbiddenError{err: pgErr}
 	}
 	return err
 }

@@ -17,7 +17,30 @@ var (
 	// intent's (producer, idempotency key) was accepted before with a
 	// different request: nothing new is stored.
 	ErrIdempotencyConflict = errors.New("herald: idempotency key already used for a different request")
+
+	// ErrForbidden is matched (with errors.Is) by the *ForbiddenError that
+	// the client returns when the database refused the client's login: an
+	// intent in another producer's name (in SubmitResult.Err, for that
+	// intent alone), or a directory entry the login may not write.
+	ErrForbidden = errors.New("herald: forbidden for this database login")
 )
+
+// ForbiddenError reports that the database refused the client's login the
+// operation (SQLSTATE 42501: a missing grant, or a row-level security
+// policy). errors.Is(err, ErrForbidden) is true for it; Unwrap returns the
+// database's error.
+type ForbiddenError struct {
+	err error
+}
+
+// Error says what the database refused.
+func (e *ForbiddenError) Error() string { return "herald: forbidden for this database login: " + e.err.Error() }
+
+// Is reports whether target is ErrForbidden.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// Unwrap returns the database's error.
+func (e *ForbiddenError) Unwrap() error { return e.err }
 
 // ConflictError reports an idempotency conflict: the intent's (Producer,
 // IdempotencyKey) is held by notification ExistingID, whose request

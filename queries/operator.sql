@@ -125,35 +125,40 @@ moved AS (
     RETURNING r.notification_id, r.route_id, r.channel
 ),
 audited AS (
-    INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-    SELECT
-        coalesce(sqlc.narg('now')::timestamptz, now()),
+    -- The audit row, through herald.audit_append (no role may insert into
+    -- audit_log directly; the row is stamped with this login), for a batch
+    -- that moved something. A SELECT CTE runs only if referenced: the final
+    -- SELECT joins it.
+    SELECT a.id
+    FROM (
+        SELECT count(*)::integer AS affected,
+            jsonb_agg(jsonb_build_object(
+                'notification_id', moved.notification_id,
+                'route_id', moved.route_id,
+                'channel', moved.channel)) AS routes
+        FROM moved
+        HAVING count(*) > 0
+    ) AS m
+    CROSS JOIN LATERAL herald.audit_append(
         @actor::text,
         'dead_letter_replay',
         @reason::text,
         @filter::jsonb,
-        count(*),
-        @details::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', jsonb_agg(jsonb_build_object(
-            'notification_id', moved.notification_id,
-            'route_id', moved.route_id,
-            'channel', moved.channel)))
-    FROM moved
-    HAVING count(*) > 0
-    RETURNING id
+        m.affected,
+        @details::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', m.routes),
+        sqlc.narg('now')::timestamptz) AS a
 )
 SELECT moved.notification_id, moved.route_id, moved.channel
-FROM moved;
+FROM moved LEFT JOIN audited ON true;
 
 -- name: AuditInsert :one
--- Writes one audit row: for a replay that moved nothing, or one queued as a
--- River job.
-INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-VALUES (
-    coalesce(sqlc.narg('now')::timestamptz, now()),
+-- Writes one audit row (schema function herald.audit_append): for a replay
+-- that moved nothing, or one queued as a River job.
+SELECT a.id::bigint AS id, a.logged_at::timestamptz AS at
+FROM herald.audit_append(
     @actor::text, @action::text, @reason::text, @filter::jsonb, @affected::integer,
-    @details::jsonb || jsonb_build_object('db_user', session_user::text)
-)
-RETURNING id, at;
+    @details::jsonb || jsonb_build_object('db_user', session_user::text),
+    sqlc.narg('now')::timestamptz) AS a;
 
 -- name: ReplayJobEnqueue :one
 -- Queues a bulk replay as a River job (schema function

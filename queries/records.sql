@@ -113,13 +113,3 @@ JOIN (
 SELECT *
 FROM herald.records
 WHERE notification_id = @notification_id;
-
--- name: RecordAuditInsert :exec
--- Writes the audit row of an operation on one record (the client's cancel).
-INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-VALUES (
-    coalesce(sqlc.narg('now')::timestamptz, now()),
-    @actor, @action, @reason,
-    jsonb_build_object('notification_id', @notification_id::text),
-    @affected, @details::jsonb
-);

@@ -10,18 +10,16 @@ WHERE notification_id = @notification_id
 ORDER BY route_id;
 
 -- name: RouteCancelByNotification :many
--- Cancels the routes of one notification that are not terminal yet. A route
--- claimed by a dispatcher right now is canceled too: its completion is fenced
--- on status 'claimed' and finds nothing to update, though the delivery in
--- flight may still reach the recipient.
-UPDATE herald.routes
-SET status = 'canceled',
-    next_attempt_at = NULL,
-    canceled_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE notification_id = @notification_id
-    AND status IN ('pending', 'claimed', 'failed')
-RETURNING route_id, channel, status;
+-- Cancels the routes of one notification that are not terminal yet and
+-- writes the cancel's audit row, in one statement (schema function
+-- herald.notification_cancel, which producers may call for their own
+-- notifications only: they hold no UPDATE on routes). A route claimed by a
+-- dispatcher right now is canceled too: its completion is fenced on status
+-- 'claimed' and finds nothing to update, though the delivery in flight may
+-- still reach the recipient. An id the caller may not cancel fails like an
+-- unknown one, with no_data_found (P0002).
+SELECT c.route_id::text AS route_id, c.channel::text AS channel
+FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::text, sqlc.narg('now')::timestamptz) AS c;
 
 -- ---------------------------------------------------------------------------
 -- Dispatcher (internal/dispatch): claim, complete, release, next due.
@@ -113,7 +111,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
     r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
-    r.max_attempts,
+    r.max_attempts, rec.producer,
     r.priority, r.sms_encoding, r.sms_segments,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at;

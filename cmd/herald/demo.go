@@ -414,7 +414,9 @@ func (w *demoWorkload) orderShipped(i int) *herald.Intent {
 // submit sends the workload through both doors.
 func (w *demoWorkload) submit(ctx context.Context, client *herald.Client, pool *pgxpool.Pool, sum *demoSummary) error {
 	for i := 1; i <= w.users; i++ {
-		if err := client.UpsertRecipient(ctx, w.recipient(i)); err != nil {
+		// The demo runs as the engine's login: its users go in the shared
+		// directory, which every producer's routes fall back to.
+		if err := client.UpsertSharedRecipient(ctx, w.recipient(i)); err != nil {
 			return fmt.Errorf("upsert demo recipient: %w", err)
 		}
 	}

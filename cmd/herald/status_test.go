@@ -16,7 +16,7 @@ func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	b := opSetup(t)
 	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
 	dead := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Dead: true})
-	_, err := store.New().RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID})
+	_, err := store.New().RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "test"})
 	require.NoError(t, err)
 
 	var st operator.Status

@@ -228,20 +228,24 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 // channel's content, and the address from the recipient directory for
 // "user:<id>" routes (one lookup for the whole batch).
 func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDueRow) ([]job, error) {
-	var ids []string
+	// A user id is looked up in its notification's producer's directory,
+	// then in the shared one: user "42" of one producer is not another's.
+	var lookup store.RecipientGetManyParams
 	for _, r := range claimed {
 		if id, ok := strings.CutPrefix(r.RecipientRef, userRefPrefix); ok {
-			ids = append(ids, id)
+			lookup.Producers = append(lookup.Producers, r.Producer)
+			lookup.UserIds = append(lookup.UserIds, id)
 		}
 	}
-	users := map[string]store.RecipientGetManyRow{}
-	if len(ids) > 0 {
-		rows, err := l.d.q.RecipientGetMany(ctx, l.d.pool, ids)
+	type userKey struct{ producer, id string }
+	users := map[userKey]store.RecipientGetManyRow{}
+	if len(lookup.UserIds) > 0 {
+		rows, err := l.d.q.RecipientGetMany(ctx, l.d.pool, lookup)
 		if err != nil {
 			return nil, fmt.Errorf("look up recipients: %w", err)
 		}
 		for _, u := range rows {
-			users[u.UserID] = u
+			users[userKey{u.Producer, u.UserID}] = u
 		}
 	}
 	jobs := make([]job, len(claimed))
@@ -265,7 +269,7 @@ func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDue
 		}
 		address := r.RecipientRef
 		if id, ok := strings.CutPrefix(r.RecipientRef, userRefPrefix); ok {
-			u, found := users[id]
+			u, found := users[userKey{r.Producer, id}]
 			if !found {
 				j.outcome = l.settle(j, "skipped", ClassUnknownRecipient, "user is not in the recipient directory", "")
 				continue

@@ -325,7 +325,7 @@ func TestCanceledRouteIsNeverAttempted(t *testing.T) {
 	b := setup(t)
 	s := newSink(t, http.StatusOK)
 	ks := b.insert(t, routeSpec{channel: channel.Webhook, ref: s.URL}, routeSpec{channel: channel.Webhook, ref: s.URL + "/other"})
-	_, err := b.q.RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: ks[0].notificationID})
+	_, err := b.q.RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: ks[0].notificationID, Actor: "test"})
 	require.NoError(t, err)
 	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.Webhook: {Deliverer: webhookDeliverer(t)}}})
 
@@ -359,6 +359,7 @@ func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testin
 		{UserID: "43", Email: "max@example.com", OptedOut: []string{channel.Email}},
 		{UserID: "44", Phone: "+33612345678", OptedOut: []string{}},
 	} {
+		u.Owner = new(string) // the shared directory: every producer's routes resolve through it
 		require.NoError(t, b.q.RecipientUpsert(ctx, b.pool, u))
 	}
 	var mu sync.Mutex

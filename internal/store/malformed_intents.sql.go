@@ -12,7 +12,7 @@ import (
 )
 
 const malformedIntentGet = `-- name: MalformedIntentGet :one
-SELECT stream_entry_id, notification_type, producer, idempotency_key, failure_code, failure_message, raw_fields, recorded_at
+SELECT stream_entry_id, notification_type, producer, idempotency_key, failure_code, failure_message, raw_fields, recorded_at, submitted_by
 FROM herald.malformed_intents
 WHERE stream_entry_id = $1
 `
@@ -30,6 +30,7 @@ func (q *Queries) MalformedIntentGet(ctx context.Context, db DBTX, streamEntryID
 		&i.FailureMessage,
 		&i.RawFields,
 		&i.RecordedAt,
+		&i.SubmittedBy,
 	)
 	return i, err
 }

@@ -17,6 +17,7 @@ type HeraldAuditLog struct {
 	Filter   []byte
 	Affected int32
 	Details  []byte
+	Login    string
 }
 
 type HeraldBacklogView struct {
@@ -60,9 +61,10 @@ type HeraldDeadLetterView struct {
 }
 
 type HeraldIntake struct {
-	ID         int64
-	Body       string
-	ReceivedAt pgtype.Timestamptz
+	ID          int64
+	Body        string
+	ReceivedAt  pgtype.Timestamptz
+	SubmittedBy string
 }
 
 type HeraldMalformedIntent struct {
@@ -74,6 +76,7 @@ type HeraldMalformedIntent struct {
 	FailureMessage   string
 	RawFields        []byte
 	RecordedAt       pgtype.Timestamptz
+	SubmittedBy      string
 }
 
 type HeraldMalformedView struct {
@@ -95,6 +98,7 @@ type HeraldRecipient struct {
 	Locale     string
 	OptedOut   []string
 	UpdatedAt  pgtype.Timestamptz
+	Owner      string
 }
 
 type HeraldRecord struct {

@@ -12,23 +12,21 @@ import (
 )
 
 const auditInsert = `-- name: AuditInsert :one
-INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-VALUES (
-    coalesce($1::timestamptz, now()),
-    $2::text, $3::text, $4::text, $5::jsonb, $6::integer,
-    $7::jsonb || jsonb_build_object('db_user', session_user::text)
-)
-RETURNING id, at
+SELECT a.id::bigint AS id, a.logged_at::timestamptz AS at
+FROM herald.audit_append(
+    $1::text, $2::text, $3::text, $4::jsonb, $5::integer,
+    $6::jsonb || jsonb_build_object('db_user', session_user::text),
+    $7::timestamptz) AS a
 `
 
 type AuditInsertParams struct {
-	Now      pgtype.Timestamptz
 	Actor    string
 	Action   string
 	Reason   string
 	Filter   []byte
 	Affected int32
 	Details  []byte
+	Now      pgtype.Timestamptz
 }
 
 type AuditInsertRow struct {
@@ -36,17 +34,17 @@ type AuditInsertRow struct {
 	At pgtype.Timestamptz
 }
 
-// Writes one audit row: for a replay that moved nothing, or one queued as a
-// River job.
+// Writes one audit row (schema function herald.audit_append): for a replay
+// that moved nothing, or one queued as a River job.
 func (q *Queries) AuditInsert(ctx context.Context, db DBTX, arg AuditInsertParams) (AuditInsertRow, error) {
 	row := db.QueryRow(ctx, auditInsert,
-		arg.Now,
 		arg.Actor,
 		arg.Action,
 		arg.Reason,
 		arg.Filter,
 		arg.Affected,
 		arg.Details,
+		arg.Now,
 	)
 	var i AuditInsertRow
 	err := row.Scan(&i.ID, &i.At)
@@ -379,24 +377,31 @@ moved AS (
     RETURNING r.notification_id, r.route_id, r.channel
 ),
 audited AS (
-    INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-    SELECT
-        coalesce($10::timestamptz, now()),
+    -- The audit row, through herald.audit_append (no role may insert into
+    -- audit_log directly; the row is stamped with this login), for a batch
+    -- that moved something. A SELECT CTE runs only if referenced: the final
+    -- SELECT joins it.
+    SELECT a.id
+    FROM (
+        SELECT count(*)::integer AS affected,
+            jsonb_agg(jsonb_build_object(
+                'notification_id', moved.notification_id,
+                'route_id', moved.route_id,
+                'channel', moved.channel)) AS routes
+        FROM moved
+        HAVING count(*) > 0
+    ) AS m
+    CROSS JOIN LATERAL herald.audit_append(
         $11::text,
         'dead_letter_replay',
         $12::text,
         $13::jsonb,
-        count(*),
-        $14::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', jsonb_agg(jsonb_build_object(
-            'notification_id', moved.notification_id,
-            'route_id', moved.route_id,
-            'channel', moved.channel)))
-    FROM moved
-    HAVING count(*) > 0
-    RETURNING id
+        m.affected,
+        $14::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', m.routes),
+        $10::timestamptz) AS a
 )
 SELECT moved.notification_id, moved.route_id, moved.channel
-FROM moved
+FROM moved LEFT JOIN audited ON true
 `
 
 type DeadLetterReplayParams struct {

@@ -11,36 +11,42 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const recipientGet = `-- name: RecipientGet :one
-SELECT user_id, email, phone, webhook_url, locale, opted_out, updated_at
-FROM herald.recipients
-WHERE user_id = $1
+const recipientDelete = `-- name: RecipientDelete :one
+SELECT herald.recipient_delete($1::text, $2::boolean)::boolean AS deleted
 `
 
-// One user's directory entry.
-func (q *Queries) RecipientGet(ctx context.Context, db DBTX, userID string) (HeraldRecipient, error) {
-	row := db.QueryRow(ctx, recipientGet, userID)
-	var i HeraldRecipient
-	err := row.Scan(
-		&i.UserID,
-		&i.Email,
-		&i.Phone,
-		&i.WebhookUrl,
-		&i.Locale,
-		&i.OptedOut,
-		&i.UpdatedAt,
-	)
-	return i, err
+type RecipientDeleteParams struct {
+	UserID string
+	Shared bool
+}
+
+// Deletes one of the caller's entries, or of the shared directory's
+// (schema function herald.recipient_delete), and says whether there was one.
+func (q *Queries) RecipientDelete(ctx context.Context, db DBTX, arg RecipientDeleteParams) (bool, error) {
+	row := db.QueryRow(ctx, recipientDelete, arg.UserID, arg.Shared)
+	var deleted bool
+	err := row.Scan(&deleted)
+	return deleted, err
 }
 
 const recipientGetMany = `-- name: RecipientGetMany :many
 
-SELECT user_id, email, phone, webhook_url, locale, opted_out
-FROM herald.recipients
-WHERE user_id = ANY($1::text[])
+SELECT DISTINCT ON (k.producer, k.user_id)
+    k.producer::text AS producer, r.user_id, r.email, r.phone, r.webhook_url, r.locale, r.opted_out
+FROM (
+    SELECT unnest($1::text[]) AS producer, unnest($2::text[]) AS user_id
+) AS k
+JOIN herald.recipients r ON r.user_id = k.user_id AND r.owner IN (k.producer, '')
+ORDER BY k.producer, k.user_id, r.owner DESC
 `
 
+type RecipientGetManyParams struct {
+	Producers []string
+	UserIds   []string
+}
+
 type RecipientGetManyRow struct {
+	Producer   string
 	UserID     string
 	Email      string
 	Phone      string
@@ -52,10 +58,14 @@ type RecipientGetManyRow struct {
 // ---------------------------------------------------------------------------
 // Dispatcher section (internal/dispatch): delivery-time resolution.
 // ---------------------------------------------------------------------------
-// The directory entries of a claimed batch's users, in one primary-key
-// lookup per id. Ids without an entry are simply absent from the result.
-func (q *Queries) RecipientGetMany(ctx context.Context, db DBTX, userIds []string) ([]RecipientGetManyRow, error) {
-	rows, err := db.Query(ctx, recipientGetMany, userIds)
+// The directory entries of a claimed batch's (producer, user id) pairs: the
+// producer's own entry for the user if it has one, else the shared
+// directory's. Each pair is at most two primary-key probes, (producer, id)
+// and (”, id); DISTINCT ON keeps the own entry, which sorts first because
+// ” sorts before every producer name. Pairs without an entry are simply
+// absent from the result.
+func (q *Queries) RecipientGetMany(ctx context.Context, db DBTX, arg RecipientGetManyParams) ([]RecipientGetManyRow, error) {
+	rows, err := db.Query(ctx, recipientGetMany, arg.Producers, arg.UserIds)
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +74,7 @@ func (q *Queries) RecipientGetMany(ctx context.Context, db DBTX, userIds []strin
 	for rows.Next() {
 		var i RecipientGetManyRow
 		if err := rows.Scan(
+			&i.Producer,
 			&i.UserID,
 			&i.Email,
 			&i.Phone,
@@ -82,12 +93,12 @@ func (q *Queries) RecipientGetMany(ctx context.Context, db DBTX, userIds []strin
 }
 
 const recipientUpsert = `-- name: RecipientUpsert :exec
-INSERT INTO herald.recipients (user_id, email, phone, webhook_url, locale, opted_out, updated_at)
+INSERT INTO herald.recipients (owner, user_id, email, phone, webhook_url, locale, opted_out, updated_at)
 VALUES (
-    $1, $2, $3, $4, $5, $6::text[],
-    coalesce($7::timestamptz, now())
+    coalesce($1::text, session_user), $2, $3, $4, $5, $6,
+    $7::text[], coalesce($8::timestamptz, now())
 )
-ON CONFLICT (user_id) DO UPDATE
+ON CONFLICT (owner, user_id) DO UPDATE
 SET email = excluded.email,
     phone = excluded.phone,
     webhook_url = excluded.webhook_url,
@@ -97,6 +108,7 @@ SET email = excluded.email,
 `
 
 type RecipientUpsertParams struct {
+	Owner      *string
 	UserID     string
 	Email      string
 	Phone      string
@@ -106,10 +118,16 @@ type RecipientUpsertParams struct {
 	Now        pgtype.Timestamptz
 }
 
-// Creates or replaces one user's directory entry; routes addressed to the
-// user resolve through it at delivery time.
+// Creates or replaces one user's directory entry: the connecting producer's
+// own entry (owner NULL: session_user, the login), or the shared
+// directory's (owner ”), which a herald_directory login keeps. Routes
+// addressed to the user resolve through it at delivery time. Row-level
+// security holds a producer to its own entries and a directory login to the
+// shared ones; the column-level UPDATE grant is what ON CONFLICT DO UPDATE
+// needs, and no more.
 func (q *Queries) RecipientUpsert(ctx context.Context, db DBTX, arg RecipientUpsertParams) error {
 	_, err := db.Exec(ctx, recipientUpsert,
+		arg.Owner,
 		arg.UserID,
 		arg.Email,
 		arg.Phone,

@@ -11,40 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const recordAuditInsert = `-- name: RecordAuditInsert :exec
-INSERT INTO herald.audit_log (at, actor, action, reason, filter, affected, details)
-VALUES (
-    coalesce($1::timestamptz, now()),
-    $2, $3, $4,
-    jsonb_build_object('notification_id', $5::text),
-    $6, $7::jsonb
-)
-`
-
-type RecordAuditInsertParams struct {
-	Now            pgtype.Timestamptz
-	Actor          string
-	Action         string
-	Reason         string
-	NotificationID string
-	Affected       int32
-	Details        []byte
-}
-
-// Writes the audit row of an operation on one record (the client's cancel).
-func (q *Queries) RecordAuditInsert(ctx context.Context, db DBTX, arg RecordAuditInsertParams) error {
-	_, err := db.Exec(ctx, recordAuditInsert,
-		arg.Now,
-		arg.Actor,
-		arg.Action,
-		arg.Reason,
-		arg.NotificationID,
-		arg.Affected,
-		arg.Details,
-	)
-	return err
-}
-
 const recordGet = `-- name: RecordGet :one
 SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
 FROM herald.records

@@ -12,33 +12,37 @@ import (
 )
 
 const routeCancelByNotification = `-- name: RouteCancelByNotification :many
-UPDATE herald.routes
-SET status = 'canceled',
-    next_attempt_at = NULL,
-    canceled_at = coalesce($1::timestamptz, now()),
-    updated_at = coalesce($1::timestamptz, now())
-WHERE notification_id = $2
-    AND status IN ('pending', 'claimed', 'failed')
-RETURNING route_id, channel, status
+SELECT c.route_id::text AS route_id, c.channel::text AS channel
+FROM herald.notification_cancel($1::text, $2::text, $3::text, $4::timestamptz) AS c
 `
 
 type RouteCancelByNotificationParams struct {
-	Now            pgtype.Timestamptz
 	NotificationID string
+	Actor          string
+	Reason         string
+	Now            pgtype.Timestamptz
 }
 
 type RouteCancelByNotificationRow struct {
 	RouteID string
 	Channel string
-	Status  string
 }
 
-// Cancels the routes of one notification that are not terminal yet. A route
-// claimed by a dispatcher right now is canceled too: its completion is fenced
-// on status 'claimed' and finds nothing to update, though the delivery in
-// flight may still reach the recipient.
+// Cancels the routes of one notification that are not terminal yet and
+// writes the cancel's audit row, in one statement (schema function
+// herald.notification_cancel, which producers may call for their own
+// notifications only: they hold no UPDATE on routes). A route claimed by a
+// dispatcher right now is canceled too: its completion is fenced on status
+// 'claimed' and finds nothing to update, though the delivery in flight may
+// still reach the recipient. An id the caller may not cancel fails like an
+// unknown one, with no_data_found (P0002).
 func (q *Queries) RouteCancelByNotification(ctx context.Context, db DBTX, arg RouteCancelByNotificationParams) ([]RouteCancelByNotificationRow, error) {
-	rows, err := db.Query(ctx, routeCancelByNotification, arg.Now, arg.NotificationID)
+	rows, err := db.Query(ctx, routeCancelByNotification,
+		arg.NotificationID,
+		arg.Actor,
+		arg.Reason,
+		arg.Now,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +50,7 @@ func (q *Queries) RouteCancelByNotification(ctx context.Context, db DBTX, arg Ro
 	items := []RouteCancelByNotificationRow{}
 	for rows.Next() {
 		var i RouteCancelByNotificationRow
-		if err := rows.Scan(&i.RouteID, &i.Channel, &i.Status); err != nil {
+		if err := rows.Scan(&i.RouteID, &i.Channel); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -97,7 +101,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
     r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
-    r.max_attempts,
+    r.max_attempts, rec.producer,
     r.priority, r.sms_encoding, r.sms_segments,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
@@ -117,6 +121,7 @@ type RouteClaimDueRow struct {
 	AttemptCount     int32
 	LeaseUntil       pgtype.Timestamptz
 	MaxAttempts      int32
+	Producer         string
 	Priority         int16
 	SmsEncoding      string
 	SmsSegments      int16
@@ -199,6 +204,7 @@ func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueP
 			&i.AttemptCount,
 			&i.LeaseUntil,
 			&i.MaxAttempts,
+			&i.Producer,
 			&i.Priority,
 			&i.SmsEncoding,
 			&i.SmsSegments,
