@@ -34,7 +34,9 @@ type ForbiddenError struct {
 }
 
 // Error says what the database refused.
-func (e *ForbiddenError) Error() string { return "herald: forbidden for this database login: " + e.err.Error() }
+func (e *ForbiddenError) Error() string {
+	return "herald: forbidden for this database login: " + e.err.Error()
+}
 
 // Is reports whether target is ErrForbidden.
 func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
