@@ -30,6 +30,11 @@ var trickyJSON = []string{
 	`"\ude00\ud83d"`, `"\ud83dx"`, `"\ud83d\"`, `"\ud83d\n"`, `"\uD83D\uDE00"`, `"\uffff"`, `"\ufffd"`,
 	"\"\xff\"", "\"a\xffb\xfe\"", "\"\xed\xa0\x80\"", "\"\xc0\xaf\"", "\"\xe2\x80\xa8\u2029\"",
 	"\"\xf0\x9f\x98\"", "\"caf\xc3\xa9\"", "\"\xc3\"", "\"x\xff\\n\"", `"<&>"`, `"\u003c\u0026\u003e"`,
+	// Not text: invalid UTF-8 and unpaired surrogate escapes, next to
+	// backslashes that are not escapes of them.
+	`"\\ud800"`, `"\\\ud800"`, `"\\\\ud800"`, `["ok","\ud800"]`, `{"b":"\ud800","a":"\u0000"}`,
+	`"\u0000\ud800"`, `{"\ud800":"\u0000"}`, `"\ud800\ud800\udc00"`, `"\udbff\udfff"`, `"\ud800\\udc00"`,
+	`{"a":{"b":[1,"\udfff"]}}`, "[\"\\n\xff\"]", "{\"k\":{\"\xc3\":1}}", `"\ud800`, `["\ud800",}`,
 	// U+0000.
 	`"\u0000"`, `["\u0000"]`, `{"\u0000":1}`, `{"a":{"b":["x","\u0000"]}}`, `{"a\u0000b":1,"a\u0000b":2}`,
 	`{"\u0000":"\u0000"}`, `{"":"\u0000"}`, `{"":{"":[0,"\u0000"]}}`, `{".x":"\u0000"}`,
@@ -252,6 +257,9 @@ var trickyURLs = []string{
 	"https://a/" + strings.Repeat("x", maxURLLen-len("https://a/")+1),
 	"https://a/" + strings.Repeat("é", maxURLLen),
 	"https://a;b/", "https://a,b/", "https://a%2e/", "http://a/\x00", "http://a\x7f/",
+	"https://a:1/", "https://a:65535/", "https://a:65536/", "https://a:99999999/", "https://a:00000/",
+	"https://a:000080/", "https://[::1]:0/", "https://[::1]:70000/", "https://A:65536/", "https://a:1",
+	"HTTP://0?\xc1", "https://a/\xff", "https://\xc3\xa9/",
 }
 
 func requireNormalizeURLMatches(t *testing.T, s string) {

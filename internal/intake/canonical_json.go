@@ -75,8 +75,11 @@ var errSyntax = errors.New("content is not valid JSON")
 // canonicalJSON returns raw re-encoded canonically: no insignificant
 // whitespace, object keys sorted, strings minimally escaped, numbers as
 // written. It refuses invalid JSON, duplicate keys, U+0000 in strings,
-// nesting deeper than maxJSONDepth and numbers PostgreSQL's numeric cannot
-// hold, so that the result is always castable to jsonb.
+// strings that are not text (invalid UTF-8 or an unpaired surrogate escape
+// such as "\ud800", which decoding would turn into U+FFFD behind the
+// producer's back), nesting deeper than maxJSONDepth and numbers
+// PostgreSQL's numeric cannot hold, so that the result is always castable
+// to jsonb and says what the producer sent.
 //
 // Invalid JSON is reported as such even when a problem of the content
 // comes first: the content is checked as a whole before its values.
@@ -108,9 +111,11 @@ func validJSON(raw []byte) bool {
 }
 
 // jsonWalker re-encodes a JSON value canonically, scanning its bytes. In
-// strict mode it refuses what PostgreSQL's jsonb cannot take; otherwise it
-// repairs it: U+0000 becomes U+FFFD, extreme numbers and too-deep values
-// become strings (a too-deep value its JSON text), duplicate keys are kept.
+// strict mode it refuses what PostgreSQL's jsonb cannot take, and strings
+// that are not text; otherwise it repairs them: invalid UTF-8 and unpaired
+// surrogate escapes become U+FFFD (as encoding/json decodes them), U+0000
+// becomes U+FFFD, extreme numbers and too-deep values become strings (a
+// too-deep value its JSON text), duplicate keys are kept.
 // Input that is not valid JSON (what encoding/json's Valid refuses) is
 // refused with errSyntax.
 type jsonWalker struct {
@@ -118,6 +123,9 @@ type jsonWalker struct {
 	data   []byte // the input
 	pos    int    // next byte of data to read
 	out    []byte
+	// replaced is set by str when the string it read held invalid UTF-8 or
+	// an unpaired surrogate escape, which it decoded as U+FFFD.
+	replaced bool
 	*walkState
 }
 
@@ -149,6 +157,10 @@ type pathElem struct {
 	member int
 	index  int
 }
+
+// notTextMessage ends the error for a content string or key that is not
+// text.
+const notTextMessage = "is not valid Unicode text: it holds invalid UTF-8 or an unpaired surrogate escape (\\ud800-\\udfff)"
 
 // errWalk marks an error the walker found in the content, as opposed to
 // a syntax error.
@@ -331,8 +343,9 @@ func jsonbSafeNumber(lit []byte) bool {
 // UTF-8, plain is true and s is its contents in w.data; they need no
 // escaping either. Otherwise s is the decoded string in new memory, as
 // encoding/json decodes it: each invalid UTF-8 byte and each unpaired
-// surrogate escape become U+FFFD.
+// surrogate escape become U+FFFD, and w.replaced says so.
 func (w *jsonWalker) str() (s []byte, plain bool, err error) {
+	w.replaced = false
 	d := w.data
 	start := w.pos + 1
 	for i := start; i < len(d); {
@@ -413,6 +426,7 @@ func (w *jsonWalker) unquote(start, i int) ([]byte, bool, error) {
 						continue
 					}
 					r = utf8.RuneError
+					w.replaced = true
 				}
 				b = utf8.AppendRune(b, r)
 				continue
@@ -427,6 +441,9 @@ func (w *jsonWalker) unquote(start, i int) ([]byte, bool, error) {
 			i++
 		default:
 			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				w.replaced = true
+			}
 			b = utf8.AppendRune(b, r) // U+FFFD if invalid
 			i += size
 		}
@@ -465,6 +482,8 @@ func (w *jsonWalker) stringValue() error {
 	case plain:
 		w.out = append(w.out, w.data[start:w.pos]...)
 		return nil
+	case w.replaced && w.strict:
+		return errWalk{fmt.Sprintf("content string at %s %s", w.pathString(len(w.path)), notTextMessage)}
 	case bytes.IndexByte(s, 0) >= 0:
 		if w.strict {
 			return errWalk{fmt.Sprintf("content string at %s contains U+0000", w.pathString(len(w.path)))}
@@ -537,6 +556,9 @@ func (w *jsonWalker) object(depth int) error {
 			w.out = append(w.out, w.data[keyStart:w.pos]...)
 			m.keyStart, m.keyEnd = m.start+1, len(w.out)-1
 		default:
+			if w.replaced && w.strict {
+				return errWalk{fmt.Sprintf("content key at %s %s", w.pathString(p), notTextMessage)}
+			}
 			if bytes.IndexByte(key, 0) >= 0 {
 				if w.strict {
 					return errWalk{fmt.Sprintf("content key at %s contains U+0000", w.pathString(p))}

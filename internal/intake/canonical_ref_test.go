@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -91,12 +92,67 @@ func refFingerprintTime(t time.Time) string {
 // written. It refuses invalid JSON, duplicate keys, U+0000 in strings,
 // nesting deeper than maxJSONDepth and numbers PostgreSQL's numeric cannot
 // hold, so that the result is always castable to jsonb.
+//
+// Since issue 10 it also refuses strings (and keys) that are not text:
+// invalid UTF-8 or an unpaired surrogate escape, which encoding/json
+// silently decodes as U+FFFD. That check reads each string's literal in raw
+// (refValidText), where encoding/json's tokens no longer show it.
 func refCanonicalJSON(raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("content is not valid JSON")
 	}
-	w := refJSONWalker{strict: true}
+	w := refJSONWalker{strict: true, raw: raw}
 	return w.walk(raw)
+}
+
+// refNotText is the error for a string or key that is not text.
+func refNotText(what, path string) error {
+	return refErrWalk{fmt.Sprintf(`content %s at %s is not valid Unicode text: it holds invalid UTF-8 or an unpaired surrogate escape (\ud800-\udfff)`, what, refPathOrRoot(path))}
+}
+
+// refValidText reports whether the JSON string literal lit (valid JSON,
+// quotes included) decodes without a replacement character of the
+// decoder's making: it is valid UTF-8 and every \u escape of a UTF-16
+// surrogate is a high one followed at once by an escaped low one.
+func refValidText(lit []byte) bool {
+	if !utf8.Valid(lit) {
+		return false
+	}
+	unit := func(i int) uint64 { // the code unit of the escape at lit[i:]
+		if i+6 > len(lit) || lit[i] != '\\' || lit[i+1] != 'u' {
+			return 0
+		}
+		u, _ := strconv.ParseUint(string(lit[i+2:i+6]), 16, 16)
+		return u
+	}
+	for i := 0; i < len(lit); i++ {
+		if lit[i] != '\\' {
+			continue
+		}
+		if lit[i+1] != 'u' {
+			i++ // past the escaped character, which may be a backslash
+			continue
+		}
+		switch u := unit(i); {
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return false // a low surrogate with no high one before it
+		case u >= 0xD800 && u <= 0xDBFF:
+			if low := unit(i + 6); low < 0xDC00 || low > 0xDFFF {
+				return false
+			}
+			i += 11 // past both escapes
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// literal returns the string literal the token dec just returned ends, which
+// started at or after offset start of raw.
+func (w *refJSONWalker) literal(dec *json.Decoder, start int64) []byte {
+	lit := w.raw[start:dec.InputOffset()]
+	return lit[bytes.IndexByte(lit, '"'):]
 }
 
 // refJSONWalker re-encodes a valid JSON value token by token. In strict mode
@@ -105,6 +161,7 @@ func refCanonicalJSON(raw []byte) ([]byte, error) {
 // strings, duplicate keys are kept.
 type refJSONWalker struct {
 	strict bool
+	raw    []byte // the input, for refValidText; set in strict mode
 	out    []byte
 }
 
@@ -140,6 +197,7 @@ func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
 		w.out = refAppendJSONString(w.out, refSanitizeText(string(raw)))
 		return nil
 	}
+	start := dec.InputOffset()
 	tok, err := dec.Token()
 	if err != nil {
 		return err
@@ -151,6 +209,9 @@ func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
 		}
 		return w.object(dec, depth, path)
 	case string:
+		if w.strict && !refValidText(w.literal(dec, start)) {
+			return refNotText("string", path)
+		}
 		if strings.IndexByte(t, 0) >= 0 {
 			if w.strict {
 				return refErrWalk{fmt.Sprintf("content string at %s contains U+0000", refPathOrRoot(path))}
@@ -198,11 +259,15 @@ func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error 
 	var members []member
 	outer := w.out
 	for dec.More() {
+		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return err
 		}
 		key, _ := tok.(string)
+		if w.strict && !refValidText(w.literal(dec, start)) {
+			return refNotText("key", path)
+		}
 		if strings.IndexByte(key, 0) >= 0 {
 			if w.strict {
 				return refErrWalk{fmt.Sprintf("content key at %s contains U+0000", refPathOrRoot(path))}
@@ -319,9 +384,16 @@ func refNormalizeList(errs *errorList, field string, list []string, norm func(st
 
 // normalizeURL returns s with its scheme and host lower-cased, if it is an
 // absolute http or https URL with a host and no userinfo.
+//
+// The port rule (1..65535) and the UTF-8 check were added after the fast
+// path, with the same rule in both (issue 10); the port rule is written here
+// without validPort.
 func refNormalizeURL(s string) (string, string, string) {
 	if utf8.RuneCountInString(s) > maxURLLen {
 		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+	}
+	if !utf8.ValidString(s) {
+		return "", CodeInvalidURL, "URL is not valid UTF-8"
 	}
 	u, err := url.Parse(s)
 	if err != nil || s == "" {
@@ -335,6 +407,11 @@ func refNormalizeURL(s string) (string, string, string) {
 		return "", CodeInvalidURL, "URL has no host"
 	case u.User != nil:
 		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(p))
+		}
 	}
 	u.Host = strings.ToLower(u.Host)
 	out := u.String()

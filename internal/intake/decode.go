@@ -18,12 +18,18 @@ import (
 //   - an entry that is not JSON or not UTF-8: not_json;
 //   - JSON that is not an object, or holds an unknown or repeated field, or
 //     a field of the wrong type: wrong_shape, naming the field;
-//   - a time that is not RFC 3339, or an integer out of range:
-//     invalid_field.
+//   - a time that is not RFC 3339 (an offset outside -23:59..+23:59
+//     included), a time at the zero instant 0001-01-01T00:00:00Z (which the
+//     Go Intent cannot tell from an absent time), a string holding an
+//     unpaired surrogate escape such as "\ud800" (which decoding would turn
+//     into U+FFFD), or an integer out of range: invalid_field, but
+//     schedule_out_of_range for an expires_at at the zero instant, which is
+//     long past.
 //
 // Field names match exactly (not case-insensitively, unlike
 // encoding/json); a null field, and an empty time string, mean the field is
-// absent. content.webhook is kept as raw JSON.
+// absent. content.webhook is kept as raw JSON; Validate refuses what in it
+// is not text.
 func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 	lim = lim.WithDefaults()
 	if len(body) > lim.MaxEntryBytes {
@@ -43,9 +49,9 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"producer":          d.str(&in.Producer),
 		"idempotency_key":   d.str(&in.IdempotencyKey),
 		"channels":          d.strs(&in.Channels),
-		"occurred_at":       d.time(&in.OccurredAt),
-		"send_at":           d.time(&in.SendAt),
-		"expires_at":        d.time(&in.ExpiresAt),
+		"occurred_at":       d.time(&in.OccurredAt, CodeInvalidField),
+		"send_at":           d.time(&in.SendAt, CodeInvalidField),
+		"expires_at":        d.time(&in.ExpiresAt, CodeScheduleOutOfRange),
 		"priority":          d.str(&in.Priority),
 		"max_attempts":      d.int(&in.MaxAttempts),
 		"request_id":        d.str(&in.RequestID),
@@ -161,12 +167,20 @@ func (d *rawDecoder) decodeString(path string, raw json.RawMessage) (string, boo
 		d.errs.add(path, CodeWrongShape, "must be a string, not %s", kind)
 		return "", false
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	// The walker decodes as encoding/json does, and says whether it put a
+	// U+FFFD in place of something that is not text.
+	w := jsonWalker{data: raw}
+	b, _, err := w.str()
+	switch {
+	case err != nil:
 		d.errs.add(path, CodeWrongShape, "must be a string: %v", err)
 		return "", false
+	case w.replaced:
+		// The entry is valid UTF-8, so this is an escape.
+		d.errs.add(path, CodeInvalidField, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not a character")
+		return "", false
 	}
-	return s, true
+	return string(b), true
 }
 
 // strs returns a field function that decodes an array of strings into dst.
@@ -199,8 +213,10 @@ func (d *rawDecoder) strs(dst *[]string) func(string, json.RawMessage) {
 	}
 }
 
-// time returns a field function that decodes an RFC 3339 time into dst.
-func (d *rawDecoder) time(dst *time.Time) func(string, json.RawMessage) {
+// time returns a field function that decodes an RFC 3339 time into dst. A
+// time at the zero instant is refused with zeroCode: in an Intent it would
+// read as no time at all.
+func (d *rawDecoder) time(dst *time.Time, zeroCode string) func(string, json.RawMessage) {
 	return func(path string, raw json.RawMessage) {
 		s, ok := d.decodeString(path, raw)
 		if !ok || s == "" {
@@ -211,8 +227,28 @@ func (d *rawDecoder) time(dst *time.Time) func(string, json.RawMessage) {
 			d.errs.add(path, CodeInvalidField, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
 			return
 		}
+		if off, ok := rfc3339Offset(s); !ok {
+			d.errs.add(path, CodeInvalidField, "has the time zone offset %s; RFC 3339 allows -23:59 to +23:59", off)
+			return
+		}
+		if t.IsZero() {
+			d.errs.add(path, zeroCode, "is the zero time 0001-01-01T00:00:00Z, which herald reads as no %s; give a real time or leave the field out", path)
+			return
+		}
 		*dst = t
 	}
+}
+
+// rfc3339Offset returns the numeric offset ending s, a time time.Parse
+// read as RFC 3339, and whether it is one RFC 3339 allows: hours 00-23 and
+// minutes 00-59. time.Parse accepts up to +24:00 and minutes up to 60. A
+// "Z" offset is fine.
+func rfc3339Offset(s string) (string, bool) {
+	if len(s) < 6 || s[len(s)-1] == 'Z' {
+		return "Z", true
+	}
+	off := s[len(s)-6:] // ±hh:mm, as time.Parse checked
+	return off, off[1:3] <= "23" && off[4:6] <= "59"
 }
 
 // int returns a field function that decodes an integer into dst.

@@ -118,6 +118,23 @@ func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
 		{"SendAtNotRFC3339", `{"send_at":"tomorrow"}`, Limits{}, "send_at", CodeInvalidField},
 		{"SendAtWithoutZone", `{"send_at":"2026-03-01T12:00:00"}`, Limits{}, "send_at", CodeInvalidField},
 		{"ExpiresAtDateOnly", `{"expires_at":"2026-03-01"}`, Limits{}, "expires_at", CodeInvalidField},
+		// The zero instant would read as "no time" in the Intent.
+		{"ExpiresAtZeroTime", `{"expires_at":"0001-01-01T00:00:00Z"}`, Limits{}, "expires_at", CodeScheduleOutOfRange},
+		{"ExpiresAtZeroInstantWithOffset", `{"expires_at":"0001-01-01T01:30:00+01:30"}`, Limits{}, "expires_at", CodeScheduleOutOfRange},
+		{"SendAtZeroTime", `{"send_at":"0001-01-01T00:00:00Z"}`, Limits{}, "send_at", CodeInvalidField},
+		{"OccurredAtZeroTime", `{"occurred_at":"0001-01-01T00:00:00.000Z"}`, Limits{}, "occurred_at", CodeInvalidField},
+		// time.Parse takes offsets up to +24:00 and minutes up to 60.
+		{"SendAtOffsetPlus24", `{"send_at":"2026-03-01T12:00:00+24:00"}`, Limits{}, "send_at", CodeInvalidField},
+		{"ExpiresAtOffsetMinus24", `{"expires_at":"2026-03-02T12:00:00-24:00"}`, Limits{}, "expires_at", CodeInvalidField},
+		{"OccurredAtOffsetMinute60", `{"occurred_at":"2026-03-01T12:00:00+23:60"}`, Limits{}, "occurred_at", CodeInvalidField},
+		{"OccurredAtOffsetMinute60UnderAnHour", `{"occurred_at":"2026-03-01T12:00:00-05:60"}`, Limits{}, "occurred_at", CodeInvalidField},
+		// encoding/json would decode these as U+FFFD.
+		{"SMSBodyLoneSurrogate", `{"content":{"sms":{"body":"code \ud800"}}}`, Limits{}, "content.sms.body", CodeInvalidField},
+		{"SMSBodyLowSurrogateFirst", `{"content":{"sms":{"body":"\ude00\ud83d"}}}`, Limits{}, "content.sms.body", CodeInvalidField},
+		{"EmailTextHighSurrogateWithoutLow", `{"content":{"email":{"text":"\ud83d\u0041"}}}`, Limits{}, "content.email.text", CodeInvalidField},
+		{"EmailSubjectLoneSurrogate", `{"content":{"email":{"subject":"\udfff"}}}`, Limits{}, "content.email.subject", CodeInvalidField},
+		{"IdempotencyKeyLoneSurrogate", `{"idempotency_key":"k\ud800"}`, Limits{}, "idempotency_key", CodeInvalidField},
+		{"AudienceUserIDLoneSurrogate", `{"audience":{"user_ids":["42","\udbff"]}}`, Limits{}, "audience.user_ids[1]", CodeInvalidField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,6 +175,61 @@ func TestDecodeRawThenValidateReportsValidationCodes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Validate(in, Limits{}, testNow)
 	requireFieldError(t, err, "audience.sms[0]", CodeInvalidPhone)
+}
+
+func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name      string
+		mod       func(m map[string]any)
+		wantField string
+		wantCode  string
+	}{
+		{"WebhookContentLoneSurrogate", func(m map[string]any) {
+			sub(m, "content")["webhook"] = json.RawMessage(`{"order":9,"note":"\ud800"}`)
+		}, "content.webhook", CodeInvalidField},
+		{"WebhookContentLoneSurrogateKey", func(m map[string]any) {
+			sub(m, "content")["webhook"] = json.RawMessage(`{"\udc00":1}`)
+		}, "content.webhook", CodeInvalidField},
+		{"WebhookURLPortOutOfRange", func(m map[string]any) {
+			sub(m, "audience")["webhook"] = []any{"https://hooks.example.com:99999999/orders"}
+		}, "audience.webhook[0]", CodeInvalidURL},
+		{"WebhookURLPortZero", func(m map[string]any) {
+			sub(m, "audience")["webhook"] = []any{"http://hooks.example.com:0/"}
+		}, "audience.webhook[0]", CodeInvalidURL},
+		{"PhoneWithExtension", func(m map[string]any) {
+			sub(m, "audience")["sms"] = []any{"+14155552671 ext. 12"}
+		}, "audience.sms[0]", CodeInvalidPhone},
+		{"ExpiresAtZeroTime", func(m map[string]any) {
+			m["expires_at"] = "0001-01-01T00:00:00Z"
+		}, "expires_at", CodeScheduleOutOfRange},
+		{"SendAtOffsetPlus24", func(m map[string]any) {
+			m["send_at"] = "2026-03-01T13:00:00+24:00"
+		}, "send_at", CodeInvalidField},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in, err := DecodeRaw([]byte(entryWith(tt.mod)), Limits{})
+			if err == nil {
+				_, err = Validate(in, Limits{}, testNow)
+			}
+			requireFieldError(t, err, tt.wantField, tt.wantCode)
+		})
+	}
+}
+
+func TestDecodeRawKeepsWhatIsText(t *testing.T) {
+	t.Parallel()
+
+	in, err := DecodeRaw([]byte(`{"send_at":"2026-03-01T12:00:00+23:59","expires_at":"2026-03-02T12:00:00-23:59",
+		"occurred_at":"0001-01-01T00:00:01Z","content":{"sms":{"body":"\ud83d\ude00 \\ud800 \ufffd"}}}`), Limits{})
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 2, 28, 12, 1, 0, 0, time.UTC), in.SendAt.UTC())
+	require.Equal(t, time.Date(2026, 3, 3, 11, 59, 0, 0, time.UTC), in.ExpiresAt.UTC())
+	require.Equal(t, time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), in.OccurredAt)
+	require.Equal(t, "😀 \\ud800 \uFFFD", in.Content.SMS.Body, "a pair, an escaped backslash and an escaped U+FFFD are text")
 }
 
 // requireJSONBSafe asserts that out is JSON PostgreSQL's jsonb accepts: one

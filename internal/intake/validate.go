@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -32,9 +33,11 @@ import (
 //	missing_field          a required field is absent or empty
 //	invalid_field          a field has a bad format, length, enum value or range
 //	unknown_channel        a channel that is not sms, email or webhook
-//	invalid_phone          an SMS number that is not a valid E.164 number
+//	invalid_phone          an SMS number that is not a valid E.164 number (or
+//	                       carries an extension)
 //	invalid_email          an e-mail address net/mail cannot parse
 //	invalid_url            a webhook URL that is not absolute http(s) with a host
+//	                       (and a port, if any, in 1..65535)
 //	missing_content        a listed channel has no content
 //	sms_too_long           the SMS body needs more than MaxSMSSegments segments
 //	schedule_out_of_range  send_at too far ahead, or expires_at not after now
@@ -61,14 +64,15 @@ const (
 	// CodeUnknownChannel: channels names something other than sms, email or
 	// webhook.
 	CodeUnknownChannel = "unknown_channel"
-	// CodeInvalidPhone: an SMS number lacks a leading "+" or is not a valid
-	// number according to libphonenumber.
+	// CodeInvalidPhone: an SMS number lacks a leading "+", is not a valid
+	// number according to libphonenumber, or carries an extension.
 	CodeInvalidPhone = "invalid_phone"
 	// CodeInvalidEmail: an e-mail address that net/mail cannot parse as one
 	// address, or longer than 254 bytes.
 	CodeInvalidEmail = "invalid_email"
 	// CodeInvalidURL: a webhook URL that is not absolute http or https with a
-	// host, carries userinfo, or is longer than 2048 characters.
+	// host, carries userinfo, names a port outside 1..65535, or is longer
+	// than 2048 characters.
 	CodeInvalidURL = "invalid_url"
 	// CodeMissingContent: a listed channel has no content.
 	CodeMissingContent = "missing_content"
@@ -679,6 +683,10 @@ func normalizePhone(s string) (string, string, string) {
 	if err != nil || !phonenumbers.IsValidNumber(num) {
 		return "", CodeInvalidPhone, "not a valid phone number; " + want
 	}
+	if num.GetExtension() != "" {
+		// E.164 has no extensions: dropping it would text the switchboard.
+		return "", CodeInvalidPhone, "phone number has an extension, which no SMS can be delivered to; give the number without it"
+	}
 	return phonenumbers.Format(num, phonenumbers.E164), "", ""
 }
 
@@ -709,13 +717,17 @@ func normalizeEmail(s string) (string, string, string) {
 }
 
 // normalizeURL returns s with its scheme and host lower-cased, if it is an
-// absolute http or https URL with a host and no userinfo.
+// absolute http or https URL with a host, no userinfo and, if it names a
+// port, one in 1..65535.
 func normalizeURL(s string) (string, string, string) {
 	if len(s) <= maxURLLen && isPlainURL(s) {
 		return s, "", "" // what the parse below returns, without the parse
 	}
 	if utf8.RuneCountInString(s) > maxURLLen {
 		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+	}
+	if !utf8.ValidString(s) {
+		return "", CodeInvalidURL, "URL is not valid UTF-8"
 	}
 	u, err := url.Parse(s)
 	if err != nil || s == "" {
@@ -729,6 +741,8 @@ func normalizeURL(s string) (string, string, string) {
 		return "", CodeInvalidURL, "URL has no host"
 	case u.User != nil:
 		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
+	case !validPort(u.Port()):
+		return "", CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(u.Port()))
 	}
 	u.Host = strings.ToLower(u.Host)
 	out := u.String()
@@ -738,10 +752,22 @@ func normalizeURL(s string) (string, string, string) {
 	return out, "", ""
 }
 
+// validPort reports whether port, as url.URL.Port returns it (digits, or ""
+// for none), is absent or in 1..65535. url.Parse refuses a port that is not
+// digits but not one out of range, which no connection can reach.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
+}
+
 // isPlainURL reports whether s is an http or https URL that normalizeURL
 // accepts and returns unchanged: lower-case scheme, a host of lower-case
-// letters, digits, dots and hyphens with an optional numeric port, an
-// optional path of unreserved characters and slashes, nothing else.
+// letters, digits, dots and hyphens with an optional numeric port in
+// 1..65535, an optional path of unreserved characters and slashes, nothing
+// else.
 // url.Parse and URL.String take such a URL apart and put it back as it was.
 func isPlainURL(s string) bool {
 	rest, ok := strings.CutPrefix(s, "https://")
@@ -763,6 +789,9 @@ func isPlainURL(s string) bool {
 	}
 	if i == 0 || i == port+1 {
 		return false // no host, or an empty port
+	}
+	if port > 0 && !validPort(rest[port+1:i]) {
+		return false
 	}
 	for _, c := range []byte(rest[i:]) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||

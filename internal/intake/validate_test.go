@@ -120,6 +120,16 @@ func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
 		{"URLTooLong", func(in *Intent) { in.Audience.Webhook = []string{"https://example.com/" + long(2029)} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
 		{"URLUnparseable", func(in *Intent) { in.Audience.Webhook = []string{"https://exa mple.com/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
 		{"URLEmpty", func(in *Intent) { in.Audience.Webhook = []string{""} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPortOutOfRange", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:99999999/orders"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPort65536", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:65536"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPortZero", func(in *Intent) { in.Audience.Webhook = []string{"http://10.0.0.1:0/h"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPortOutOfRangeIPv6", func(in *Intent) { in.Audience.Webhook = []string{"http://[::1]:70000/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPortOutOfRangeOffTheFastPath", func(in *Intent) { in.Audience.Webhook = []string{"HTTPS://Hooks.Example.com:99999/x?y=1"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLPortNotNumeric", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:https/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"URLInvalidUTF8", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com/?q=\xc1"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
+		{"PhoneWithExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671 ext. 12"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
+		{"PhoneWithRFC3966Extension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671;ext=12"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
+		{"PhoneWithXExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155550123", "+1 415 555 2671 x12"} }, Limits{}, "audience.sms[1]", CodeInvalidPhone},
 		{"SMSContentMissing", func(in *Intent) { in.Content.SMS = nil }, Limits{}, "content.sms", CodeMissingContent},
 		{"EmailContentMissing", func(in *Intent) { in.Content.Email = nil }, Limits{}, "content.email", CodeMissingContent},
 		{"WebhookContentMissing", func(in *Intent) { in.Content.Webhook = nil }, Limits{}, "content.webhook", CodeMissingContent},
@@ -146,6 +156,9 @@ func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
 		{"WebhookContentTooDeep", func(in *Intent) {
 			in.Content.Webhook = json.RawMessage(strings.Repeat("[", 65) + strings.Repeat("]", 65))
 		}, Limits{}, "content.webhook", CodeInvalidField},
+		{"WebhookContentLoneSurrogate", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"note":"\ud800"}`) }, Limits{}, "content.webhook", CodeInvalidField},
+		{"WebhookContentLoneSurrogateKey", func(in *Intent) { in.Content.Webhook = json.RawMessage(`[{"\udc00":1}]`) }, Limits{}, "content.webhook", CodeInvalidField},
+		{"WebhookContentInvalidUTF8", func(in *Intent) { in.Content.Webhook = json.RawMessage("{\"note\":\"caf\xe9\"}") }, Limits{}, "content.webhook", CodeInvalidField},
 		{"WebhookContentHugeNumber", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"n":1e999999}`) }, Limits{}, "content.webhook", CodeInvalidField},
 		{"PayloadTooLarge", func(in *Intent) {}, Limits{MaxPayloadBytes: 64}, "content", CodeTooLarge},
 		{"PriorityUnknown", func(in *Intent) { in.Priority = "urgent" }, Limits{}, "priority", CodeInvalidField},
@@ -222,6 +235,12 @@ func TestValidateAcceptsValuesAtTheirLimits(t *testing.T) {
 		}, Limits{}},
 		{"UnknownPhoneFormattingIsNormalized", func(in *Intent) { in.Audience.SMS = []string{"+44 20 7183 8750"} }, Limits{}},
 		{"HTTPURLWithPortQueryAndFragment", func(in *Intent) { in.Audience.Webhook = []string{"http://10.0.0.1:8080/h?x=1#f"} }, Limits{}},
+		{"URLPortsAtTheirLimits", func(in *Intent) {
+			in.Audience.Webhook = []string{"https://a.example.com:1/", "https://b.example.com:65535/", "HTTPS://C.example.com:65535/x?y"}
+		}, Limits{}},
+		{"WebhookContentSurrogatePairAndEscapedReplacement", func(in *Intent) {
+			in.Content.Webhook = json.RawMessage(`{"emoji":"\ud83d\ude00","fffd":"\ufffd","text":"\\ud800"}`)
+		}, Limits{}},
 		{"EmailWithDisplayName", func(in *Intent) { in.Audience.Email = []string{"Ops Team <ops@example.com>"} }, Limits{}},
 	}
 	for _, tt := range tests {
