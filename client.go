@@ -63,8 +63,8 @@ type Config struct {
 	Actor string
 	// ResultFunc, if set, is called once per submitted intent with its
 	// producer (as given, "" for a nil intent) and its result: "accepted",
-	// "duplicate", "conflict" or "invalid" (the herald_intents_total
-	// labels). It is not called for intents of a submit whose statement
+	// "duplicate", "conflict", "invalid" or "forbidden" (the
+	// herald_intents_total labels). It is not called for intents of a submit whose statement
 	// failed, and for SubmitTx it is called before the caller commits.
 	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock for validation and is written as
@@ -228,6 +228,9 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		Notify:            hint,
 	})
 	if err != nil {
+		if f := forbidden(err); f != err {
+			return c.submitForbidden(ctx, db, ins, results, index, inTx, f)
+		}
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
 	if hint == nil && slices.ContainsFunc(outcomes, func(o intake.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
@@ -259,6 +262,38 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	return results, nil
 }
 
+// submitForbidden settles a submit whose statement the database refused
+// the login (an intent in another producer's name fails the whole
+// statement): each valid intent gets its own result. A lone intent, or
+// intents inside the caller's transaction (which can only roll back now),
+// get the refusal; otherwise each is submitted again on its own, so the
+// ones the login may submit are stored and only the others fail.
+func (c *Client) submitForbidden(ctx context.Context, db store.DBTX, ins []*Intent, results []SubmitResult,
+	index []int, inTx bool, refusal error) ([]SubmitResult, error) {
+	if len(index) == 1 || inTx {
+		for _, i := range index {
+			results[i].Err = refusal
+		}
+		c.report(ins, results)
+		return results, nil
+	}
+	for _, i := range index {
+		one, err := c.submit(ctx, db, ins[i:i+1], false)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = one[0]
+	}
+	refused := make([]SubmitResult, len(results)) // report the ones not reported by the submits above
+	for i := range results {
+		if !slices.Contains(index, i) {
+			refused[i] = results[i]
+		}
+	}
+	c.report(ins, refused)
+	return results, nil
+}
+
 // report passes each result to Config.ResultFunc.
 func (c *Client) report(ins []*Intent, results []SubmitResult) {
 	if c.result == nil {
@@ -275,6 +310,8 @@ func (c *Client) report(ins []*Intent, results []SubmitResult) {
 			c.result(producer, "conflict")
 		case errors.As(r.Err, &verr):
 			c.result(producer, "invalid")
+		case errors.Is(r.Err, ErrForbidden):
+			c.result(producer, "forbidden")
 		case r.Receipt != nil && r.Receipt.Duplicate:
 			c.result(producer, "duplicate")
 		case r.Receipt != nil:

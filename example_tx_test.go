@@ -89,7 +89,7 @@ func ExampleClient_Cancel() {
 	fmt.Println(err)
 	// Output:
 	// canceled: 2
-	// cancel notification: get notification: herald: notification not found
+	// cancel notification: herald: notification not found
 }
 
 // The recipient directory resolves the user ids of an audience at delivery.

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"strconv"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // loginAs creates a LOGIN role of its own granted role, dropped when the
@@ -20,20 +18,8 @@ import (
 // it. (DDL: the rare SQL with no place in queries/.)
 func loginAs(t *testing.T, b *opBundle, prefix, role string) (string, *pgxpool.Pool, map[string]string) {
 	t.Helper()
-	ctx := context.Background()
-	var tag [4]byte
-	_, _ = rand.Read(tag[:])
-	name := prefix + "_" + hex.EncodeToString(tag[:])
-	_, err := b.pool.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE "+pgx.Identifier{role}.Sanitize())
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = b.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-	})
-	cfg := b.pool.Config().Copy()
-	cfg.ConnConfig.User = name
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	name, pool := pgtemp.Login(t, b.pool, prefix, role)
+	cfg := pool.Config()
 	cc := cfg.ConnConfig
 	url := "postgres://" + name + "@" + cc.Host + ":" + strconv.Itoa(int(cc.Port)) + "/" + cc.Database + "?sslmode=disable"
 	return name, pool, map[string]string{"DATABASE_URL": url, "USER": name}

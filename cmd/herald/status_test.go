@@ -29,7 +29,8 @@ func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	for _, e := range st.Timeline {
 		events = append(events, e.Event)
 	}
-	require.Equal(t, []string{"accepted", "routed", "canceled"}, events)
+	// The cancel statement writes its own audit row, which the timeline shows.
+	require.Equal(t, []string{"accepted", "routed", "canceled", "cancel"}, events)
 
 	runJSON(t, b.env, &st, "status", dead[0].NotificationID)
 	require.Equal(t, "dead_letter", st.Routes[0].Status)

@@ -2,8 +2,6 @@ package operator_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"testing"
 	"time"
@@ -17,29 +15,15 @@ import (
 	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
 
 // login creates a LOGIN role of its own for this test, granted the herald
-// role grant, and returns a pool connected as it. The role is dropped when
-// the test ends. (DDL: the rare SQL that has no place in queries/.)
+// role grant, and returns its name and a pool connected as it.
 func login(t *testing.T, b *testBundle, prefix, grant string) (string, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
-	var tag [4]byte
-	_, _ = rand.Read(tag[:])
-	name := prefix + "_" + hex.EncodeToString(tag[:])
-	_, err := b.pool.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE "+pgx.Identifier{grant}.Sanitize())
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, _ = b.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-	})
-	cfg := b.pool.Config().Copy()
-	cfg.ConnConfig.User = name
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close) // runs before the DROP ROLE above
-	return name, pool
+	return pgtemp.Login(t, b.pool, prefix, grant)
 }
 
 // insufficientPrivilege is SQLSTATE 42501 (pgerrcode is not a dependency).
@@ -93,13 +77,19 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	requireInsufficientPrivilege(t, err)
 
 	// ...cancels its own routes, and cannot cancel another's.
-	canceled, err := b.q.RouteCancelByNotification(ctx, asA, store.RouteCancelByNotificationParams{NotificationID: mine[1].NotificationID})
+	canceled, err := b.q.RouteCancelByNotification(ctx, asA, store.RouteCancelByNotificationParams{NotificationID: mine[1].NotificationID, Actor: "a"})
 	require.NoError(t, err)
 	require.Len(t, canceled, 1)
+	// Another's notification fails as an unknown one would (no_data_found),
+	// and nothing moves.
 	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Producer: nameB})
-	canceled, err = b.q.RouteCancelByNotification(ctx, asA, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID})
+	_, err = b.q.RouteCancelByNotification(ctx, asA, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "a"})
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "P0002", pgErr.Code)
+	routes, err = b.q.RouteListByNotification(ctx, b.pool, live[0].NotificationID)
 	require.NoError(t, err)
-	require.Empty(t, canceled)
+	require.Equal(t, "pending", routes[0].Status)
 
 	// The SQL door is open to it; the operator's views are not.
 	require.NoError(t, b.q.IntakeInsertMany(ctx, asA, []string{`{"producer":"` + nameA + `"}`}))
@@ -138,7 +128,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 
 	// INSERT, UPDATE and DELETE all fail with insufficient_privilege.
 	requireInsufficientPrivilege(t, b.q.IntakeInsertMany(ctx, asAud, []string{`{}`}))
-	_, err = b.q.RouteCancelByNotification(ctx, asAud, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID})
+	_, err = b.q.RouteCancelByNotification(ctx, asAud, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "auditor"})
 	requireInsufficientPrivilege(t, err)
 	_, err = b.q.MalformedIntentDeleteBefore(ctx, asAud, store.MalformedIntentDeleteBeforeParams{
 		RecordedBefore: pgtype.Timestamptz{Time: time.Now().Add(time.Hour), Valid: true}, BatchSize: 10,

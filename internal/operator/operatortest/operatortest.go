@@ -73,7 +73,7 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 			p.RouteIds = append(p.RouteIds, rid)
 			p.RouteChannels = append(p.RouteChannels, channel)
-			p.RouteRecipientRefs = append(p.RouteRecipientRefs, "user@example.com")
+			p.RouteRecipientRefs = append(p.RouteRecipientRefs, addressFor(channel))
 			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 3)
 			p.RoutePriorities = append(p.RoutePriorities, 0)
 			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
@@ -96,4 +96,17 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 		}
 	}
 	return refs
+}
+
+// addressFor returns a direct address of channel's shape (the routes
+// table's CHECK holds every direct address to it).
+func addressFor(channel string) string {
+	switch channel {
+	case "sms":
+		return "+14155550123"
+	case "webhook":
+		return "https://hooks.example.com/orders"
+	default:
+		return "user@example.com"
+	}
 }
