@@ -145,8 +145,9 @@ func (c *Client) Close() { c.waker.Close() }
 // committed on its own. It returns the receipt; for an intent accepted
 // before with the same idempotency key and the same request, the original
 // notification's receipt with Duplicate set. It returns a *ValidationError
-// if in is refused and a *ConflictError (errors.Is ErrIdempotencyConflict)
-// if the key holds a different request.
+// if in is refused, a *ConflictError (errors.Is ErrIdempotencyConflict)
+// if the key holds a different request, and a *ForbiddenError (errors.Is
+// ErrForbidden) if in names a producer other than the client's login.
 func (c *Client) Submit(ctx context.Context, in *Intent) (*Receipt, error) {
 	return c.submitOne(ctx, c.pool, in, false)
 }
@@ -177,8 +178,10 @@ func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent, inTx 
 
 // SubmitMany validates and stores many intents in one statement, one round
 // trip, committed on its own. It returns one result per intent, in order:
-// a refused intent (a *ValidationError or a *ConflictError in its
-// SubmitResult.Err) does not keep the others from being stored. Intents of
+// a refused intent (a *ValidationError, a *ConflictError, or a
+// *ForbiddenError for an intent in a producer's name the client's login may
+// not submit for, in its SubmitResult.Err) does not keep the others from
+// being stored. Intents of
 // the same producer and idempotency key within one call behave as if
 // submitted one after the other. The error is non-nil only when the
 // statement itself failed, and then nothing was stored.

@@ -145,8 +145,10 @@
 //	rejected_by_database   valid, but the database refused it (SQL door only: the
 //	                       worker sets it aside with the database's message)
 //
-// [ErrNotFound] is returned by Get and Cancel for an unknown id. Other
-// errors are the database's, wrapped.
+// [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
+// the login may not see). [ErrForbidden] is matched by the error for an
+// intent or directory entry the login may not write. Other errors are the
+// database's, wrapped.
 //
 // # Wake-up hints
 //
@@ -169,13 +171,32 @@
 // [Client.Get] returns a [Notification] with every route's status,
 // attempts, last error and timestamps. [Client.Cancel] moves the routes
 // that are not terminal yet to canceled and writes a herald.audit_log row
-// (action "cancel", the actor and reason) in the same transaction.
+// (action "cancel", the actor and reason, and the database login) in the
+// same statement, through the function herald.notification_cancel.
 //
 // # The recipient directory
 //
 // Routes addressed to a user id resolve at delivery through
-// herald.recipients, which producers keep with [Client.UpsertRecipient]:
-// e-mail, phone, webhook URL, locale and the channels the user opted out of,
-// validated with the intent's rules. A user with no address for a channel,
-// or opted out of it, gets that route skipped.
+// herald.recipients: e-mail, phone, webhook URL, locale and the channels the
+// user opted out of, validated with the intent's rules. Every entry belongs
+// to someone. A producer keeps its own with [Client.UpsertRecipient] and
+// [Client.DeleteRecipient]; a service that owns user data, with a login
+// granted herald_directory, keeps the shared directory with
+// [Client.UpsertSharedRecipient] and [Client.DeleteSharedRecipient]. A
+// route resolves through its producer's own entry for the user, else the
+// shared one, never another producer's. A user with no address for a
+// channel, or opted out of it, gets that route skipped.
+//
+// # Roles and access
+//
+// A producer is the database login named after it (session_user), granted
+// herald_producer: it submits in its own name only, reads and cancels only
+// its own notifications, and keeps only its own directory entries; nothing
+// it holds can lock the engine out or forge an audit row. A submit in
+// another producer's name fails with an error matching [ErrForbidden], per
+// intent in [Client.SubmitMany]. The roles herald_relay (SQL-door entries
+// in any producer's name), herald_directory (the shared directory),
+// herald_operator and herald_auditor complete the set. The policy, object
+// by object, is the table in README's Roles section, which the module's
+// tests check the database against.
 package herald
