@@ -561,11 +561,11 @@ func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
 	require.NoError(t, err)
 	future := time.Now().Add(time.Hour)
 	// Separate statements: each route is due at its own insert's now().
-	bulkOldest := b.insert(t, routeSpec{channel: channel.SMS, ref: "+1", priority: 1})[0]
-	older := b.insert(t, routeSpec{channel: channel.SMS, ref: "+2", priority: 0})[0]
-	newer := b.insert(t, routeSpec{channel: channel.SMS, ref: "+3", priority: 0})[0]
+	bulkOldest := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345601", priority: 1})[0]
+	older := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345602", priority: 0})[0]
+	newer := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345603", priority: 0})[0]
 	b.insert(t,
-		routeSpec{channel: channel.SMS, ref: "+4", priority: 0, sendAt: &future},
+		routeSpec{channel: channel.SMS, ref: "+33612345604", priority: 0, sendAt: &future},
 		routeSpec{channel: channel.Email, ref: "a@example.com", priority: 0},
 	)
 	now := time.Now().Add(time.Second)

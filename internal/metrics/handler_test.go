@@ -87,7 +87,7 @@ func seedRoutes(t *testing.T, pool *pgxpool.Pool, due map[string][]time.Time) {
 		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind,
 			payload_json, idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at,
 			idempotency_expires_at)
-		VALUES ('n1', 'order.shipped', 'shop', 'user', '{}', 'k1', 'fp', now(), now(), now(), now() + interval '1 day')`)
+		VALUES ('n1', 'order.shipped', 'shop', 'users', '{}', 'k1', 'fp', now(), now(), now(), now() + interval '1 day')`)
 	require.NoError(t, err)
 	i := 0
 	for ch, times := range due {
