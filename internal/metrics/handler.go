@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,6 +45,13 @@ type HandlerConfig struct {
 	// Logger receives failed checks at debug level (a probe that fails is
 	// the prober's news, not the log's). Defaults to a logger that discards.
 	Logger *slog.Logger
+	// ProgressFunc, if set, reports whether the dispatcher is making
+	// progress: nil while it is (or has nothing to do), else an error
+	// saying (dispatcher first) which part has been failing or stuck for
+	// how long.
+	// /readyz answers 503 with "dispatching": false and that error while
+	// it returns one. It must not block: it is called on every probe.
+	ProgressFunc func() error
 }
 
 func (c *HandlerConfig) validate() error {
@@ -67,6 +75,11 @@ type Check struct {
 	Database bool `json:"database"`
 	// SchemaCurrent says whether every migration is applied (/readyz only).
 	SchemaCurrent *bool `json:"schema_current,omitempty"`
+	// Dispatching says whether the dispatcher is making progress (/readyz
+	// only, when HandlerConfig.ProgressFunc is set): false while its claims
+	// or completions have been failing (a lock they wait for, a database
+	// that cancels them) for longer than its stall timeout.
+	Dispatching *bool `json:"dispatching,omitempty"`
 	// Error says what failed.
 	Error string `json:"error,omitempty"`
 }
@@ -75,9 +88,13 @@ type Check struct {
 //
 //   - /metrics: the Prometheus exposition of Gatherer;
 //   - /healthz: 200 when the process is up and the database answers a ping;
-//   - /readyz: 200 when the database answers and every migration (herald's
-//     and River's) is applied, 503 otherwise, so a process on a database
-//     with a pending migration takes no traffic.
+//   - /readyz: 200 when the database answers, every migration (herald's
+//     and River's) is applied and, if ProgressFunc is set, the dispatcher
+//     is making progress; 503 otherwise, so a process on a database with a
+//     pending migration takes no traffic, and one whose claims or
+//     completions are stuck (behind a table lock, say) says so while
+//     /healthz still answers: restarting the process would not release
+//     someone else's lock.
 //
 // Health bodies are JSON (Check). It returns an error naming a missing
 // HandlerConfig field.
@@ -115,22 +132,33 @@ func NewHandler(cfg *HandlerConfig) (http.Handler, error) {
 		ctx, cancel := context.WithTimeout(r.Context(), c.CheckTimeout)
 		defer cancel()
 		var chk Check
+		// The dispatcher's progress is read from memory: reported even
+		// when the database does not answer.
+		var stalled error
+		if c.ProgressFunc != nil {
+			stalled = c.ProgressFunc()
+			dispatching := stalled == nil
+			chk.Dispatching = &dispatching
+		}
+		var errs []string
 		if err := c.Pool.Ping(ctx); err != nil {
-			chk.Error = "database: " + err.Error()
-			writeCheck(w, logger, "readyz", chk)
-			return
+			errs = append(errs, "database: "+err.Error())
+		} else {
+			chk.Database = true
+			current, err := c.CurrentFunc(ctx)
+			chk.SchemaCurrent = &current
+			switch {
+			case err != nil:
+				errs = append(errs, "migrations: "+err.Error())
+			case !current:
+				errs = append(errs, "migrations pending: run herald migrate up")
+			}
 		}
-		chk.Database = true
-		current, err := c.CurrentFunc(ctx)
-		chk.SchemaCurrent = &current
-		switch {
-		case err != nil:
-			chk.Error = "migrations: " + err.Error()
-		case !current:
-			chk.Error = "migrations pending: run herald migrate up"
-		default:
-			chk.OK = true
+		if stalled != nil {
+			errs = append(errs, stalled.Error())
 		}
+		chk.OK = len(errs) == 0
+		chk.Error = strings.Join(errs, "; ")
 		writeCheck(w, logger, "readyz", chk)
 	})
 	return mux, nil

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,4 +246,47 @@ func TestNewHandlerNamesAMissingField(t *testing.T) {
 	t.Parallel()
 	_, err := metrics.NewHandler(&metrics.HandlerConfig{Gatherer: metrics.NewRegistry()})
 	require.ErrorContains(t, err, "Pool")
+}
+
+func TestReadyzReportsAStalledDispatcherUntilItRecovers(t *testing.T) {
+	t.Parallel()
+	pool := pgtemp.NewPool(t)
+	var stalled atomic.Pointer[error]
+	h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: metrics.NewRegistry(),
+		ProgressFunc: func() error {
+			if p := stalled.Load(); p != nil {
+				return *p
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	readyz := func() (int, metrics.Check) {
+		code, body := get(t, srv.URL+"/readyz")
+		var chk metrics.Check
+		require.NoError(t, json.Unmarshal(body, &chk))
+		return code, chk
+	}
+
+	code, chk := readyz()
+	require.Equal(t, http.StatusOK, code)
+	require.NotNil(t, chk.Dispatching)
+	require.True(t, *chk.Dispatching)
+
+	why := errors.New(`dispatcher is not making progress: channel loop "sms": no success for 12s`)
+	stalled.Store(&why)
+	code, chk = readyz()
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.False(t, chk.OK)
+	require.True(t, chk.Database, "the database answers: only the dispatcher is stuck")
+	require.False(t, *chk.Dispatching)
+	require.Equal(t, why.Error(), chk.Error)
+	code, _ = get(t, srv.URL+"/healthz")
+	require.Equal(t, http.StatusOK, code, "alive: a restart would not release someone else's lock")
+
+	stalled.Store(nil)
+	code, chk = readyz()
+	require.Equal(t, http.StatusOK, code)
+	require.True(t, *chk.Dispatching)
 }

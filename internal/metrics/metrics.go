@@ -32,6 +32,13 @@ type Metrics struct {
 	// waiting for the completer. A crash of the process or of the database
 	// may repeat only these.
 	RoutesInFlight *prometheus.GaugeVec
+	// DispatchDBTimeouts counts the dispatcher's statements the database
+	// canceled because they waited too long for a lock (timeout "lock":
+	// lock_timeout) or ran too long (timeout "statement": statement_timeout,
+	// or a cancel by an administrator, which Postgres reports alike), by op
+	// (claim, resolve, complete, release, next_due) and channel. A
+	// completion batch that mixes channels counts once for each.
+	DispatchDBTimeouts *prometheus.CounterVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -70,9 +77,13 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_routes_in_flight",
 			Help: "Routes this process has claimed whose outcome is not written yet, by channel.",
 		}, []string{"channel"}),
+		DispatchDBTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_dispatch_db_timeouts_total",
+			Help: "Dispatcher statements canceled by the database's lock_timeout (timeout=lock) or statement_timeout (timeout=statement), by op (claim, resolve, complete, release, next_due) and channel.",
+		}, []string{"op", "channel", "timeout"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
-		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight)
+		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts)
 	return m
 }
 
@@ -82,6 +93,15 @@ func (m *Metrics) InFlight(channel string, delta int) {
 		return
 	}
 	m.RoutesInFlight.WithLabelValues(channel).Add(float64(delta))
+}
+
+// DispatchDBTimeout records one dispatcher statement of op on channel's
+// routes canceled by the database's lock_timeout (timeout "lock") or
+// statement_timeout (timeout "statement").
+func (m *Metrics) DispatchDBTimeout(op, channel, timeout string) {
+	if m != nil {
+		m.DispatchDBTimeouts.WithLabelValues(op, channel, timeout).Inc()
+	}
 }
 
 // Intent records one intent's result.
