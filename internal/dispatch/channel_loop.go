@@ -50,6 +50,9 @@ type channelLoop struct {
 	// wake is signaled by NOTIFY and Wake.
 	wake     chan struct{}
 	inflight sync.WaitGroup
+	// prog tracks the loop's rounds: a claim, then the recipient lookup of
+	// what it claimed.
+	prog *progress
 }
 
 func newChannelLoop(d *Dispatcher, name string, cfg ChannelConfig) *channelLoop {
@@ -60,6 +63,7 @@ func newChannelLoop(d *Dispatcher, name string, cfg ChannelConfig) *channelLoop 
 		slots: make(chan struct{}, cfg.Concurrency),
 		freed: make(chan struct{}, 1),
 		wake:  make(chan struct{}, 1),
+		prog:  newProgress(d, "channel loop", name),
 	}
 }
 
@@ -75,9 +79,22 @@ func (l *channelLoop) wakeUp() {
 // which is about to move it to its lease's end.
 const minDueWait = 20 * time.Millisecond
 
+// Backoff of a loop whose claim or recipient lookup failed: doubling from
+// minErrDelay up to maxErrDelay, on top of the failed statement's own time
+// (up to the lock or statement timeout).
+const (
+	minErrDelay = 100 * time.Millisecond
+	maxErrDelay = 5 * time.Second
+)
+
 // run claims until ctx ends. Deliveries it starts run under deliverCtx.
 func (l *channelLoop) run(ctx, deliverCtx context.Context) {
-	errDelay := 100 * time.Millisecond
+	errDelay := minErrDelay
+	backoff := func() bool {
+		ok := sleep(ctx, errDelay)
+		errDelay = min(2*errDelay, maxErrDelay)
+		return ok
+	}
 	backlog := false // the last claim was full: more routes are due
 	for ctx.Err() == nil {
 		free := cap(l.slots) - len(l.slots)
@@ -98,6 +115,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		// leased to no one until their leases end. A finished claim seen
 		// after shutdown began is released instead (start).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+		l.prog.begin()
 		claimed, err := l.d.q.RouteClaimDue(cctx, l.d.pool, store.RouteClaimDueParams{
 			Now:          l.d.now(),
 			LeaseSeconds: l.cfg.Lease.Seconds(),
@@ -109,21 +127,26 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			l.d.log.Error("claim due routes", "channel", l.name, "err", err, "retry_in", errDelay)
-			if !sleep(ctx, errDelay) {
+			l.prog.fail(opClaim, err, errDelay)
+			if !backoff() {
 				return
 			}
-			errDelay = min(2*errDelay, 5*time.Second)
 			continue
 		}
-		errDelay = 100 * time.Millisecond
 		l.d.stats.claimed.Add(int64(len(claimed)))
 		l.d.stats.inHand.Add(int64(len(claimed)))
 		l.d.metrics.InFlight(l.name, len(claimed))
 		if l.d.afterClaim != nil {
 			l.d.afterClaim(len(claimed))
 		}
-		l.start(ctx, deliverCtx, claimed)
+		if err := l.start(ctx, deliverCtx, claimed); err != nil {
+			if !backoff() {
+				return
+			}
+			continue
+		}
+		l.prog.done()
+		errDelay = minErrDelay
 		if backlog = len(claimed) == want; backlog {
 			continue // more may be due: claim again at once
 		}
@@ -171,7 +194,11 @@ func (l *channelLoop) idle(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		l.d.log.Warn("read next due route", "channel", l.name, "err", err)
+		// Counted, but no episode of its own: the loop polls instead, and
+		// the claim that follows reports whatever keeps failing (it reads
+		// the same index) without a line per poll.
+		kind := l.prog.count(opNextDue, err, []string{l.name})
+		l.d.log.Debug("read next due route; polling instead", "channel", l.name, "err", err, "timeout", kind)
 	} else if !math.IsInf(secs, 1) {
 		due := time.Duration(min(secs, wait.Seconds()) * float64(time.Second))
 		wait = min(wait, max(due, minDueWait))
@@ -197,20 +224,27 @@ type job struct {
 
 // start resolves a claimed batch and starts its deliveries; routes that
 // need no delivery (expired, exhausted, skipped) go straight to the
-// completer. If ctx ended meanwhile, the batch is released instead.
-func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.RouteClaimDueRow) {
+// completer. If ctx ended meanwhile, or the lookup failed, the batch is
+// released instead; the lookup's error is returned, so that the loop backs
+// off.
+func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.RouteClaimDueRow) error {
 	if len(claimed) == 0 {
-		return
+		return nil
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
 	jobs, err := l.resolve(rctx, claimed)
 	cancel()
 	if err != nil || ctx.Err() != nil {
 		if err != nil && ctx.Err() == nil {
-			l.d.log.Error("resolve recipients", "channel", l.name, "err", err)
+			l.prog.fail(opResolve, err, 0)
 		}
-		l.d.release(l.name, claimed)
-		return
+		if rerr := l.d.release(l.name, claimed); rerr != nil {
+			l.prog.fail(opRelease, rerr, 0)
+		}
+		if err == nil {
+			err = ctx.Err() // shutdown: the loop stops, the round is not done
+		}
+		return err
 	}
 	for i := range jobs {
 		j := &jobs[i]
@@ -222,6 +256,7 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 		l.inflight.Add(1)
 		go l.deliver(deliverCtx, j)
 	}
+	return nil
 }
 
 // resolve turns claimed rows into jobs: the effective attempt budget, the
@@ -454,8 +489,9 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 
 // release gives claimed routes back, due at once with their attempt handed
 // back: nothing reached the channel. It outlives shutdown's context on
-// purpose, bounded by its own timeout.
-func (d *Dispatcher) release(channel string, claimed []store.RouteClaimDueRow) {
+// purpose, bounded by its own timeout. On error (which the caller reports)
+// the routes come due again when their leases end.
+func (d *Dispatcher) release(channel string, claimed []store.RouteClaimDueRow) error {
 	defer func() {
 		d.stats.inHand.Add(-int64(len(claimed)))
 		d.metrics.InFlight(channel, -len(claimed))
@@ -471,9 +507,9 @@ func (d *Dispatcher) release(channel string, claimed []store.RouteClaimDueRow) {
 	defer cancel()
 	n, err := d.q.RouteReleaseLeases(ctx, d.pool, p)
 	if err != nil {
-		d.log.Error("release leases: they come due again when they end", "routes", len(claimed), "err", err)
-		return
+		return fmt.Errorf("release leases of %d routes: %w", len(claimed), err)
 	}
 	d.stats.released.Add(n)
-	d.log.Info("released leases of routes not started", "routes", n)
+	d.log.Info("released leases of routes not started", "channel", channel, "routes", n)
+	return nil
 }

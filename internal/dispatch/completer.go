@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,11 +49,24 @@ type completer struct {
 	d    *Dispatcher
 	in   chan completion
 	once sync.Once
+	// progs tracks each worker's statements.
+	progs [completerWorkers]*progress
 }
 
 func newCompleter(d *Dispatcher, buffer int) *completer {
-	return &completer{d: d, in: make(chan completion, buffer)}
+	c := &completer{d: d, in: make(chan completion, buffer)}
+	for i := range c.progs {
+		c.progs[i] = newProgress(d, fmt.Sprintf("completer %d", i+1), "")
+	}
+	return c
 }
+
+// Backoff of a completion that failed: doubling from minCompleteDelay up
+// to maxCompleteDelay, on top of the failed statement's own time.
+const (
+	minCompleteDelay = 50 * time.Millisecond
+	maxCompleteDelay = 2 * time.Second
+)
 
 // add queues one outcome, blocking while the buffer is full: back-pressure
 // that holds the delivery's slot and so slows claims.
@@ -63,15 +78,15 @@ func (c *completer) close() { c.once.Do(func() { close(c.in) }) }
 // start runs the workers; the returned channel closes when all are done.
 func (c *completer) start(ctx context.Context) <-chan struct{} {
 	var wg sync.WaitGroup
-	for range completerWorkers {
-		wg.Go(func() { c.work(ctx) })
+	for _, prog := range c.progs {
+		wg.Go(func() { c.work(ctx, prog) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	return done
 }
 
-func (c *completer) work(ctx context.Context) {
+func (c *completer) work(ctx context.Context, prog *progress) {
 	batch := make([]completion, 0, c.d.batchSize)
 	for {
 		first, ok := <-c.in
@@ -91,13 +106,14 @@ func (c *completer) work(ctx context.Context) {
 				break drain
 			}
 		}
-		c.flush(ctx, batch)
+		c.flush(ctx, prog, batch)
 	}
 }
 
 // flush writes one batch, retrying database errors until ctx ends (then the
-// routes' leases expire and they are attempted again: at-least-once).
-func (c *completer) flush(ctx context.Context, batch []completion) {
+// routes' leases expire and they are attempted again: at-least-once). prog
+// is the calling worker's.
+func (c *completer) flush(ctx context.Context, prog *progress, batch []completion) {
 	// Written, fenced out or given up: out of hand either way.
 	defer func() {
 		c.d.stats.inHand.Add(-int64(len(batch)))
@@ -128,10 +144,11 @@ func (c *completer) flush(ctx context.Context, batch []completion) {
 		p.ResolvedLocales = append(p.ResolvedLocales, x.resolvedLocale)
 		p.ProviderMessageIds = append(p.ProviderMessageIds, x.providerID)
 	}
-	delay := 50 * time.Millisecond
+	delay := minCompleteDelay
 	var rows []store.RouteCompleteManyRow
 	for {
 		var err error
+		prog.begin()
 		rows, err = c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
 		if err == nil {
 			break
@@ -141,13 +158,25 @@ func (c *completer) flush(ctx context.Context, batch []completion) {
 				"routes", len(batch), "err", err)
 			return
 		}
-		c.d.log.Error("complete routes", "routes", len(batch), "err", err, "retry_in", delay)
+		prog.fail(opComplete, err, delay, batchChannels(batch)...)
 		if !sleep(ctx, delay) {
 			return
 		}
-		delay = min(2*delay, 2*time.Second)
+		delay = min(2*delay, maxCompleteDelay)
 	}
+	prog.done()
 	c.record(batch, rows)
+}
+
+// batchChannels returns the distinct channels of a batch's routes.
+func batchChannels(batch []completion) []string {
+	var out []string
+	for _, x := range batch {
+		if !slices.Contains(out, x.channel) {
+			out = append(out, x.channel)
+		}
+	}
+	return out
 }
 
 // record logs and counts a written batch; the completions missing from

@@ -129,14 +129,23 @@ func (b *testBundle) waitStatus(t *testing.T, k routeKey, status string) store.H
 	return r
 }
 
+// newDispatcher returns a Dispatcher on the bundle's database, closed
+// when the test ends if it never ran.
+func (b *testBundle) newDispatcher(t *testing.T, cfg *Config) *Dispatcher {
+	t.Helper()
+	d, err := New(b.pool, cfg)
+	require.NoError(t, err)
+	t.Cleanup(d.Close)
+	return d
+}
+
 // start runs a dispatcher until the test ends.
 func (b *testBundle) start(t *testing.T, cfg *Config) *Dispatcher {
 	t.Helper()
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
-	d, err := New(b.pool, cfg)
-	require.NoError(t, err)
+	d := b.newDispatcher(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -423,7 +432,7 @@ func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []sto
 // completeClaim writes the outcome of the claim c of an sms route as the
 // completer would: status, with an hour's backoff if it is "failed".
 func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
-	d.completer.flush(context.Background(), []completion{{
+	d.completer.flush(context.Background(), d.completer.progs[0], []completion{{
 		channel: channel.SMS, notificationID: c.NotificationID, routeID: c.RouteID, attempt: c.AttemptCount,
 		leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
 		delay: time.Hour, metricOutcome: "transient",
@@ -433,8 +442,7 @@ func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
 func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
 	now := time.Now().Add(time.Second)
 
@@ -465,7 +473,7 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	old := claim(t, d, channel.SMS, 10, now)
 	require.Len(t, old, 1)
 	require.Len(t, claim(t, d, channel.SMS, 10, now.Add(61*time.Second)), 1)
-	d.completer.flush(context.Background(), []completion{{channel: channel.SMS, notificationID: k2.notificationID,
+	d.completer.flush(context.Background(), d.completer.progs[0], []completion{{channel: channel.SMS, notificationID: k2.notificationID,
 		routeID: k2.routeID, attempt: 1, leaseUntil: old[0].LeaseUntil, status: "dead_letter", classification: "x",
 		message: "x", maxAttempts: 1}})
 	r := b.route(t, k2)
@@ -485,14 +493,13 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
 	now := time.Now().Add(time.Second)
 
 	lost := claim(t, d, channel.SMS, 10, now)
 	require.Len(t, lost, 1)
-	d.release(channel.SMS, lost)
+	require.NoError(t, d.release(channel.SMS, lost))
 	again := claim(t, d, channel.SMS, 10, now.Add(time.Second))
 	require.Len(t, again, 1)
 	require.Equal(t, lost[0].AttemptCount, again[0].AttemptCount, "the attempt number repeats")
@@ -557,8 +564,7 @@ func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
 func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
 	future := time.Now().Add(time.Hour)
 	// Separate statements: each route is due at its own insert's now().
 	bulkOldest := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345601", priority: 1})[0]
@@ -581,13 +587,12 @@ func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
 func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
 	now := time.Now().Add(time.Second)
 	rows := claim(t, d, channel.SMS, 10, now)
 	require.Len(t, rows, 1)
-	d.release(channel.SMS, rows)
+	require.NoError(t, d.release(channel.SMS, rows))
 	r := b.route(t, k)
 	require.Equal(t, "pending", r.Status)
 	require.Zero(t, r.AttemptCount)
@@ -606,8 +611,7 @@ func TestShutdownLetsDeliveriesInFlightFinish(t *testing.T) {
 		return channel.Outcome{Class: channel.Delivered}
 	})
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: slow}}, ShutdownTimeout: 5 * time.Second})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: slow}}, ShutdownTimeout: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -627,8 +631,7 @@ func TestShutdownGraceCancelsStuckDeliveriesAsTransientFailures(t *testing.T) {
 		return channel.Outcome{Class: channel.Transient, Classification: channel.ClassCanceled, Message: "canceled"}
 	})
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: stuck}}, ShutdownTimeout: 100 * time.Millisecond})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: stuck}}, ShutdownTimeout: 100 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -652,6 +655,10 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 		"ShortLease": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard, Timeout: time.Minute, Lease: time.Second}}},
 			`Channels["sms"].Lease`},
 		"TinyPoll": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, PollInterval: time.Microsecond}, "PollInterval"},
+		"TinyLockTimeout": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, LockTimeout: time.Microsecond},
+			"LockTimeout must be at least 1ms"},
+		"NegativeStallTimeout": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, StallTimeout: -time.Second},
+			"StallTimeout"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -674,8 +681,7 @@ func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
 		routeSpec{channel: channel.SMS, ref: "+33612345679"},
 		routeSpec{channel: channel.SMS, ref: "+33612345670"},
 	)
-	d, err := New(b.pool, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: counting}}})
-	require.NoError(t, err)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: counting}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	// SIGTERM lands between a claim and the start of its deliveries.
 	d.afterClaim = func(n int) {

@@ -30,6 +30,29 @@
 // whose claim a database crash undid) changes nothing, and is counted as
 // "stale" in the metrics.
 //
+// # Database timeouts and progress
+//
+// Every statement the dispatcher runs (claim, recipient lookup, next due
+// time, completion, release) runs on connections of its own pool, derived
+// from the pool given to New, whose sessions start with lock_timeout
+// (Config.LockTimeout, default 2s) and statement_timeout
+// (Config.StatementTimeout, default 10s) as run-time parameters. They cost
+// nothing per statement (no SET, no extra round trip) and they bound every
+// wait, including one for a table lock, which a statement takes before any
+// set_config inside it could apply. The pool is sized for the dispatcher
+// (one connection per channel loop, one per completer worker); everything
+// else the caller runs on its own pool (maintenance, REINDEX CONCURRENTLY,
+// retention, the intake) keeps that pool's settings.
+//
+// A statement canceled by either timeout counts in
+// herald_dispatch_db_timeouts_total; a failing claim, lookup or completion
+// is logged when its episode begins and when it ends, not at every retry,
+// and is retried with a capped exponential backoff. A
+// completion is retried until it is written (its routes' leases protect
+// them meanwhile). CheckProgress reports a part whose round of statements
+// has gone without success for longer than Config.StallTimeout: what
+// /readyz shows.
+//
 // # Memory
 //
 // In-flight deliveries are bounded per channel by Concurrency, and the
@@ -88,12 +111,36 @@ const (
 	DefaultMaxAttempts = 10
 	// DefaultTimeout is ChannelConfig.Timeout's default.
 	DefaultTimeout = 30 * time.Second
+	// DefaultLockTimeout is Config.LockTimeout's default. The dispatcher's
+	// statements lock only rows no other dispatcher holds (SKIP LOCKED,
+	// fenced completions), so a wait of even a second means someone else
+	// holds a lock they should not (a forgotten psql transaction, a manual
+	// LOCK TABLE, a migration); 2s leaves room for a short ALTER or an
+	// operator's quick UPDATE, and is short enough that the loop notices,
+	// counts and reports it rather than queueing behind it.
+	DefaultLockTimeout = 2 * time.Second
+	// DefaultStatementTimeout is Config.StatementTimeout's default: a claim
+	// or completion of 500 routes takes milliseconds, so 10s is three
+	// orders of magnitude of headroom, and still well inside a lease
+	// (default 60s), so a stuck statement fails and is retried before its
+	// routes would be claimed again.
+	DefaultStatementTimeout = 10 * time.Second
+	// DefaultStallTimeout is Config.StallTimeout's default: five lock
+	// timeouts, as long as one statement may run.
+	DefaultStallTimeout = 10 * time.Second
 )
 
-// Errors returned by New and Run.
+// Errors returned by Run and CheckProgress.
 var (
 	// ErrRunning is returned by Run when the Dispatcher is running already.
 	ErrRunning = errors.New("dispatcher is running already")
+	// ErrClosed is returned by Run when the Dispatcher has run before or
+	// was closed: Run closes its connections when it returns.
+	ErrClosed = errors.New("dispatcher is closed")
+	// ErrStalled is wrapped by CheckProgress's error when a part of the
+	// dispatcher has gone without a successful statement for longer than
+	// Config.StallTimeout.
+	ErrStalled = errors.New("dispatcher is not making progress")
 )
 
 // Config configures a Dispatcher.
@@ -115,6 +162,18 @@ type Config struct {
 	// CompletionBuffer bounds the outcomes waiting to be written. Default
 	// 4 × BatchSize.
 	CompletionBuffer int
+	// LockTimeout is the lock_timeout of the dispatcher's connections: how
+	// long any of its statements waits for a lock (a row, or the whole
+	// table) before the database cancels it. Default 2s.
+	LockTimeout time.Duration
+	// StatementTimeout is the statement_timeout of the dispatcher's
+	// connections. Default 10s.
+	StatementTimeout time.Duration
+	// StallTimeout is how long a channel loop or completer worker may go
+	// without a successful round of statements (failing, or one statement
+	// running) before CheckProgress reports the dispatcher stalled.
+	// Default 10s.
+	StallTimeout time.Duration
 	// Logger receives the dispatcher's records. Default: discard.
 	Logger *slog.Logger
 	// Metrics records attempts, publications and dead letters; nil records
@@ -184,12 +243,22 @@ func (c *Config) validate() error {
 	if c.CompletionBuffer < 0 {
 		return errors.New("CompletionBuffer must not be negative")
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"LockTimeout", c.LockTimeout}, {"StatementTimeout", c.StatementTimeout}, {"StallTimeout", c.StallTimeout}} {
+		if d.v < 0 || (d.v > 0 && d.v < time.Millisecond) {
+			return fmt.Errorf("%s must be at least 1ms", d.name)
+		}
+	}
 	return nil
 }
 
 // Dispatcher claims, delivers and completes routes. Create it with New and
 // start it with Run.
 type Dispatcher struct {
+	// pool is the dispatcher's own: its sessions carry lock_timeout and
+	// statement_timeout (see the package documentation). Run closes it.
 	pool      *pgxpool.Pool
 	q         *store.Queries
 	log       *slog.Logger
@@ -201,6 +270,12 @@ type Dispatcher struct {
 	loops     []*channelLoop
 	completer *completer
 	running   atomic.Bool
+	closed    atomic.Bool
+
+	lockTimeout, statementTimeout, stallTimeout time.Duration
+	// progress has one entry per channel loop and completer worker, fixed
+	// by New: what CheckProgress reads.
+	progress []*progress
 
 	// afterClaim, if set, is called after each claim with its size: a
 	// test hook.
@@ -215,7 +290,10 @@ type Dispatcher struct {
 }
 
 // New returns a Dispatcher for the channels in cfg, or an error naming the
-// first invalid field. It does not touch the database.
+// first invalid field. It does not touch the database: it prepares a pool
+// of its own with pool's connection settings, which connects when Run
+// needs it (see the package documentation), and which Run closes when it
+// returns. A Dispatcher that never runs should be closed with Close.
 func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 	if pool == nil {
 		return nil, errors.New("new dispatcher: pool is required")
@@ -235,6 +313,10 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 		batchSize: cmp.Or(cfg.BatchSize, DefaultBatchSize),
 		poll:      cmp.Or(cfg.PollInterval, DefaultPollInterval),
 		grace:     cmp.Or(cfg.ShutdownTimeout, DefaultShutdownTimeout),
+
+		lockTimeout:      cmp.Or(cfg.LockTimeout, DefaultLockTimeout),
+		statementTimeout: cmp.Or(cfg.StatementTimeout, DefaultStatementTimeout),
+		stallTimeout:     cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
 	}
 	d.completer = newCompleter(d, cmp.Or(cfg.CompletionBuffer, 4*d.batchSize))
 	for name, ch := range cfg.Channels {
@@ -245,7 +327,35 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 		ch.Backoff = ch.Backoff.withDefaults()
 		d.loops = append(d.loops, newChannelLoop(d, name, ch))
 	}
+	own, err := pgxpool.NewWithConfig(context.Background(), d.poolConfig(pool.Config()))
+	if err != nil {
+		return nil, fmt.Errorf("new dispatcher: pool: %w", err)
+	}
+	d.pool = own
 	return d, nil
+}
+
+// poolConfig turns a copy of the caller's pool configuration into the
+// dispatcher's: its timeouts as run-time parameters, which the server
+// applies from the session's start (they override any the caller's URL
+// set), and as many connections as the dispatcher ever uses at once: each
+// channel loop runs one statement at a time, and so does each completer
+// worker. No connection is opened in advance.
+func (d *Dispatcher) poolConfig(cfg *pgxpool.Config) *pgxpool.Config {
+	params := cfg.ConnConfig.RuntimeParams
+	params["lock_timeout"] = fmt.Sprintf("%dms", d.lockTimeout.Milliseconds())
+	params["statement_timeout"] = fmt.Sprintf("%dms", d.statementTimeout.Milliseconds())
+	cfg.MaxConns = int32(len(d.loops) + completerWorkers)
+	cfg.MinConns, cfg.MinIdleConns = 0, 0
+	return cfg
+}
+
+// Close releases the dispatcher's connections. Run does so when it
+// returns; Close is for a Dispatcher that never ran, and is safe to call
+// more than once.
+func (d *Dispatcher) Close() {
+	d.closed.Store(true)
+	d.pool.Close()
 }
 
 // Run dispatches until ctx is canceled, then shuts down gracefully (see the
@@ -256,6 +366,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer d.running.Store(false)
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	defer d.Close()
 
 	// Deliveries and completions outlive ctx: they have their own
 	// cancellation, after the grace period.
@@ -273,7 +387,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for _, l := range d.loops {
 		loops.Go(func() { l.run(ctx, deliverCtx) })
 	}
-	d.log.Info("dispatcher started", "channels", len(d.loops), "batch_size", d.batchSize)
+	d.log.Info("dispatcher started", "channels", len(d.loops), "batch_size", d.batchSize,
+		"lock_timeout", d.lockTimeout, "statement_timeout", d.statementTimeout, "stall_timeout", d.stallTimeout)
 
 	<-ctx.Done()
 	d.log.Info("dispatcher stopping: no more claims; waiting for deliveries in flight", "grace", d.grace)
