@@ -38,6 +38,10 @@ func (c *Config) DispatchConfig(getenv func(string) string, logger *slog.Logger,
 		ShutdownTimeout: c.Dispatch.ShutdownTimeout,
 		Logger:          logger,
 		Metrics:         met,
+
+		LockTimeout:      c.Dispatch.LockTimeout,
+		StatementTimeout: c.Dispatch.StatementTimeout,
+		StallTimeout:     c.Dispatch.StallTimeout,
 	}
 	for _, name := range c.ChannelNames() {
 		ch := c.Channels[name]

@@ -11,6 +11,9 @@
 //	  batch_size: 500          # routes per claim (at most the free slots) and per completion write
 //	  poll_interval: 1s        # longest sleep without a NOTIFY or a due route
 //	  shutdown_timeout: 20s    # how long deliveries in flight may finish at SIGTERM
+//	  lock_timeout: 2s         # the dispatcher's statements wait no longer for a lock
+//	  statement_timeout: 10s   # nor run longer
+//	  stall_timeout: 10s       # /readyz fails after this long without a successful claim or completion
 //	intake:
 //	  batch_size: 500
 //	  poll_interval: 1s
@@ -45,7 +48,9 @@
 // Environment overrides (they win over the file):
 //
 //	HERALD_DISPATCH_BATCH_SIZE, HERALD_DISPATCH_POLL_INTERVAL,
-//	HERALD_DISPATCH_SHUTDOWN_TIMEOUT, HERALD_INTAKE_BATCH_SIZE,
+//	HERALD_DISPATCH_SHUTDOWN_TIMEOUT, HERALD_DISPATCH_LOCK_TIMEOUT,
+//	HERALD_DISPATCH_STATEMENT_TIMEOUT, HERALD_DISPATCH_STALL_TIMEOUT,
+//	HERALD_INTAKE_BATCH_SIZE,
 //	HERALD_INTAKE_POLL_INTERVAL, and per channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
@@ -105,6 +110,13 @@ type Dispatch struct {
 	BatchSize       int           `yaml:"batch_size"`
 	PollInterval    time.Duration `yaml:"poll_interval"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// LockTimeout and StatementTimeout are the lock_timeout and
+	// statement_timeout of the dispatcher's own connections (maintenance
+	// and the intake keep the server's); StallTimeout is how long its
+	// claims or completions may go without success before /readyz fails.
+	LockTimeout      time.Duration `yaml:"lock_timeout"`
+	StatementTimeout time.Duration `yaml:"statement_timeout"`
+	StallTimeout     time.Duration `yaml:"stall_timeout"`
 }
 
 // Intake tunes the SQL intake worker; zero values take its defaults. The
@@ -289,6 +301,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setInt(&c.Dispatch.BatchSize, "HERALD_DISPATCH_BATCH_SIZE")
 	setDur(&c.Dispatch.PollInterval, "HERALD_DISPATCH_POLL_INTERVAL")
 	setDur(&c.Dispatch.ShutdownTimeout, "HERALD_DISPATCH_SHUTDOWN_TIMEOUT")
+	setDur(&c.Dispatch.LockTimeout, "HERALD_DISPATCH_LOCK_TIMEOUT")
+	setDur(&c.Dispatch.StatementTimeout, "HERALD_DISPATCH_STATEMENT_TIMEOUT")
+	setDur(&c.Dispatch.StallTimeout, "HERALD_DISPATCH_STALL_TIMEOUT")
 	setInt(&c.Intake.BatchSize, "HERALD_INTAKE_BATCH_SIZE")
 	setDur(&c.Intake.PollInterval, "HERALD_INTAKE_POLL_INTERVAL")
 	setDur(&c.Intake.IdempotencyWindow, "HERALD_INTAKE_IDEMPOTENCY_WINDOW")
@@ -348,6 +363,12 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("dispatch.poll_interval: must be at least 1ms")
 	case c.Dispatch.ShutdownTimeout < 0:
 		return errors.New("dispatch.shutdown_timeout: must not be negative")
+	case c.Dispatch.LockTimeout < 0 || (c.Dispatch.LockTimeout > 0 && c.Dispatch.LockTimeout < time.Millisecond):
+		return errors.New("dispatch.lock_timeout: must be at least 1ms")
+	case c.Dispatch.StatementTimeout < 0 || (c.Dispatch.StatementTimeout > 0 && c.Dispatch.StatementTimeout < time.Millisecond):
+		return errors.New("dispatch.statement_timeout: must be at least 1ms")
+	case c.Dispatch.StallTimeout < 0 || (c.Dispatch.StallTimeout > 0 && c.Dispatch.StallTimeout < time.Millisecond):
+		return errors.New("dispatch.stall_timeout: must be at least 1ms")
 	case c.Intake.BatchSize < 0 || c.Intake.BatchSize > 10000:
 		return errors.New("intake.batch_size: must be between 1 and 10000")
 	case c.Intake.PollInterval < 0 || (c.Intake.PollInterval > 0 && c.Intake.PollInterval < time.Millisecond):

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/dispatch"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -77,6 +79,9 @@ func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
 		"HERALD_CHANNELS_WEBHOOK_CONCURRENCY": "64",
 		"HERALD_CHANNELS_SMS_DRIVER":          "log",
 		"HERALD_DISPATCH_POLL_INTERVAL":       "2s",
+		"HERALD_DISPATCH_LOCK_TIMEOUT":        "500ms",
+		"HERALD_DISPATCH_STATEMENT_TIMEOUT":   "5s",
+		"HERALD_DISPATCH_STALL_TIMEOUT":       "30s",
 		"HERALD_INTAKE_IDEMPOTENCY_WINDOW":    "72h",
 		"HERALD_INTAKE_MAX_PAYLOAD_BYTES":     "1024",
 	}))
@@ -84,6 +89,12 @@ func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
 	require.Equal(t, []string{"sms", "webhook"}, c.ChannelNames())
 	require.Equal(t, 64, c.Channels["webhook"].Concurrency)
 	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
+	dc, closeFunc, err := c.DispatchConfig(env(nil), discardLogger(), nil)
+	require.NoError(t, err)
+	closeFunc()
+	require.Equal(t, 500*time.Millisecond, dc.LockTimeout)
+	require.Equal(t, 5*time.Second, dc.StatementTimeout)
+	require.Equal(t, 30*time.Second, dc.StallTimeout)
 	// The SQL door's window and limits reach the intake worker.
 	wc := c.IntakeConfig(nil, nil)
 	require.Equal(t, 72*time.Hour, wc.IdempotencyWindow)
@@ -107,6 +118,8 @@ func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
 		"BadEnvDuration": {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_CHANNELS_SMS_TIMEOUT": "soon"}, "HERALD_CHANNELS_SMS_TIMEOUT"},
 		"BadDuration":    {"dispatch:\n  poll_interval: 1us\nchannels:\n  sms: {driver: log}\n", nil, "dispatch.poll_interval"},
 		"ShortWindow":    {"intake:\n  idempotency_window: 1s\nchannels:\n  sms: {driver: log}\n", nil, "intake.idempotency_window"},
+		"TinyLockWait":   {"dispatch:\n  lock_timeout: 10us\nchannels:\n  sms: {driver: log}\n", nil, "dispatch.lock_timeout: must be at least 1ms"},
+		"NegativeStall":  {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_DISPATCH_STALL_TIMEOUT": "-1s"}, "dispatch.stall_timeout"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -145,4 +158,9 @@ func TestTheDocumentedExampleLoads(t *testing.T) {
 	closeFunc()
 	require.Equal(t, 32, dc.Channels["webhook"].Concurrency)
 	require.Equal(t, time.Minute, dc.Channels["email"].Lease)
+	// The example shows the dispatcher's defaults: it must not drift from
+	// them.
+	require.Equal(t, dispatch.DefaultLockTimeout, dc.LockTimeout)
+	require.Equal(t, dispatch.DefaultStatementTimeout, dc.StatementTimeout)
+	require.Equal(t, dispatch.DefaultStallTimeout, dc.StallTimeout)
 }
