@@ -2,20 +2,62 @@
 -- accept path sends to dispatchers.
 
 -- name: IntakeClaimBatch :many
--- Takes the oldest entries off the intake and returns them. It runs inside
--- the intake worker's transaction: the rows stay locked (FOR UPDATE) and
--- deleted only if that transaction commits, so a worker killed mid-batch
--- loses nothing, and SKIP LOCKED lets several workers drain side by side,
--- each taking entries no other holds.
-DELETE FROM herald.intake
-WHERE id IN (
-    SELECT id
+-- Takes the oldest entries off the intake, bounded by count and by bytes, and
+-- returns them. It runs inside the intake worker's transaction: the rows stay
+-- locked (FOR UPDATE) and deleted only if that transaction commits, so a
+-- worker killed mid-batch loses nothing, and SKIP LOCKED lets several workers
+-- drain side by side, each taking entries no other holds.
+--
+-- No body larger than @max_entry_bytes is ever loaded: such an entry is
+-- refused as too_large whatever it holds, so only its size (octet_length,
+-- read from the TOAST pointer without decompressing) and its first
+-- @excerpt_chars characters (substr detoasts only that slice) come back, for
+-- malformed_intents. loaded_bytes is what the row's body column costs.
+--
+-- locked: the oldest @max_entries entries no other worker holds, with what
+-- each would load. A CTE with FOR UPDATE is always materialized, so the
+-- locking scan runs once.
+-- budgeted: the running total of loaded bytes, in id order. An entry is taken
+-- while the total stays within @max_batch_bytes; the first is taken whatever
+-- its size, so the intake always moves. Entries locked but not taken stay in
+-- the intake (their lock ends with the transaction); locked_entries, the same
+-- on every row, tells the worker that more may be waiting.
+WITH locked AS MATERIALIZED (
+    SELECT
+        id,
+        octet_length(body) AS body_bytes,
+        CASE WHEN octet_length(body) > @max_entry_bytes::int
+            THEN octet_length(substr(body, 1, @excerpt_chars::int))
+            ELSE octet_length(body)
+        END AS loaded_bytes
     FROM herald.intake
     ORDER BY id
     LIMIT @max_entries
     FOR UPDATE SKIP LOCKED
+),
+budgeted AS (
+    SELECT
+        id,
+        body_bytes,
+        loaded_bytes,
+        row_number() OVER (ORDER BY id) AS position,
+        sum(loaded_bytes) OVER (ORDER BY id) AS loaded_through,
+        count(*) OVER () AS locked_entries
+    FROM locked
 )
-RETURNING *;
+DELETE FROM herald.intake AS i
+USING budgeted AS b
+WHERE i.id = b.id
+    AND (b.position = 1 OR b.loaded_through <= @max_batch_bytes::bigint)
+RETURNING
+    i.id,
+    (CASE WHEN b.body_bytes > @max_entry_bytes::int
+        THEN substr(i.body, 1, @excerpt_chars::int)
+        ELSE i.body
+    END)::text AS body,
+    b.body_bytes::int AS body_bytes,
+    b.loaded_bytes::int AS loaded_bytes,
+    b.locked_entries::int AS locked_entries;
 
 -- name: IntakeInsertMany :exec
 -- Inserts raw entries, as a producer would; one statement, so the intake's
@@ -36,7 +78,14 @@ SELECT pg_notify('herald_routes', @channel::text);
 -- name: IntakeTakeByID :many
 -- Takes one named entry off the intake, inside the caller's transaction: the
 -- worker's way to set aside an entry the database refused. Returns nothing
--- if another worker settled it meanwhile.
+-- if another worker settled it meanwhile. Like IntakeClaimBatch, it loads
+-- only the first @excerpt_chars characters of a body over @max_entry_bytes.
 DELETE FROM herald.intake
 WHERE id = @id
-RETURNING *;
+RETURNING
+    id,
+    (CASE WHEN octet_length(body) > @max_entry_bytes::int
+        THEN substr(body, 1, @excerpt_chars::int)
+        ELSE body
+    END)::text AS body,
+    octet_length(body) AS body_bytes;

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,6 +24,9 @@ import (
 const (
 	// DefaultWorkerBatchSize is the default WorkerConfig.BatchSize.
 	DefaultWorkerBatchSize = 500
+	// DefaultWorkerBatchBytes is the default WorkerConfig.BatchBytes: 8 MiB,
+	// 32 entries of the largest size Limits allow by default.
+	DefaultWorkerBatchBytes = 8 << 20
 	// DefaultWorkerPollInterval is the default WorkerConfig.PollInterval.
 	DefaultWorkerPollInterval = time.Second
 )
@@ -46,9 +50,16 @@ const (
 type WorkerConfig struct {
 	// Logger receives the worker's lines; nil discards.
 	Logger *slog.Logger
-	// BatchSize is how many intake entries one transaction takes. Default
-	// 500.
+	// BatchSize is how many intake entries one transaction takes at most.
+	// Default 500.
 	BatchSize int
+	// BatchBytes bounds the bodies one transaction loads, in bytes: a batch
+	// ends before the entry that would take it past BatchBytes, but always
+	// holds at least one entry, so the intake moves whatever the sizes. A
+	// body larger than Limits.MaxEntryBytes is never loaded whole, only its
+	// size and first 4,096 characters (its too_large record needs no more).
+	// Default 8 MiB.
+	BatchBytes int
 	// PollInterval is how often the worker looks at the intake without a
 	// herald_intake notification (a lost one, or a dropped LISTEN
 	// connection). Default 1s.
@@ -72,6 +83,8 @@ func (c *WorkerConfig) validate() error {
 		return errors.New("BatchSize must not be negative")
 	case c.BatchSize > 10000:
 		return errors.New("BatchSize must be at most 10000")
+	case c.BatchBytes < 0:
+		return errors.New("BatchBytes must not be negative")
 	case c.PollInterval != 0 && c.PollInterval < time.Millisecond:
 		return errors.New("PollInterval must be at least 1ms")
 	case c.IdempotencyWindow != 0 && c.IdempotencyWindow < time.Second:
@@ -86,16 +99,17 @@ func (c *WorkerConfig) validate() error {
 // malformed_intents, and deletes them all from the intake. Several
 // workers, in one process or many, may drain one database side by side.
 type Worker struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
-	batch  int
-	poll   time.Duration
-	limits Limits
-	window time.Duration
-	result func(producer, result string)
-	now    func() time.Time
+	pool       *pgxpool.Pool
+	logger     *slog.Logger
+	batch      int
+	batchBytes int
+	poll       time.Duration
+	limits     Limits
+	window     time.Duration
+	result     func(producer, result string)
+	now        func() time.Time
 
-	afterClaim func(batch int) // test hook: called after each batch is claimed
+	afterClaim func(batch []intakeEntry) // test hook: called after each batch is claimed
 }
 
 // NewWorker returns a Worker on pool; a nil cfg means the defaults. It
@@ -111,14 +125,15 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		return nil, fmt.Errorf("new intake worker: %w", err)
 	}
 	w := &Worker{
-		pool:   pool,
-		logger: cfg.Logger,
-		batch:  cmp.Or(cfg.BatchSize, DefaultWorkerBatchSize),
-		poll:   cmp.Or(cfg.PollInterval, DefaultWorkerPollInterval),
-		limits: cfg.Limits.WithDefaults(),
-		window: cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
-		result: cfg.ResultFunc,
-		now:    cfg.NowFunc,
+		pool:       pool,
+		logger:     cfg.Logger,
+		batch:      cmp.Or(cfg.BatchSize, DefaultWorkerBatchSize),
+		batchBytes: cmp.Or(cfg.BatchBytes, DefaultWorkerBatchBytes),
+		poll:       cmp.Or(cfg.PollInterval, DefaultWorkerPollInterval),
+		limits:     cfg.Limits.WithDefaults(),
+		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		result:     cfg.ResultFunc,
+		now:        cfg.NowFunc,
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
@@ -195,35 +210,46 @@ func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening cha
 }
 
 // DrainOnce drains the intake until it is empty, one transaction per batch
-// of BatchSize entries, and returns how many entries it accepted (new or
-// duplicate) and recorded as malformed. A batch is all or nothing: if the
-// worker dies or ctx is canceled during one, its transaction rolls back and
-// its entries stay in the intake. On error, the counts are those of the
-// batches committed before it.
+// of at most BatchSize entries and BatchBytes of bodies, and returns how
+// many entries it accepted (new or duplicate) and recorded as malformed. A
+// batch is all or nothing: if the worker dies or ctx is canceled during one,
+// its transaction rolls back and its entries stay in the intake. On error,
+// the counts are those of the batches committed before it.
 func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err error) {
 	for {
-		a, m, n, _, err := w.drainBatch(ctx, w.batch)
+		a, m, n, more, _, err := w.drainBatch(ctx, w.batch)
 		if err != nil && refusedByDatabase(err) {
 			// Some entry of the batch passed validation but the database
 			// refused it. Settle the batch's entries one at a time, so that
 			// entry is set aside and the rest flow.
 			a, m, n, err = w.isolate(ctx, err)
+			more = n == w.batch // isolate stops after a batch's worth, or when the intake is empty
 		}
 		accepted += a
 		malformed += m
 		if err != nil {
 			return accepted, malformed, err
 		}
-		if n < w.batch {
+		if !more || n == 0 {
 			return accepted, malformed, nil
 		}
 	}
 }
 
+// intakeEntry is one entry taken off the intake. body is the entry's whole
+// body, or only its first characters if size, the whole body's length in
+// bytes, exceeds Limits.MaxEntryBytes: the claim never loads more of a body
+// it must refuse as too_large.
+type intakeEntry struct {
+	id   int64
+	body string
+	size int
+}
+
 // malformedEntry is an intake entry refused by the validator or the accept
 // path.
 type malformedEntry struct {
-	entry    store.HeraldIntake
+	entry    intakeEntry
 	code     string
 	message  string
 	producer string // set for an idempotency conflict, else dug out of the body
@@ -257,7 +283,7 @@ func refusedByDatabase(err error) bool {
 func (w *Worker) isolate(ctx context.Context, cause error) (accepted, malformed, n int, err error) {
 	w.logger.WarnContext(ctx, "intake batch refused by the database; settling its entries one by one", slog.Any("err", cause))
 	for n < w.batch {
-		a, m, took, id, err := w.drainBatch(ctx, 1)
+		a, m, took, _, id, err := w.drainBatch(ctx, 1)
 		if took == 0 && err == nil {
 			return accepted, malformed, n, nil // the intake is empty
 		}
@@ -286,14 +312,16 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	q := store.New()
-	entries, err := q.IntakeTakeByID(ctx, tx, id)
+	rows, err := q.IntakeTakeByID(ctx, tx, store.IntakeTakeByIDParams{
+		ID: id, MaxEntryBytes: int32(w.limits.MaxEntryBytes), ExcerptChars: rawFieldsExcerpt,
+	})
 	if err != nil {
 		return fmt.Errorf("take intake entry %d: %w", id, err)
 	}
-	if len(entries) == 0 {
+	if len(rows) == 0 {
 		return nil // settled by another worker meanwhile
 	}
-	e := entries[0]
+	e := intakeEntry{id: rows[0].ID, body: rows[0].Body, size: int(rows[0].BodyBytes)}
 	msg := "the database refused this entry: " + refusal.Error()
 	var pgErr *pgconn.PgError
 	if errors.As(refusal, &pgErr) {
@@ -302,19 +330,19 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 			msg += ", constraint " + pgErr.ConstraintName
 		}
 	}
-	ntype, producer, key := PartialFields([]byte(e.Body))
+	ntype, producer, key := PartialFields([]byte(e.body))
 	var now pgtype.Timestamptz
 	if w.now != nil {
 		now = pgtype.Timestamptz{Time: w.now(), Valid: true}
 	}
 	if err := q.MalformedIntentInsertMany(ctx, tx, store.MalformedIntentInsertManyParams{
-		StreamEntryIds:    []string{"intake:" + strconv.FormatInt(e.ID, 10)},
+		StreamEntryIds:    []string{"intake:" + strconv.FormatInt(e.id, 10)},
 		NotificationTypes: []string{ntype},
 		Producers:         []string{producer},
 		IdempotencyKeys:   []string{key},
 		FailureCodes:      []string{CodeRejectedByDatabase},
 		FailureMessages:   []string{msg},
-		RawFields:         [][]byte{RawFields([]byte(e.Body))},
+		RawFields:         [][]byte{w.rawFields(e)},
 		Now:               now,
 	}); err != nil {
 		return fmt.Errorf("record intake entry %d as refused: %w", id, err)
@@ -322,7 +350,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit setting intake entry %d aside: %w", id, err)
 	}
-	w.logger.WarnContext(ctx, "intake entry refused by the database, set aside", slog.Int64("intake_id", e.ID),
+	w.logger.WarnContext(ctx, "intake entry refused by the database, set aside", slog.Int64("intake_id", e.id),
 		slog.String("failure_code", CodeRejectedByDatabase), slog.String("producer", metricProducer(producer)))
 	if w.result != nil {
 		w.result(metricProducer(producer), ResultMalformed)
@@ -330,27 +358,40 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	return nil
 }
 
-// drainBatch takes up to limit entries off the intake and settles them in
-// one transaction; n is the number of entries taken and firstID the id of
-// the first (0 if none), so a failed batch of one names its entry.
-func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, firstID int64, err error) {
+// drainBatch takes up to limit entries (and BatchBytes of bodies) off the
+// intake and settles them in one transaction; n is the number of entries
+// taken, more whether entries may be left that this batch could have taken
+// but for its bounds, and firstID the id of the first (0 if none), so a
+// failed batch of one names its entry.
+func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, more bool, firstID int64, err error) {
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("begin intake batch: %w", err)
+		return 0, 0, 0, false, 0, fmt.Errorf("begin intake batch: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
 
 	q := store.New()
-	entries, err := q.IntakeClaimBatch(ctx, tx, int32(limit))
+	rows, err := q.IntakeClaimBatch(ctx, tx, store.IntakeClaimBatchParams{
+		MaxEntries:    int32(limit),
+		MaxBatchBytes: int64(w.batchBytes),
+		MaxEntryBytes: int32(w.limits.MaxEntryBytes),
+		ExcerptChars:  rawFieldsExcerpt,
+	})
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("claim intake batch: %w", err)
+		return 0, 0, 0, false, 0, fmt.Errorf("claim intake batch: %w", err)
 	}
-	if len(entries) == 0 {
-		return 0, 0, 0, 0, nil
+	if len(rows) == 0 {
+		return 0, 0, 0, false, 0, nil
 	}
-	firstID = entries[0].ID
+	locked := int(rows[0].LockedEntries)
+	more = locked == limit || locked > len(rows)
+	entries := make([]intakeEntry, len(rows))
+	for i, r := range rows {
+		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes)}
+	}
+	firstID = entries[0].id
 	if w.afterClaim != nil {
-		w.afterClaim(len(entries))
+		w.afterClaim(entries)
 	}
 
 	now := time.Now()
@@ -368,7 +409,11 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	vs := make([]*Validated, len(entries))
 	errs := make([]error, len(entries))
 	forEach(len(entries), func(i int) {
-		in, err := DecodeRaw([]byte(entries[i].Body), w.limits)
+		if entries[i].size > w.limits.MaxEntryBytes {
+			errs[i] = tooLarge(entries[i].size, w.limits.MaxEntryBytes)
+			return
+		}
+		in, err := DecodeRaw([]byte(entries[i].body), w.limits)
 		if err == nil {
 			vs[i], err = Validate(in, w.limits, now)
 		}
@@ -388,7 +433,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		hint := HintChannel(valid)
 		outcomes, err := Accept(ctx, tx, valid, AcceptParams{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
 		if err != nil {
-			return 0, 0, 0, firstID, fmt.Errorf("accept intake batch: %w", err)
+			return 0, 0, 0, false, firstID, fmt.Errorf("accept intake batch: %w", err)
 		}
 		for j, o := range outcomes {
 			v := valid[j]
@@ -416,13 +461,13 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	if len(bad) > 0 {
 		p := store.MalformedIntentInsertManyParams{Now: pgtype.Timestamptz{Time: sqlNow, Valid: !sqlNow.IsZero()}}
 		for _, b := range bad {
-			p.StreamEntryIds = append(p.StreamEntryIds, "intake:"+strconv.FormatInt(b.entry.ID, 10))
+			p.StreamEntryIds = append(p.StreamEntryIds, "intake:"+strconv.FormatInt(b.entry.id, 10))
 			p.NotificationTypes = append(p.NotificationTypes, b.ntype)
 			p.Producers = append(p.Producers, b.producer)
 			p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)
 			p.FailureCodes = append(p.FailureCodes, b.code)
 			p.FailureMessages = append(p.FailureMessages, b.message)
-			p.RawFields = append(p.RawFields, RawFields([]byte(b.entry.Body)))
+			p.RawFields = append(p.RawFields, w.rawFields(b.entry))
 			result := ResultMalformed
 			if b.code == CodeIdempotencyConflict {
 				result = ResultConflict
@@ -430,14 +475,14 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			results = append(results, resultOf{metricProducer(b.producer), result})
 		}
 		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
-			return 0, 0, 0, firstID, fmt.Errorf("record malformed intents: %w", err)
+			return 0, 0, 0, false, firstID, fmt.Errorf("record malformed intents: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, 0, firstID, fmt.Errorf("commit intake batch: %w", err)
+		return 0, 0, 0, false, firstID, fmt.Errorf("commit intake batch: %w", err)
 	}
 	for _, b := range bad {
-		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.ID),
+		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.id),
 			slog.String("failure_code", b.code), slog.String("producer", b.producer))
 	}
 	if w.result != nil {
@@ -445,17 +490,42 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			w.result(r.producer, r.result)
 		}
 	}
-	return accepted, len(bad), len(entries), firstID, nil
+	return accepted, len(bad), len(entries), more, firstID, nil
+}
+
+// tooLarge is DecodeRaw's refusal of an entry of size bytes over limit,
+// for an entry whose body the claim did not load.
+func tooLarge(size, limit int) error {
+	return &ValidationError{Errors: []FieldError{{Code: CodeTooLarge,
+		Message: fmt.Sprintf("entry is %d bytes; the limit is %d", size, limit)}}}
+}
+
+// rawFields returns e's malformed_intents.raw_fields: RawFields of its body
+// or, for an entry over Limits.MaxEntryBytes whose body the claim loaded
+// only the start of, what RawFields returns for an entry over 256 KiB: its
+// first 4 KiB, marked truncated, and its size.
+func (w *Worker) rawFields(e intakeEntry) []byte {
+	if e.size <= w.limits.MaxEntryBytes {
+		return RawFields([]byte(e.body))
+	}
+	n := min(len(e.body), rawFieldsExcerpt)
+	// Cut at a rune boundary (at most 3 bytes back), as RawFields does.
+	for i := 0; i < 3 && n < len(e.body) && !utf8.RuneStart(e.body[n]); i++ {
+		n--
+	}
+	out := []byte(`{"body":`)
+	out = appendJSONString(out, sanitizeText(e.body[:n]))
+	return fmt.Appendf(out, `,"truncated":true,"bytes":%d}`, e.size)
 }
 
 // refused returns the malformed record of entry e refused with err.
-func refused(e store.HeraldIntake, err error) malformedEntry {
+func refused(e intakeEntry, err error) malformedEntry {
 	m := malformedEntry{entry: e, code: CodeInvalidField, message: err.Error()}
 	var ve *ValidationError
 	if errors.As(err, &ve) && ve.Code() != "" {
 		m.code = ve.Code()
 	}
-	m.ntype, m.producer, m.key = PartialFields([]byte(e.Body))
+	m.ntype, m.producer, m.key = PartialFields([]byte(e.body))
 	return m
 }
 

@@ -209,7 +209,7 @@ func TestWorkerHelperProcess(t *testing.T) {
 	w, err := NewWorker(pool, &WorkerConfig{BatchSize: 100})
 	require.NoError(t, err)
 	batches := 0
-	w.afterClaim = func(int) {
+	w.afterClaim = func([]intakeEntry) {
 		batches++
 		if batches == 2 {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -292,4 +292,110 @@ func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T)
 	require.Equal(t, "p", key)
 	require.Contains(t, msg, "no_poison", "the message names what refused it")
 	require.Contains(t, msg, "SQLSTATE 23514")
+}
+
+func TestWorkerBatchLoadsAtMostBatchBytesAndOnlyTheStartOfAnOversizedBody(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const (
+		budget   = 64 << 10
+		maxEntry = 32 << 10
+	)
+	var batches [][]intakeEntry
+	b := setupWorker(t, func(c *WorkerConfig) {
+		c.BatchBytes = budget
+		c.Limits.MaxEntryBytes = maxEntry
+	})
+	b.worker.afterClaim = func(entries []intakeEntry) { batches = append(batches, entries) }
+
+	// Interleaved: valid entries, entries of 20 KiB (refused as
+	// wrong_shape, but loaded whole: they are within MaxEntryBytes) and
+	// entries of 1 MiB (too_large, of which only the start is loaded).
+	const rounds = 10
+	var bodies []string
+	for i := range rounds {
+		bodies = append(bodies,
+			strings.Replace(validEntry, "order-9-shipped", fmt.Sprintf("key-%d", i), 1),
+			fmt.Sprintf(`{"producer": "shop", "idempotency_key": "pad-%d", "pad": %q}`, i, strings.Repeat("p", 20<<10)),
+			fmt.Sprintf(`{"producer": "bulk", "idempotency_key": "big-%d", "pad": %q}`, i, strings.Repeat("x", 1<<20)),
+		)
+	}
+	b.insert(t, bodies...)
+
+	accepted, malformed, err := b.worker.DrainOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, rounds, accepted)
+	require.Equal(t, 2*rounds, malformed)
+	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"))
+
+	taken := 0
+	for i, batch := range batches {
+		loaded := 0
+		for _, e := range batch {
+			loaded += len(e.body)
+			if e.size > maxEntry {
+				require.Greater(t, e.size, 1<<20, "an oversized entry keeps its true size")
+				require.LessOrEqual(t, len(e.body), rawFieldsExcerpt*utf8.UTFMax, "only the start of an oversized body is loaded")
+			} else {
+				require.Len(t, e.body, e.size)
+			}
+		}
+		require.LessOrEqual(t, loaded, budget, "batch %d of %d entries", i, len(batch))
+		taken += len(batch)
+	}
+	require.Equal(t, len(bodies), taken)
+	require.Greater(t, len(batches), 3, "the budget, not the batch size, cut the batches")
+
+	var n, size int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*), min((raw_fields->>'bytes')::int)
+		FROM herald.malformed_intents
+		WHERE failure_code = 'too_large' AND producer = 'bulk' AND (raw_fields->>'truncated')::bool
+			AND length(raw_fields->>'body') = 4096 AND starts_with(raw_fields->>'body', '{"producer": "bulk"')`).Scan(&n, &size))
+	require.Equal(t, rounds, n, "each oversized entry is recorded as too_large with its first 4 KiB")
+	require.Greater(t, size, 1<<20)
+	require.Equal(t, rounds, b.count(t, "SELECT count(*) FROM herald.malformed_intents WHERE failure_code = 'wrong_shape'"))
+}
+
+func TestWorkerTakesAnEntryLargerThanBatchBytesInABatchOfItsOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var sizes []int
+	b := setupWorker(t, func(c *WorkerConfig) { c.BatchBytes = 100 })
+	b.worker.afterClaim = func(entries []intakeEntry) { sizes = append(sizes, len(entries)) }
+	b.insert(t, validEntry, strings.Replace(validEntry, "order-9-shipped", "other", 1), "not json")
+
+	accepted, malformed, err := b.worker.DrainOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, accepted)
+	require.Equal(t, 1, malformed)
+	require.Equal(t, []int{1, 1, 1}, sizes, "one entry per batch, each over the budget alone")
+	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"))
+}
+
+func TestWorkerRecordsAnOversizedEntryAsIfItHadLoadedItWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupWorker(t, func(c *WorkerConfig) { c.Limits = Limits{} })
+	// Over the default 256 KiB, in two-byte characters, with the 4 KiB cut
+	// falling inside one: the worker, which loads only the start, must
+	// record exactly what DecodeRaw and RawFields make of the whole body.
+	body := `{"notification_type": "big.one", "producer": "shop", "pad": "` + strings.Repeat("é", 150_000) + `"}`
+	if utf8.RuneStart(body[rawFieldsExcerpt]) {
+		body = strings.Replace(body, `"pad"`, `"padding"`, 1)
+	}
+	require.False(t, utf8.RuneStart(body[rawFieldsExcerpt]))
+	b.insert(t, body)
+
+	_, malformed, err := b.worker.DrainOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, malformed)
+	m, err := store.New().MalformedIntentGet(ctx, b.pool, "intake:1")
+	require.NoError(t, err)
+	_, wantErr := DecodeRaw([]byte(body), Limits{})
+	require.Error(t, wantErr)
+	require.Equal(t, CodeTooLarge, m.FailureCode)
+	require.Equal(t, wantErr.Error(), m.FailureMessage)
+	require.JSONEq(t, string(RawFields([]byte(body))), string(m.RawFields))
+	require.Equal(t, "shop", m.Producer)
+	require.Equal(t, "big.one", m.NotificationType)
 }

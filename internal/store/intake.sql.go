@@ -11,34 +11,102 @@ import (
 
 const intakeClaimBatch = `-- name: IntakeClaimBatch :many
 
-DELETE FROM herald.intake
-WHERE id IN (
-    SELECT id
+WITH locked AS MATERIALIZED (
+    SELECT
+        id,
+        octet_length(body) AS body_bytes,
+        CASE WHEN octet_length(body) > $2::int
+            THEN octet_length(substr(body, 1, $3::int))
+            ELSE octet_length(body)
+        END AS loaded_bytes
     FROM herald.intake
     ORDER BY id
-    LIMIT $1
+    LIMIT $4
     FOR UPDATE SKIP LOCKED
+),
+budgeted AS (
+    SELECT
+        id,
+        body_bytes,
+        loaded_bytes,
+        row_number() OVER (ORDER BY id) AS position,
+        sum(loaded_bytes) OVER (ORDER BY id) AS loaded_through,
+        count(*) OVER () AS locked_entries
+    FROM locked
 )
-RETURNING id, body, received_at
+DELETE FROM herald.intake AS i
+USING budgeted AS b
+WHERE i.id = b.id
+    AND (b.position = 1 OR b.loaded_through <= $1::bigint)
+RETURNING
+    i.id,
+    (CASE WHEN b.body_bytes > $2::int
+        THEN substr(i.body, 1, $3::int)
+        ELSE i.body
+    END)::text AS body,
+    b.body_bytes::int AS body_bytes,
+    b.loaded_bytes::int AS loaded_bytes,
+    b.locked_entries::int AS locked_entries
 `
+
+type IntakeClaimBatchParams struct {
+	MaxBatchBytes int64
+	MaxEntryBytes int32
+	ExcerptChars  int32
+	MaxEntries    int32
+}
+
+type IntakeClaimBatchRow struct {
+	ID            int64
+	Body          string
+	BodyBytes     int32
+	LoadedBytes   int32
+	LockedEntries int32
+}
 
 // Queries of the SQL intake door (herald.intake) and of the wake-up hint the
 // accept path sends to dispatchers.
-// Takes the oldest entries off the intake and returns them. It runs inside
-// the intake worker's transaction: the rows stay locked (FOR UPDATE) and
-// deleted only if that transaction commits, so a worker killed mid-batch
-// loses nothing, and SKIP LOCKED lets several workers drain side by side,
-// each taking entries no other holds.
-func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, maxEntries int32) ([]HeraldIntake, error) {
-	rows, err := db.Query(ctx, intakeClaimBatch, maxEntries)
+// Takes the oldest entries off the intake, bounded by count and by bytes, and
+// returns them. It runs inside the intake worker's transaction: the rows stay
+// locked (FOR UPDATE) and deleted only if that transaction commits, so a
+// worker killed mid-batch loses nothing, and SKIP LOCKED lets several workers
+// drain side by side, each taking entries no other holds.
+//
+// No body larger than @max_entry_bytes is ever loaded: such an entry is
+// refused as too_large whatever it holds, so only its size (octet_length,
+// read from the TOAST pointer without decompressing) and its first
+// @excerpt_chars characters (substr detoasts only that slice) come back, for
+// malformed_intents. loaded_bytes is what the row's body column costs.
+//
+// locked: the oldest @max_entries entries no other worker holds, with what
+// each would load. A CTE with FOR UPDATE is always materialized, so the
+// locking scan runs once.
+// budgeted: the running total of loaded bytes, in id order. An entry is taken
+// while the total stays within @max_batch_bytes; the first is taken whatever
+// its size, so the intake always moves. Entries locked but not taken stay in
+// the intake (their lock ends with the transaction); locked_entries, the same
+// on every row, tells the worker that more may be waiting.
+func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, arg IntakeClaimBatchParams) ([]IntakeClaimBatchRow, error) {
+	rows, err := db.Query(ctx, intakeClaimBatch,
+		arg.MaxBatchBytes,
+		arg.MaxEntryBytes,
+		arg.ExcerptChars,
+		arg.MaxEntries,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []HeraldIntake{}
+	items := []IntakeClaimBatchRow{}
 	for rows.Next() {
-		var i HeraldIntake
-		if err := rows.Scan(&i.ID, &i.Body, &i.ReceivedAt); err != nil {
+		var i IntakeClaimBatchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Body,
+			&i.BodyBytes,
+			&i.LoadedBytes,
+			&i.LockedEntries,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -88,22 +156,41 @@ func (q *Queries) IntakeNotifyRoutes(ctx context.Context, db DBTX, channel strin
 const intakeTakeByID = `-- name: IntakeTakeByID :many
 DELETE FROM herald.intake
 WHERE id = $1
-RETURNING id, body, received_at
+RETURNING
+    id,
+    (CASE WHEN octet_length(body) > $2::int
+        THEN substr(body, 1, $3::int)
+        ELSE body
+    END)::text AS body,
+    octet_length(body) AS body_bytes
 `
+
+type IntakeTakeByIDParams struct {
+	ID            int64
+	MaxEntryBytes int32
+	ExcerptChars  int32
+}
+
+type IntakeTakeByIDRow struct {
+	ID        int64
+	Body      string
+	BodyBytes int32
+}
 
 // Takes one named entry off the intake, inside the caller's transaction: the
 // worker's way to set aside an entry the database refused. Returns nothing
-// if another worker settled it meanwhile.
-func (q *Queries) IntakeTakeByID(ctx context.Context, db DBTX, id int64) ([]HeraldIntake, error) {
-	rows, err := db.Query(ctx, intakeTakeByID, id)
+// if another worker settled it meanwhile. Like IntakeClaimBatch, it loads
+// only the first @excerpt_chars characters of a body over @max_entry_bytes.
+func (q *Queries) IntakeTakeByID(ctx context.Context, db DBTX, arg IntakeTakeByIDParams) ([]IntakeTakeByIDRow, error) {
+	rows, err := db.Query(ctx, intakeTakeByID, arg.ID, arg.MaxEntryBytes, arg.ExcerptChars)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []HeraldIntake{}
+	items := []IntakeTakeByIDRow{}
 	for rows.Next() {
-		var i HeraldIntake
-		if err := rows.Scan(&i.ID, &i.Body, &i.ReceivedAt); err != nil {
+		var i IntakeTakeByIDRow
+		if err := rows.Scan(&i.ID, &i.Body, &i.BodyBytes); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
