@@ -73,7 +73,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	configPath := fs.String("config", m.Getenv("HERALD_CONFIG"),
 		"configuration file, YAML or JSON (env HERALD_CONFIG); HERALD_* variables override it")
 	maxConns := fs.Int("max-conns", 0,
-		"database connections in the pool (default: enough for every channel's claims and the completers)")
+		"database connections in the pool of the intake worker, maintenance and health checks (default: max(8, GOMAXPROCS)); "+
+			"the dispatcher has a pool of its own, one connection per channel and two for completions")
 	var ops serveOps // maintenance and the metrics endpoint: serve_ops.go
 	if err := ops.bind(fs, m); err != nil {
 		return err
@@ -92,12 +93,13 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 
 	s := &server{logger: logger, config: cfg, registry: prometheus.NewRegistry()}
 	s.metrics = metrics.New(s.registry)
-	// Each channel loop claims on its own connection, the completers write
-	// on two, recipient lookups and the intake worker take a few more; the
-	// LISTEN connections are outside the pool.
+	// The intake worker, River's maintenance and the health checks share
+	// this pool; the dispatcher derives its own from it (with its lock and
+	// statement timeouts: see internal/dispatch), and the LISTEN
+	// connections are outside both.
 	conns := *maxConns
 	if conns == 0 {
-		conns = max(8, 2*len(cfg.Channels)+4, runtime.GOMAXPROCS(0))
+		conns = max(8, runtime.GOMAXPROCS(0))
 	}
 	if s.pool, err = m.servePool(ctx, &g, int32(conns)); err != nil {
 		return err
@@ -112,6 +114,8 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	m.onClose(disp.Close)
+	ops.progressFunc = disp.CheckProgress // /readyz reports a stalled dispatcher
 	worker, err := intake.NewWorker(s.pool, cfg.IntakeConfig(logger.With("component", "intake"), s.metrics))
 	if err != nil {
 		return err

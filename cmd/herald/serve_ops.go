@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +31,10 @@ type serveOps struct {
 	deadLetterRetention time.Duration
 	noMaintenance       bool
 
+	// progressFunc, if set, is the dispatcher's CheckProgress: /readyz
+	// fails while it reports a stall.
+	progressFunc func() error
+
 	addr net.Addr // where the metrics endpoint listens, once started
 }
 
@@ -37,7 +42,15 @@ type serveOps struct {
 func (o *serveOps) bind(fs *flag.FlagSet, m *Main) error {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", m.Getenv("HERALD_METRICS_ADDR"),
 		"serve /metrics, /healthz and /readyz on this address, e.g. :9090 (env HERALD_METRICS_ADDR; empty: off)")
-	fs.BoolVar(&o.noMaintenance, "no-maintenance", m.Getenv("HERALD_NO_MAINTENANCE") == "true",
+	noMaintenance := false
+	if v := m.Getenv("HERALD_NO_MAINTENANCE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return usageError{fmt.Errorf("invalid HERALD_NO_MAINTENANCE %q: want true or false", v)}
+		}
+		noMaintenance = b
+	}
+	fs.BoolVar(&o.noMaintenance, "no-maintenance", noMaintenance,
 		"run no maintenance jobs nor bulk replays in this process (env HERALD_NO_MAINTENANCE=true)")
 	for _, d := range []struct {
 		dst  *time.Duration
@@ -112,7 +125,8 @@ func (o *serveOps) components(ctx context.Context, m *Main, pool *pgxpool.Pool, 
 				return nil, fmt.Errorf("register collector: %w", err)
 			}
 		}
-		h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: reg, Logger: logger})
+		h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: pool, Gatherer: reg, Logger: logger,
+			ProgressFunc: o.progressFunc})
 		if err != nil {
 			return nil, err
 		}
