@@ -81,6 +81,9 @@ type demoSummary struct {
 	Throughput float64 `json:"throughput_routes_per_second"`
 	Elapsed    float64 `json:"elapsed_seconds"`
 
+	// Isolation is what a second producer's login tried and was refused.
+	Isolation *demoIsolation `json:"isolation"`
+
 	DeadLetters     []demoCount `json:"dead_letters_by"`
 	MalformedByCode []demoCount `json:"malformed_by_code"`
 	Commands        []string    `json:"commands"`
@@ -208,6 +211,10 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 	sum.Duplicates += int(eng.intakeDuplicates.Load())
 	if err := w.summarize(ctx, pool, sum); err != nil {
+		return err
+	}
+	say("demo: a second producer's login tries to step outside its own rows…")
+	if sum.Isolation, err = probeIsolation(ctx, pool); err != nil {
 		return err
 	}
 	sum.Elapsed = time.Since(start).Seconds()
@@ -699,6 +706,22 @@ func printDemoSummary(m *Main, s *demoSummary) {
 			fmt.Fprintf(tw, "  %s\t%d\n", d.Key, d.Count)
 		}
 		_ = tw.Flush()
+	}
+	if iso := s.Isolation; iso != nil {
+		if iso.Skipped != "" {
+			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)
+		} else {
+			fmt.Fprintf(out, "\nisolation: %d of %d attempts by a second producer's login refused\n", iso.Refused, len(iso.Attempts))
+			tw := newTable(out)
+			for _, a := range iso.Attempts {
+				verdict := "refused"
+				if !a.Refused {
+					verdict = "ALLOWED"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.What, verdict, a.How)
+			}
+			_ = tw.Flush()
+		}
 	}
 	fmt.Fprintln(out, "\ninspect the dead letters:")
 	for _, c := range s.Commands {

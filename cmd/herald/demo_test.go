@@ -39,6 +39,15 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.GreaterOrEqual(t, sum.DeadLettered, int64(6))
 	require.Positive(t, sum.Throughput)
 	require.NotEmpty(t, sum.Commands)
+	// A second producer's login tried every way out of its own rows, and
+	// each was refused.
+	require.NotNil(t, sum.Isolation)
+	require.Empty(t, sum.Isolation.Skipped)
+	require.Len(t, sum.Isolation.Attempts, 8)
+	for _, a := range sum.Isolation.Attempts {
+		require.True(t, a.Refused, "%s: %s", a.What, a.How)
+	}
+	require.Equal(t, 8, sum.Isolation.Refused)
 
 	// The same numbers, read independently from the database.
 	ctx := context.Background()

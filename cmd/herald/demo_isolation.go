@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald"
+)
+
+// demoIsolation is what the demo's isolation probe found: a second
+// producer's login tries to step outside its own rows, each attempt either
+// refused or (a failure of herald's) let through.
+type demoIsolation struct {
+	// Skipped says why the probe did not run (the demo's login cannot
+	// create roles, or cannot connect as one); empty when it ran.
+	Skipped string `json:"skipped,omitempty"`
+	// Attempts are the hostile attempts in order, each with its outcome.
+	Attempts []demoAttempt `json:"attempts,omitempty"`
+	Refused  int           `json:"refused"`
+}
+
+type demoAttempt struct {
+	What    string `json:"what"`
+	Refused bool   `json:"refused"`
+	How     string `json:"how"`
+}
+
+// probeIsolation creates two producer logins for the run ("shop" and
+// "rogue", with the run's suffix), has shop submit a notification and keep a
+// directory entry, and then has rogue try what issue 10's findings did:
+// read, cancel and resubmit shop's notification, rewrite shop's directory
+// entry, lock the engine out, forge an audit row, insert a route no
+// dispatcher would claim. The logins are dropped at the end. The hostile
+// statements are deliberately raw SQL (they are what a person would type).
+func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, error) {
+	res := &demoIsolation{}
+	var tag [3]byte
+	_, _ = rand.Read(tag[:])
+	suffix := hex.EncodeToString(tag[:])
+	shopName, rogueName := "demo_shop_"+suffix, "demo_rogue_"+suffix
+	var logins []string
+	defer func() {
+		for _, n := range logins {
+			_, _ = admin.Exec(context.WithoutCancel(ctx), "DROP ROLE IF EXISTS "+pgx.Identifier{n}.Sanitize())
+		}
+	}()
+	connect := func(name string) (*pgxpool.Pool, error) {
+		if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE herald_producer"); err != nil {
+			return nil, err
+		}
+		logins = append(logins, name)
+		cfg := admin.Config().Copy()
+		cfg.ConnConfig.User = name
+		cfg.ConnConfig.Password = ""
+		cfg.MaxConns = 2
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Ping(ctx); err != nil {
+			p.Close()
+			return nil, err
+		}
+		return p, nil
+	}
+	asShop, err := connect(shopName)
+	if err != nil {
+		res.Skipped = "this login cannot create and connect as producer logins: " + err.Error()
+		return res, nil
+	}
+	defer asShop.Close()
+	asRogue, err := connect(rogueName)
+	if err != nil {
+		res.Skipped = "this login cannot create and connect as producer logins: " + err.Error()
+		return res, nil
+	}
+	defer asRogue.Close()
+
+	shop, err := herald.NewClient(asShop, &herald.Config{Actor: "shop-service"})
+	if err != nil {
+		return nil, err
+	}
+	defer shop.Close()
+	rogue, err := herald.NewClient(asRogue, &herald.Config{Actor: "rogue-service"})
+	if err != nil {
+		return nil, err
+	}
+	defer rogue.Close()
+	// shop's notification is due in an hour, so the running engine leaves
+	// it alone (the probe is about access, not delivery), and shop cancels
+	// it at the end.
+	sendAt := time.Now().Add(time.Hour)
+	intent := func(producer string) *herald.Intent {
+		return &herald.Intent{
+			NotificationType: "order.shipped", Producer: producer, IdempotencyKey: "isolation-" + suffix,
+			Audience: herald.Audience{UserIDs: []string{"u-isolation"}}, Channels: []string{"webhook"},
+			Content: herald.Content{Webhook: []byte(`{"order":1}`)},
+			SendAt:  sendAt,
+		}
+	}
+	rcpt, err := shop.Submit(ctx, intent(shopName))
+	if err != nil {
+		return nil, fmt.Errorf("isolation probe: submit as shop: %w", err)
+	}
+	if err := shop.UpsertRecipient(ctx, herald.Recipient{UserID: "u-isolation", WebhookURL: "https://shop.example.com/hook"}); err != nil {
+		return nil, fmt.Errorf("isolation probe: shop's directory entry: %w", err)
+	}
+
+	try := func(what string, refused func() (bool, string)) {
+		ok, how := refused()
+		res.Attempts = append(res.Attempts, demoAttempt{What: what, Refused: ok, How: how})
+		if ok {
+			res.Refused++
+		}
+	}
+	sqlRefused := func(err error) (bool, string) {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			return true, pgErr.Code + " " + pgErr.Message
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, "the database allowed it"
+	}
+	try("read shop's notification", func() (bool, string) {
+		_, err := rogue.Get(ctx, rcpt.NotificationID)
+		return errors.Is(err, herald.ErrNotFound), fmt.Sprint(err)
+	})
+	try("cancel shop's notification", func() (bool, string) {
+		_, err := rogue.Cancel(ctx, rcpt.NotificationID, &herald.CancelOpts{Reason: "probe"})
+		return errors.Is(err, herald.ErrNotFound), fmt.Sprint(err)
+	})
+	try("submit in shop's name", func() (bool, string) {
+		_, err := rogue.Submit(ctx, intent(shopName))
+		return errors.Is(err, herald.ErrForbidden), fmt.Sprint(err)
+	})
+	try("rewrite shop's user's webhook_url", func() (bool, string) {
+		tag, err := asRogue.Exec(ctx, `UPDATE herald.recipients SET webhook_url = 'https://rogue.example.com/' WHERE user_id = 'u-isolation'`)
+		if err != nil {
+			return sqlRefused(err)
+		}
+		return tag.RowsAffected() == 0, fmt.Sprintf("%d rows changed: shop's entry is invisible to it", tag.RowsAffected())
+	})
+	try("move a route into shop's notification", func() (bool, string) {
+		_, err := asRogue.Exec(ctx, `UPDATE herald.routes SET notification_id = $1, status = 'canceled' WHERE true`, rcpt.NotificationID)
+		return sqlRefused(err)
+	})
+	try("LOCK TABLE herald.routes IN ACCESS EXCLUSIVE MODE", func() (bool, string) {
+		err := pgx.BeginFunc(ctx, asRogue, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `LOCK TABLE herald.routes IN ACCESS EXCLUSIVE MODE NOWAIT`)
+			return err
+		})
+		return sqlRefused(err)
+	})
+	try("forge a cancel by alice in the audit log", func() (bool, string) {
+		_, err := asRogue.Exec(ctx, `INSERT INTO herald.audit_log (actor, action, affected, filter)
+			VALUES ('alice', 'cancel', 1, jsonb_build_object('notification_id', $1::text))`, rcpt.NotificationID)
+		return sqlRefused(err)
+	})
+	try("add a route no dispatcher claims (priority -32768) to its own notification", func() (bool, string) {
+		own, err := rogue.Submit(ctx, intent(rogueName))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer func() { _, _ = rogue.Cancel(ctx, own.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"}) }()
+		_, err = asRogue.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
+			max_attempts, next_attempt_at, created_at, updated_at, priority)
+			VALUES ($1, 'rogue', 'sms', '+14155550123', 'pending', 3, now(), now(), now(), -32768)`, own.NotificationID)
+		return sqlRefused(err)
+	})
+	if _, err := shop.Cancel(ctx, rcpt.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"}); err != nil {
+		return nil, fmt.Errorf("isolation probe: cancel as shop: %w", err)
+	}
+	return res, nil
+}
