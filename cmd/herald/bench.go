@@ -86,6 +86,34 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	if *vs != "" && *vs != "river" {
 		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
 	}
+	switch *mode {
+	case "compare", "scale", "xmin", "soak":
+	default:
+		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
+	}
+	// bench.Config takes a zero count as its default; on the command line
+	// a zero is a mistake, refused before a cluster starts. (Negative
+	// values and the finer bounds are bench.Config's to refuse.)
+	for _, c := range []struct {
+		name string
+		v    int
+	}{
+		{"intents", cfg.Intents}, {"routes-per-intent", cfg.RoutesPerIntent}, {"payload-bytes", cfg.PayloadBytes},
+		{"batch", cfg.Batch}, {"producers", cfg.Producers}, {"concurrency", cfg.Concurrency},
+		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", *backlog},
+	} {
+		if c.v < 1 {
+			return usageError{fmt.Errorf("invalid -%s %d: must be positive", c.name, c.v)}
+		}
+	}
+	switch {
+	case cfg.IdleSamples == 0:
+		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
+	case cfg.DispatchBatch < 0:
+		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
+	case *duration <= 0 || *hold <= 0:
+		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", *duration, *hold)}
+	}
 	cfg.Vs = *vs
 	log := m.logger(&g)
 	cfg.Logger = log

@@ -26,7 +26,11 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required)")
 	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
-	id, err := m.parseOneArg(fs, &g, args, "cancel", "NOTIFICATION_ID")
+	arg, err := m.parseOneArg(fs, &g, args, "cancel", "NOTIFICATION_ID")
+	if err != nil {
+		return err
+	}
+	id, err := parseNotificationID(arg)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 func TestCancelCancelsWhatIsNotDeliveredAndAuditsWhoAndWhy(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
-	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
+	live := seed(t, b, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
 	id := live[0].NotificationID
 
 	// A reason is required, and one id.

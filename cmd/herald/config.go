@@ -26,11 +26,15 @@ type globalFlags struct {
 
 // newFlagSet returns a FlagSet for a command with the global flags bound,
 // their defaults taken from the environment (flags win over environment).
+// It prints nothing itself: parse returns its errors, one line each, and
+// prints the usage on Stdout for -h.
 func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("herald "+name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.StringVar(&g.DatabaseURL, "database-url", cmp.Or(m.Getenv("HERALD_DATABASE_URL"), m.Getenv("DATABASE_URL")),
-		"PostgreSQL URL (env HERALD_DATABASE_URL or DATABASE_URL; empty: libpq PG* variables)")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	g.DatabaseURL = cmp.Or(m.Getenv("HERALD_DATABASE_URL"), m.Getenv("DATABASE_URL"))
+	fs.Var((*connStringFlag)(&g.DatabaseURL), "database-url",
+		"PostgreSQL `URL` (env HERALD_DATABASE_URL or DATABASE_URL; empty: libpq PG* variables)")
 	fs.StringVar(&g.LogFormat, "log-format", cmp.Or(m.Getenv("HERALD_LOG_FORMAT"), "auto"),
 		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
 	fs.StringVar(&g.LogLevel, "log-level", cmp.Or(m.Getenv("HERALD_LOG_LEVEL"), "info"),
@@ -38,11 +42,36 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	return fs
 }
 
+// connStringFlag is the -database-url flag. It shows its value, the
+// default taken from the environment included, with the password masked,
+// so that -h and flag errors do not print it.
+type connStringFlag string
+
+func (f *connStringFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return redactConnString(string(*f))
+}
+
+func (f *connStringFlag) Set(s string) error {
+	*f = connStringFlag(s)
+	return nil
+}
+
 // parse parses args and validates the global flags: a bad value is one
-// usage error naming it.
+// usage error naming it. -h, -help or --help prints the command's usage on
+// Stdout and returns flag.ErrHelp, which Run reports as success.
 func (m *Main) parse(fs *flag.FlagSet, g *globalFlags, args []string) error {
+	return m.parseWithArgs(fs, g, args, "")
+}
+
+// parseWithArgs is parse for a command whose positional arguments the
+// usage line shows as argsUsage.
+func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, argsUsage string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			m.printUsage(fs, argsUsage)
 			return err
 		}
 		return usageError{err}
@@ -57,10 +86,28 @@ func (m *Main) parse(fs *flag.FlagSet, g *globalFlags, args []string) error {
 	}
 	if g.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(g.DatabaseURL); err != nil {
-			return usageError{fmt.Errorf("invalid -database-url: %s", redactErr(err))}
+			return usageError{fmt.Errorf("invalid -database-url: %s", redactErr(err, g.DatabaseURL))}
 		}
 	}
 	return nil
+}
+
+// printUsage prints fs's usage on Stdout: the command line, the command's
+// summary and the flags with their defaults.
+func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
+	w := m.Stdout
+	fmt.Fprintf(w, "Usage: %s [flags]", fs.Name())
+	if argsUsage != "" {
+		fmt.Fprintf(w, " %s", argsUsage)
+	}
+	fmt.Fprintln(w)
+	if c, ok := commands[strings.TrimPrefix(fs.Name(), "herald ")]; ok {
+		fmt.Fprintf(w, "\n%s\n", c.summary)
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -102,7 +149,7 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("database url: %s", redactErr(err))
+		return nil, fmt.Errorf("database url: %s", redactErr(err, g.DatabaseURL))
 	}
 	if tune != nil {
 		tune(cfg)
@@ -124,16 +171,6 @@ func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.C
 func describe(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
-}
-
-// redactErr drops anything after "password" from a parse error, which may
-// echo the URL.
-func redactErr(err error) string {
-	s := err.Error()
-	if i := strings.Index(strings.ToLower(s), "password"); i >= 0 {
-		return s[:i] + "(redacted)"
-	}
-	return s
 }
 
 // writeJSON prints v as indented JSON: the --json output of every command.

@@ -6,9 +6,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/schema"
 )
 
 func init() {
@@ -23,13 +30,18 @@ func init() {
 // queue a River job instead of replaying in the command itself.
 const defaultAsyncThreshold = 50_000
 
+// maxReplayBatchSize caps -batch-size: one statement moving more holds its
+// row locks, and writes an audit row listing them, out of all proportion
+// (the default is 1000); and the statement's limit is an int32.
+const maxReplayBatchSize = 100_000
+
 // deadLetterFlags are the filter flags of list and replay.
 type deadLetterFlags struct {
 	channel, producer, typ, classification, since string
 }
 
 func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&d.channel, "channel", "", "only this channel (email, sms, webhook, ...)")
+	fs.StringVar(&d.channel, "channel", "", "only this channel: "+strings.Join(intake.Channels(), ", "))
 	fs.StringVar(&d.producer, "producer", "", "only this producer")
 	fs.StringVar(&d.typ, "type", "", "only this notification type")
 	fs.StringVar(&d.classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
@@ -39,6 +51,9 @@ func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
 func (d *deadLetterFlags) filter(now time.Time) (operator.Filter, error) {
 	since, err := parseSince(d.since, now)
 	if err != nil {
+		return operator.Filter{}, err
+	}
+	if _, err := parseChannel(d.channel); err != nil {
 		return operator.Filter{}, err
 	}
 	return operator.Filter{
@@ -71,11 +86,12 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // parseArgs parses flags wherever they stand among the positional
 // arguments ("status ID --json" as well as "status --json ID"), which the
-// flag package alone stops at, and returns the positional ones.
-func (m *Main) parseArgs(fs *flag.FlagSet, g *globalFlags, args []string) ([]string, error) {
+// flag package alone stops at, and returns the positional ones. argsUsage
+// describes them in the usage line ("" for none).
+func (m *Main) parseArgs(fs *flag.FlagSet, g *globalFlags, args []string, argsUsage string) ([]string, error) {
 	var pos []string
 	for {
-		if err := m.parse(fs, g, args); err != nil {
+		if err := m.parseWithArgs(fs, g, args, argsUsage); err != nil {
 			return nil, err
 		}
 		rest := fs.Args()
@@ -88,16 +104,43 @@ func (m *Main) parseArgs(fs *flag.FlagSet, g *globalFlags, args []string) ([]str
 }
 
 // parseOneArg is parseArgs for a command that takes exactly one positional
-// argument; the usage error says "<what> takes one <arg>".
+// argument; the usage error says "<what> takes one argument: <arg>".
 func (m *Main) parseOneArg(fs *flag.FlagSet, g *globalFlags, args []string, what, arg string) (string, error) {
-	pos, err := m.parseArgs(fs, g, args)
+	pos, err := m.parseArgs(fs, g, args, arg)
 	if err != nil {
 		return "", err
 	}
 	if len(pos) != 1 {
-		return "", usageError{fmt.Errorf("%s takes one %s", what, arg)}
+		return "", usageError{fmt.Errorf("%s takes one argument: %s", what, arg)}
 	}
 	return pos[0], nil
+}
+
+// noArgs is parseArgs for a command that takes no positional argument.
+func (m *Main) noArgs(fs *flag.FlagSet, g *globalFlags, args []string) error {
+	pos, err := m.parseArgs(fs, g, args, "")
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	}
+	return nil
+}
+
+// bindLimit binds the -limit flag of a list command.
+func bindLimit(fs *flag.FlagSet) *int {
+	return fs.Int("limit", operator.DefaultPageSize, fmt.Sprintf("rows per page, 1 to %d", operator.MaxPageSize))
+}
+
+// checkLimit refuses a -limit the list would otherwise quietly change: the
+// operator takes a limit of 0 or less as its default and caps it at
+// MaxPageSize.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > operator.MaxPageSize {
+		return usageError{fmt.Errorf("invalid -limit %d: want 1 to %d", limit, operator.MaxPageSize)}
+	}
+	return nil
 }
 
 // operatorFor connects and returns an Operator logging to the command's
@@ -124,7 +167,7 @@ func cliError(err error) error {
 }
 
 func runDeadLetters(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := subcommand(args, "list", "show", "replay", "progress")
+	sub, args, err := m.subcommand("dead-letters", args, "list", "show", "replay", "progress")
 	if err != nil {
 		return err
 	}
@@ -146,14 +189,13 @@ func deadLettersList(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("dead-letters list", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	d.bind(fs)
-	limit := fs.Int("limit", operator.DefaultPageSize, "rows per page (at most 10000)")
+	limit := bindLimit(fs)
 	after := fs.String("after", "", "the cursor printed under the previous page")
-	pos, err := m.parseArgs(fs, &g, args)
-	if err != nil {
+	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	if err := checkLimit(*limit); err != nil {
+		return err
 	}
 	f, err := d.filter(time.Now())
 	if err != nil {
@@ -194,13 +236,13 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("dead-letters show", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	id, err := m.parseOneArg(fs, &g, args, "show", "NOTIFICATION_ID or NOTIFICATION_ID/ROUTE_ID")
+	id, err := m.parseOneArg(fs, &g, args, "show", "NOTIFICATION_ID[/ROUTE_ID]")
 	if err != nil {
 		return err
 	}
-	ref, err := operator.ParseRouteRef(id)
+	ref, err := parseRouteRef(id)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
@@ -246,30 +288,36 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	d.bind(fs)
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
-	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
+	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required, but for -dry-run)")
 	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
 	all := fs.Bool("all", false, "replay every dead letter (required when no filter and no id is given)")
 	async := fs.Bool("async", false, "queue a River job that replays in the background (herald serve works it)")
-	threshold := fs.Int64("async-threshold", defaultAsyncThreshold, "queue a River job when more dead letters than this match")
-	batch := fs.Int("batch-size", operator.DefaultBatchSize, "dead letters moved per statement")
-	pos, err := m.parseArgs(fs, &g, args)
+	threshold := fs.Int64("async-threshold", defaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
+	batch := fs.Int("batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", maxReplayBatchSize))
+	pos, err := m.parseArgs(fs, &g, args, "[NOTIFICATION_ID[/ROUTE_ID] ...]")
 	if err != nil {
 		return err
+	}
+	if *reason == "" && !*dryRun {
+		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
 	}
 	if *actor == "" {
 		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
 	}
-	if *batch <= 0 {
-		return usageError{fmt.Errorf("invalid -batch-size %d: must be positive", *batch)}
+	if *batch < 1 || *batch > maxReplayBatchSize {
+		return usageError{fmt.Errorf("invalid -batch-size %d: want 1 to %d", *batch, maxReplayBatchSize)}
+	}
+	if *threshold < 0 {
+		return usageError{fmt.Errorf("invalid -async-threshold %d: must not be negative", *threshold)}
 	}
 	f, err := d.filter(time.Now())
 	if err != nil {
 		return err
 	}
 	for _, a := range pos {
-		ref, err := operator.ParseRouteRef(a)
+		ref, err := parseRouteRef(a)
 		if err != nil {
-			return usageError{err}
+			return err
 		}
 		f.IDs = append(f.IDs, ref)
 	}
@@ -329,17 +377,35 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("dead-letters progress", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	id, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
+	arg, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
 	if err != nil {
 		return err
 	}
-	op, err := m.operatorFor(ctx, &g, 0)
+	id, err := parseReplayID(arg)
+	if err != nil {
+		return err
+	}
+	pool, err := m.pool(ctx, &g)
+	if err != nil {
+		return err
+	}
+	op, err := operator.New(pool, &operator.Config{Logger: m.logger(&g)})
 	if err != nil {
 		return err
 	}
 	p, err := op.Progress(ctx, id)
 	if err != nil {
 		return err
+	}
+	if p.Batches == 0 {
+		// Nothing moved yet: a replay queued and not started, or none.
+		queued, err := replayJobExists(ctx, pool, id)
+		if err != nil {
+			return err
+		}
+		if !queued {
+			return fmt.Errorf("replay %s: %w: no batch in herald.audit_log and no River job", id, operator.ErrNotFound)
+		}
 	}
 	if g.JSON {
 		return writeJSON(m.Stdout, p)
@@ -350,4 +416,24 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintln(m.Stdout)
 	return nil
+}
+
+// replayJobExists reports whether a River job of the bulk replay replayID
+// exists, in any state. A replay queued by `replay --async` writes its
+// first batch to herald.audit_log only once `herald serve` works it.
+func replayJobExists(ctx context.Context, pool *pgxpool.Pool, replayID string) (bool, error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema.Name})
+	if err != nil {
+		return false, fmt.Errorf("river client: %w", err)
+	}
+	// River lists jobs by a predicate given as SQL: the rare statement
+	// outside queries/, with its value passed as a parameter.
+	res, err := client.JobList(ctx, river.NewJobListParams().
+		Kinds(operator.ReplayArgs{}.Kind()).
+		Where("args ->> 'replay_id' = @replay_id", river.NamedArgs{"replay_id": replayID}).
+		First(1))
+	if err != nil {
+		return false, fmt.Errorf("look up replay job %s: %w", replayID, err)
+	}
+	return len(res.Jobs) > 0, nil
 }

@@ -41,7 +41,7 @@ func runJSON(t *testing.T, env map[string]string, v any, args ...string) {
 func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
-	sms := operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Channel: "sms", Producer: "billing", Dead: true, Classification: "exhausted"})
+	sms := seed(t, b, operatortest.Spec{N: 3, Channel: "sms", Producer: "billing", Dead: true, Classification: "exhausted"})
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Channel: "email", Dead: true})
 
 	var page operator.DeadLetterPage
@@ -76,8 +76,10 @@ func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "recovery hint:")
 
-	_, _, err = run(t, b.env, "dead-letters", "show", "ntf_missing")
+	_, _, err = run(t, b.env, "dead-letters", "show", "0192f1c2-3b4a-7d5e-8f60-123456789abc")
 	require.ErrorIs(t, err, operator.ErrNotFound)
+	_, _, err = run(t, b.env, "dead-letters", "show", "ntf_missing")
+	require.Equal(t, 2, exitCode(err), "not a notification id")
 	_, _, err = run(t, b.env, "dead-letters", "list", "--after", "nonsense!")
 	require.Equal(t, 2, exitCode(err))
 	_, _, err = run(t, b.env, "dead-letters", "list", "--since", "yesterday")
@@ -87,7 +89,7 @@ func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 func TestDeadLettersReplayDryRunThenByIDsThenByFilter(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
-	refs := operatortest.Seed(t, b.pool, operatortest.Spec{N: 4, Channel: "webhook", Dead: true})
+	refs := seed(t, b, operatortest.Spec{N: 4, Channel: "webhook", Dead: true})
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Channel: "sms", Dead: true})
 
 	var dry operator.ReplayResult
@@ -111,7 +113,7 @@ func TestDeadLettersReplayDryRunThenByIDsThenByFilter(t *testing.T) {
 	require.Regexp(t, `^by tester \(login \w+\): endpoint fixed$`, last.Detail)
 
 	var byFilter operator.ReplayResult
-	runJSON(t, b.env, &byFilter, "dead-letters", "replay", "--channel", "webhook", "--actor", "ops")
+	runJSON(t, b.env, &byFilter, "dead-letters", "replay", "--channel", "webhook", "--actor", "ops", "--reason", "endpoint fixed")
 	require.Equal(t, 2, byFilter.Moved)
 	var page operator.DeadLetterPage
 	runJSON(t, b.env, &page, "dead-letters", "list")
@@ -194,5 +196,5 @@ func TestDeadLettersReplayRunTwiceConcurrentlyMovesEachOnce(t *testing.T) {
 // seedDead seeds n dead letters on the email channel.
 func seedDead(t *testing.T, b *opBundle, n int) []operator.RouteRef {
 	t.Helper()
-	return operatortest.Seed(t, b.pool, operatortest.Spec{N: n, Dead: true})
+	return seed(t, b, operatortest.Spec{N: n, Dead: true})
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -123,6 +122,9 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if f.users < 10 || f.users > 5000 {
 		return usageError{fmt.Errorf("invalid -users %d: want 10 to 5000", f.users)}
 	}
+	if f.timeout <= 0 {
+		return usageError{fmt.Errorf("invalid -timeout %s: must be positive", f.timeout)}
+	}
 	start := time.Now()
 	logger := m.logger(&f.globalFlags)
 	say := func(format string, a ...any) { fmt.Fprintf(m.Stderr, format+"\n", a...) }
@@ -142,7 +144,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 			}
 		}()
 		f.DatabaseURL = cluster.URL("postgres")
-		say("demo: PostgreSQL at %s (removed when the demo exits)", f.DatabaseURL)
+		say("demo: PostgreSQL at %s (removed when the demo exits)", redactConnString(f.DatabaseURL))
 	}
 	pool, err := m.pool(ctx, &f.globalFlags)
 	if err != nil {
@@ -188,7 +190,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 
 	w := newDemoWorkload(f.users, srv)
 	say("demo: run %s: submitting through the Go client and raw INSERTs into herald.intake", w.runID)
-	sum := &demoSummary{RunID: w.runID, DatabaseURL: f.DatabaseURL, Throwaway: throwaway, Kept: throwaway && f.keep}
+	sum := &demoSummary{RunID: w.runID, DatabaseURL: redactConnString(f.DatabaseURL), Throwaway: throwaway, Kept: throwaway && f.keep}
 	client, err := herald.NewClient(pool, &herald.Config{Logger: logger, ResultFunc: met.Intent})
 	if err != nil {
 		return err
@@ -228,7 +230,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		printDemoSummary(m, sum)
 	}
 	if keep {
-		say("demo: PostgreSQL and the engine stay up at %s; press Ctrl-C to stop and remove them", f.DatabaseURL)
+		say("demo: PostgreSQL and the engine stay up at %s; press Ctrl-C to stop and remove them", redactConnString(f.DatabaseURL))
 		<-ctx.Done()
 	}
 	return nil
@@ -644,11 +646,11 @@ func (w *demoWorkload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *d
 	return nil
 }
 
-// demoCommands are the commands that inspect the run's dead letters.
+// demoCommands are the commands that inspect the run's dead letters. The
+// database URL is shown without its password.
 func demoCommands(dbURL string, throwaway, keep bool) []string {
-	u := redactURL(dbURL)
 	cmds := []string{
-		"export DATABASE_URL='" + u + "'",
+		"export DATABASE_URL='" + redactConnString(dbURL) + "'",
 		"go run ./cmd/herald dead-letters list",
 		"go run ./cmd/herald dead-letters list --channel email --json",
 		"go run ./cmd/herald malformed list",
@@ -659,18 +661,6 @@ func demoCommands(dbURL string, throwaway, keep bool) []string {
 		cmds = append([]string{"# the throwaway database is gone once the demo exits: run `go run ./cmd/herald demo -keep` to keep it up, then in another terminal:"}, cmds...)
 	}
 	return cmds
-}
-
-// redactURL hides a password in a URL (the throwaway cluster has none).
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
-	}
-	return u.String()
 }
 
 func printDemoSummary(m *Main, s *demoSummary) {

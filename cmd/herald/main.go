@@ -5,6 +5,12 @@
 // environment variables, then libpq's PG* variables (read by pgx when no URL
 // is given), then defaults. A bad value stops start-up with one line naming
 // it.
+//
+// Every command follows one convention, as Go's flag.ExitOnError and GNU
+// tools do: -h, -help or --help prints the usage on stdout and exits 0; a
+// mistake in the command line prints one line on stderr and exits 2; a
+// failure prints one line on stderr and exits 1. A connection string is
+// never printed with its password.
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -22,16 +29,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	m := NewMain()
-	err := m.Run(ctx, os.Args[1:])
-	m.Close()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(m.Stderr, "herald:", err)
-		}
-		os.Exit(exitCode(err))
-	}
+	code := NewMain().Execute(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
 }
 
 // Main is the program: its streams and environment are fields so end-to-end
@@ -77,21 +77,58 @@ func register(c *command) {
 	commands[c.name] = c
 }
 
-// Run runs the command named by args[0] with the rest of args.
+// Execute runs args as the binary does: Run, then Close, then the outcome
+// reported. It returns the exit status: 0 for success (help included), 2
+// for a usage error and 1 for any other error, which it prints on Stderr
+// as one line, "herald: " and the error.
+func (m *Main) Execute(ctx context.Context, args []string) int {
+	err := m.Run(ctx, args)
+	m.Close()
+	if err == nil {
+		return 0
+	}
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	fmt.Fprintln(m.Stderr, "herald: "+msg)
+	return exitCode(err)
+}
+
+// Run runs the command named by args[0] with the rest of args. A request
+// for help (-h, -help, --help or "help [COMMAND]") prints the usage on
+// Stdout and returns nil.
 func (m *Main) Run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		m.usage(m.Stdout)
-		if len(args) == 0 {
-			return usageError{errors.New("no command given")}
+	err := m.run(ctx, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func (m *Main) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageError{errors.New("no command given: run 'herald help' for the list")}
+	}
+	if isHelp(args[0]) || args[0] == "help" {
+		if args[0] == "help" && len(args) > 1 {
+			// "herald help dead-letters replay" is "herald dead-letters replay -h".
+			return m.run(ctx, append(slices.Clone(args[1:]), "-h"))
 		}
+		m.usage(m.Stdout)
 		return nil
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		m.usage(m.Stderr)
-		return usageError{fmt.Errorf("unknown command %q", args[0])}
+		return usageError{fmt.Errorf("unknown command %q: run 'herald help' for the list", args[0])}
 	}
 	return c.run(ctx, m, args[1:])
+}
+
+// isHelp reports whether arg asks for help, as the flag package reads it.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--h", "--help":
+		return true
+	}
+	return false
 }
 
 // Close releases what commands opened (pools, servers).
@@ -123,9 +160,14 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
+// exitCode returns the exit status for err: 0 for nil or a request for
+// help, 2 for a usage error, 1 otherwise.
 func exitCode(err error) int {
 	var ue usageError
-	if errors.As(err, &ue) || errors.Is(err, flag.ErrHelp) {
+	switch {
+	case err == nil || errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
 		return 2
 	}
 	return 1
@@ -136,15 +178,20 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// subcommand splits "migrate up ..." style arguments.
-func subcommand(args []string, valid ...string) (string, []string, error) {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return "", nil, usageError{fmt.Errorf("missing subcommand: one of %s", strings.Join(valid, ", "))}
+// subcommand splits "migrate up ..." style arguments of the command named
+// name. For -h (or "help") in place of a subcommand it prints the
+// command's usage on Stdout and returns flag.ErrHelp.
+func (m *Main) subcommand(name string, args []string, valid ...string) (string, []string, error) {
+	one := strings.Join(valid, ", ")
+	switch {
+	case len(args) > 0 && (isHelp(args[0]) || args[0] == "help"):
+		fmt.Fprintf(m.Stdout, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands: %s\n\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags.\n",
+			name, commands[name].summary, one, name)
+		return "", nil, flag.ErrHelp
+	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
+		return "", nil, usageError{fmt.Errorf("%s: missing subcommand: one of %s", name, one)}
+	case !slices.Contains(valid, args[0]):
+		return "", nil, usageError{fmt.Errorf("%s: unknown subcommand %q: one of %s", name, args[0], one)}
 	}
-	for _, v := range valid {
-		if args[0] == v {
-			return v, args[1:], nil
-		}
-	}
-	return "", nil, usageError{fmt.Errorf("unknown subcommand %q: one of %s", args[0], strings.Join(valid, ", "))}
+	return args[0], args[1:], nil
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
 )
 
@@ -18,7 +21,7 @@ func init() {
 }
 
 func runMalformed(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := subcommand(args, "list", "show")
+	sub, args, err := m.subcommand("malformed", args, "list", "show")
 	if err != nil {
 		return err
 	}
@@ -33,16 +36,18 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("malformed list", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	producer := fs.String("producer", "", "only this producer")
-	code := fs.String("code", "", "only this failure code")
+	code := fs.String("code", "", "only this failure code: "+strings.Join(intake.Codes(), ", "))
 	sinceFlag := fs.String("since", "", "only entries from this long ago (30m, 24h) or since this time (RFC 3339)")
-	limit := fs.Int("limit", operator.DefaultPageSize, "rows per page (at most 10000)")
+	limit := bindLimit(fs)
 	after := fs.String("after", "", "the cursor printed under the previous page")
-	pos, err := m.parseArgs(fs, &g, args)
-	if err != nil {
+	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
+	if err := checkLimit(*limit); err != nil {
+		return err
+	}
+	if *code != "" && !slices.Contains(intake.Codes(), *code) {
+		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(*code), strings.Join(intake.Codes(), ", "))}
 	}
 	since, err := parseSince(*sinceFlag, time.Now())
 	if err != nil {
@@ -82,7 +87,11 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("malformed show", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	id, err := m.parseOneArg(fs, &g, args, "show", "ID (as listed: intake:N)")
+	arg, err := m.parseOneArg(fs, &g, args, "show", "intake:N")
+	if err != nil {
+		return err
+	}
+	id, err := parseMalformedID(arg)
 	if err != nil {
 		return err
 	}

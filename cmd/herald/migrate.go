@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/heraldhq/herald/internal/migrate"
@@ -16,7 +18,7 @@ func init() {
 }
 
 func runMigrate(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := subcommand(args, "up", "down", "status")
+	sub, args, err := m.subcommand("migrate", args, "up", "down", "status")
 	if err != nil {
 		return err
 	}
@@ -24,11 +26,16 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("migrate "+sub, &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	to := fs.Int64("to", -1, "down: roll back to this version (0: everything, River's tables too); default: the last migration only")
-	if err := m.parse(fs, &g, args); err != nil {
+	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	toSet := false
+	fs.Visit(func(f *flag.Flag) { toSet = toSet || f.Name == "to" })
+	switch {
+	case toSet && sub != "down":
+		return usageError{errors.New("invalid -to: only migrate down takes it")}
+	case toSet && *to < 0:
+		return usageError{fmt.Errorf("invalid -to %d: want a version, 0 or more", *to)}
 	}
 	pool, err := m.pool(ctx, &g)
 	if err != nil {

@@ -106,6 +106,6 @@ func TestOperatorAndAuditorLoginsRunTheCLI(t *testing.T) {
 	runJSON(t, opEnv, &res, "dead-letters", "replay", "--all", "--reason", "fixed")
 	require.Equal(t, 3, res.Moved)
 	var out struct{ Queued operator.Queued }
-	runJSON(t, opEnv, &out, "dead-letters", "replay", "--all", "--async")
+	runJSON(t, opEnv, &out, "dead-letters", "replay", "--all", "--async", "--reason", "fixed")
 	require.NotZero(t, out.Queued.JobID)
 }

@@ -19,12 +19,8 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("stats", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	window := fs.Duration("window", 5*time.Minute, "throughput over this last stretch of time")
-	pos, err := m.parseArgs(fs, &g, args)
-	if err != nil {
+	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", pos[0])}
 	}
 	if *window <= 0 {
 		return usageError{fmt.Errorf("invalid -window %s: must be positive", *window)}

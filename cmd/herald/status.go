@@ -18,7 +18,11 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newFlagSet("status", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	id, err := m.parseOneArg(fs, &g, args, "status", "NOTIFICATION_ID")
+	arg, err := m.parseOneArg(fs, &g, args, "status", "NOTIFICATION_ID")
+	if err != nil {
+		return err
+	}
+	id, err := parseNotificationID(arg)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
-	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
-	dead := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Dead: true})
+	live := seed(t, b, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
+	dead := seed(t, b, operatortest.Spec{N: 1, Dead: true})
 	_, err := store.New().RouteCancelByNotification(context.Background(), b.pool, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "test"})
 	require.NoError(t, err)
 
@@ -42,8 +42,10 @@ func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	require.Contains(t, out, "timeline:")
 	require.Contains(t, out, "dead_lettered")
 
-	_, _, err = run(t, b.env, "status", "ntf_missing")
+	_, _, err = run(t, b.env, "status", "0192f1c2-3b4a-7d5e-8f60-123456789abc")
 	require.ErrorIs(t, err, operator.ErrNotFound)
+	_, _, err = run(t, b.env, "status", "ntf_missing")
+	require.Equal(t, 2, exitCode(err), "not a notification id")
 	_, _, err = run(t, b.env, "status")
 	require.Equal(t, 2, exitCode(err))
 }

@@ -296,6 +296,11 @@ type RoutePlan struct {
 // knownChannels are the channels an intent may list, in route order.
 var knownChannels = []string{channel.Email, channel.SMS, channel.Webhook}
 
+// Channels returns the channels an intent may list, and so the only ones a
+// route can have: email, sms and webhook. The slice is fresh; callers may
+// modify it.
+func Channels() []string { return slices.Clone(knownChannels) }
+
 // Validate checks in against lim (zero fields take defaults) at time now
 // and returns it normalized, fingerprinted and planned into routes. It never
 // modifies in. On refusal the error is a *ValidationError holding every
