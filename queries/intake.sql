@@ -14,9 +14,17 @@
 -- @excerpt_chars characters (substr detoasts only that slice) come back, for
 -- malformed_intents. loaded_bytes is what the row's body column costs.
 --
+-- submitted_by is the login that inserted the entry. trusted says whether
+-- that login may submit in any producer's name: a member of herald_relay, or
+-- of the owner of herald.intake (the engine's login; a superuser is a member
+-- of every role). The roles are looked up by name first, so a login dropped
+-- since it inserted (pg_has_role would raise an error on its name), or a
+-- herald_relay role an administrator dropped, makes the entry untrusted
+-- instead of stalling the intake.
+--
 -- locked: the oldest @max_entries entries no other worker holds, with what
--- each would load. A CTE with FOR UPDATE is always materialized, so the
--- locking scan runs once.
+-- each would load and whether its login is trusted. A CTE with FOR UPDATE is
+-- always materialized, so the locking scan runs once.
 -- budgeted: the running total of loaded bytes, in id order. An entry is taken
 -- while the total stays within @max_batch_bytes; the first is taken whatever
 -- its size, so the intake always moves. Entries locked but not taken stay in
@@ -29,7 +37,13 @@ WITH locked AS MATERIALIZED (
         CASE WHEN octet_length(body) > @max_entry_bytes::int
             THEN octet_length(substr(body, 1, @excerpt_chars::int))
             ELSE octet_length(body)
-        END AS loaded_bytes
+        END AS loaded_bytes,
+        coalesce((
+            SELECT pg_has_role(login.oid, (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = 'herald_relay'), 'MEMBER')
+                OR pg_has_role(login.oid, (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'herald.intake'::regclass), 'MEMBER')
+            FROM pg_catalog.pg_roles AS login
+            WHERE login.rolname = intake.submitted_by
+        ), false) AS trusted
     FROM herald.intake
     ORDER BY id
     LIMIT @max_entries
@@ -40,6 +54,7 @@ budgeted AS (
         id,
         body_bytes,
         loaded_bytes,
+        trusted,
         row_number() OVER (ORDER BY id) AS position,
         sum(loaded_bytes) OVER (ORDER BY id) AS loaded_through,
         count(*) OVER () AS locked_entries
@@ -57,7 +72,9 @@ RETURNING
     END)::text AS body,
     b.body_bytes::int AS body_bytes,
     b.loaded_bytes::int AS loaded_bytes,
-    b.locked_entries::int AS locked_entries;
+    b.locked_entries::int AS locked_entries,
+    i.submitted_by,
+    b.trusted::boolean AS trusted;
 
 -- name: IntakeInsertMany :exec
 -- Inserts raw entries, as a producer would; one statement, so the intake's
@@ -88,4 +105,5 @@ RETURNING
         THEN substr(body, 1, @excerpt_chars::int)
         ELSE body
     END)::text AS body,
-    octet_length(body) AS body_bytes;
+    octet_length(body) AS body_bytes,
+    submitted_by;

@@ -1,20 +1,31 @@
 -- name: MalformedIntentInsertMany :exec
 -- Records the intake entries the validator refused, one statement per batch.
 -- stream_entry_id is "intake:<id>" of the intake row; the intake's identity
--- never repeats a value, so the primary key cannot conflict.
+-- never repeats a value, so the primary key cannot conflict. submitted_by is
+-- the login that inserted the entry (herald.intake.submitted_by), by which a
+-- producer's login reads its own refusals; omitted (a nil array), it is '',
+-- the column's default, as for rows recorded before the intake kept it.
 INSERT INTO herald.malformed_intents (
     stream_entry_id, notification_type, producer, idempotency_key,
-    failure_code, failure_message, raw_fields, recorded_at
+    failure_code, failure_message, raw_fields, submitted_by, recorded_at
 )
 SELECT
-    unnest(@stream_entry_ids::text[]),
-    unnest(@notification_types::text[]),
-    unnest(@producers::text[]),
-    unnest(@idempotency_keys::text[]),
-    unnest(@failure_codes::text[]),
-    unnest(@failure_messages::text[]),
-    unnest(@raw_fields::jsonb[]),
-    coalesce(sqlc.narg('now')::timestamptz, now());
+    e.stream_entry_id, e.notification_type, e.producer, e.idempotency_key,
+    e.failure_code, e.failure_message, e.raw_fields, coalesce(e.submitted_by, ''),
+    coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    -- Arrays unnested side by side run in step; a shorter (or NULL) one is
+    -- padded with NULLs.
+    SELECT
+        unnest(@stream_entry_ids::text[]) AS stream_entry_id,
+        unnest(@notification_types::text[]) AS notification_type,
+        unnest(@producers::text[]) AS producer,
+        unnest(@idempotency_keys::text[]) AS idempotency_key,
+        unnest(@failure_codes::text[]) AS failure_code,
+        unnest(@failure_messages::text[]) AS failure_message,
+        unnest(@raw_fields::jsonb[]) AS raw_fields,
+        unnest(@submitted_bys::text[]) AS submitted_by
+) AS e;
 
 -- name: MalformedIntentGet :one
 -- One malformed entry by its stream entry id.

@@ -45,6 +45,11 @@ import (
 //	too_many_routes        the intent fans out to more than MaxRoutes routes
 //	idempotency_conflict   the idempotency key was used before with a different
 //	                       request fingerprint (returned by the accept path)
+//	rejected_by_database   the database refused an entry the validator accepted
+//	                       (set by the intake worker)
+//	producer_mismatch      an intake entry names a producer other than the login
+//	                       that inserted it, and that login is not a relay (set
+//	                       by the intake worker)
 const (
 	// CodeNotJSON: the raw intake entry is not valid JSON in UTF-8.
 	CodeNotJSON = "not_json"
@@ -95,6 +100,13 @@ const (
 	// intake worker sets such an entry aside, with the database's message,
 	// so that one entry cannot stall the intake. Validate never returns it.
 	CodeRejectedByDatabase = "rejected_by_database"
+	// CodeProducerMismatch: an intake entry names a producer other than the
+	// database login that inserted it (herald.intake.submitted_by), and that
+	// login is not trusted to submit in another's name: a member of
+	// herald_relay, or of the intake's owner (the engine's login). The
+	// intake worker sets such an entry aside, accepting nothing of it.
+	// Validate never returns it.
+	CodeProducerMismatch = "producer_mismatch"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -105,7 +117,7 @@ func Codes() []string {
 		CodeInvalidField, CodeUnknownChannel, CodeInvalidPhone,
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
-		CodeRejectedByDatabase,
+		CodeRejectedByDatabase, CodeProducerMismatch,
 	}
 }
 

@@ -41,7 +41,8 @@ const (
 	// ResultConflict: the key held a different request; the entry was
 	// recorded in malformed_intents with code idempotency_conflict.
 	ResultConflict = "conflict"
-	// ResultMalformed: the validator refused the entry; it was recorded in
+	// ResultMalformed: the validator refused the entry, or its login may
+	// not submit in the producer's name it holds; it was recorded in
 	// malformed_intents.
 	ResultMalformed = "malformed"
 )
@@ -69,9 +70,10 @@ type WorkerConfig struct {
 	// IdempotencyWindow is how long keys stay reserved; default 48 hours.
 	IdempotencyWindow time.Duration
 	// ResultFunc, if set, is called once per entry with its producer ("" if
-	// not a well-formed producer name) and result (ResultAccepted,
-	// ResultDuplicate, ResultConflict, ResultMalformed), after the batch
-	// committed; serve passes the metrics' Intent method.
+	// not a well-formed producer name; for a producer_mismatch, the login
+	// that inserted it) and result (ResultAccepted, ResultDuplicate,
+	// ResultConflict, ResultMalformed), after the batch committed; serve
+	// passes the metrics' Intent method.
 	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock; for tests.
 	NowFunc func() time.Time
@@ -239,11 +241,15 @@ func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err er
 // intakeEntry is one entry taken off the intake. body is the entry's whole
 // body, or only its first characters if size, the whole body's length in
 // bytes, exceeds Limits.MaxEntryBytes: the claim never loads more of a body
-// it must refuse as too_large.
+// it must refuse as too_large. submittedBy is the database login that
+// inserted it; trusted says whether that login may submit in any producer's
+// name (a member of herald_relay, or of the intake's owner).
 type intakeEntry struct {
-	id   int64
-	body string
-	size int
+	id          int64
+	body        string
+	size        int
+	submittedBy string
+	trusted     bool
 }
 
 // malformedEntry is an intake entry refused by the validator or the accept
@@ -321,7 +327,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	if len(rows) == 0 {
 		return nil // settled by another worker meanwhile
 	}
-	e := intakeEntry{id: rows[0].ID, body: rows[0].Body, size: int(rows[0].BodyBytes)}
+	e := intakeEntry{id: rows[0].ID, body: rows[0].Body, size: int(rows[0].BodyBytes), submittedBy: rows[0].SubmittedBy}
 	msg := "the database refused this entry: " + refusal.Error()
 	var pgErr *pgconn.PgError
 	if errors.As(refusal, &pgErr) {
@@ -343,6 +349,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		FailureCodes:      []string{CodeRejectedByDatabase},
 		FailureMessages:   []string{msg},
 		RawFields:         [][]byte{w.rawFields(e)},
+		SubmittedBys:      []string{e.submittedBy},
 		Now:               now,
 	}); err != nil {
 		return fmt.Errorf("record intake entry %d as refused: %w", id, err)
@@ -387,7 +394,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	more = locked == limit || locked > len(rows)
 	entries := make([]intakeEntry, len(rows))
 	for i, r := range rows {
-		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes)}
+		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes), submittedBy: r.SubmittedBy, trusted: r.Trusted}
 	}
 	firstID = entries[0].id
 	if w.afterClaim != nil {
@@ -422,6 +429,10 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	for i, e := range entries {
 		if errs[i] != nil {
 			bad = append(bad, refused(e, errs[i]))
+			continue
+		}
+		if !e.trusted && vs[i].Intent.Producer != e.submittedBy {
+			bad = append(bad, mismatched(e, vs[i]))
 			continue
 		}
 		valid = append(valid, vs[i])
@@ -468,11 +479,15 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			p.FailureCodes = append(p.FailureCodes, b.code)
 			p.FailureMessages = append(p.FailureMessages, b.message)
 			p.RawFields = append(p.RawFields, w.rawFields(b.entry))
-			result := ResultMalformed
-			if b.code == CodeIdempotencyConflict {
+			p.SubmittedBys = append(p.SubmittedBys, b.entry.submittedBy)
+			result, producer := ResultMalformed, b.producer
+			switch b.code {
+			case CodeIdempotencyConflict:
 				result = ResultConflict
+			case CodeProducerMismatch:
+				producer = b.entry.submittedBy // counted against the login, not the producer it named
 			}
-			results = append(results, resultOf{metricProducer(b.producer), result})
+			results = append(results, resultOf{metricProducer(producer), result})
 		}
 		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
 			return 0, 0, 0, false, firstID, fmt.Errorf("record malformed intents: %w", err)
@@ -483,7 +498,8 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	}
 	for _, b := range bad {
 		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.id),
-			slog.String("failure_code", b.code), slog.String("producer", b.producer))
+			slog.String("failure_code", b.code), slog.String("producer", b.producer),
+			slog.String("submitted_by", b.entry.submittedBy))
 	}
 	if w.result != nil {
 		for _, r := range results {
@@ -516,6 +532,21 @@ func (w *Worker) rawFields(e intakeEntry) []byte {
 	out := []byte(`{"body":`)
 	out = appendJSONString(out, sanitizeText(e.body[:n]))
 	return fmt.Appendf(out, `,"truncated":true,"bytes":%d}`, e.size)
+}
+
+// mismatched returns the malformed record of entry e, valid as v, whose
+// producer is not the login that inserted it, an untrusted one.
+func mismatched(e intakeEntry, v *Validated) malformedEntry {
+	return malformedEntry{
+		entry: e,
+		code:  CodeProducerMismatch,
+		message: fmt.Sprintf("the entry names producer %q but was inserted by database login %q, which may submit only "+
+			"in its own name; a member of herald_relay may submit in any producer's name (%s)",
+			v.Intent.Producer, e.submittedBy, CodeProducerMismatch),
+		ntype:    v.Intent.NotificationType,
+		producer: v.Intent.Producer,
+		key:      v.Intent.IdempotencyKey,
+	}
 }
 
 // refused returns the malformed record of entry e refused with err.

@@ -142,9 +142,12 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 			require.Equal(t, "order.shipped", m.NotificationType)
 		}
 	}
-	// rejected_by_database has a test of its own: it needs a database that
-	// refuses what the validator accepts.
-	require.ElementsMatch(t, slices.DeleteFunc(Codes(), func(c string) bool { return c == CodeRejectedByDatabase }),
+	// rejected_by_database and producer_mismatch have tests of their own:
+	// they need a database that refuses what the validator accepts, and a
+	// producer's login.
+	require.ElementsMatch(t, slices.DeleteFunc(Codes(), func(c string) bool {
+		return c == CodeRejectedByDatabase || c == CodeProducerMismatch
+	}),
 		keys(covered), "every failure code is exercised")
 }
 

@@ -38,20 +38,29 @@ func (q *Queries) MalformedIntentGet(ctx context.Context, db DBTX, streamEntryID
 const malformedIntentInsertMany = `-- name: MalformedIntentInsertMany :exec
 INSERT INTO herald.malformed_intents (
     stream_entry_id, notification_type, producer, idempotency_key,
-    failure_code, failure_message, raw_fields, recorded_at
+    failure_code, failure_message, raw_fields, submitted_by, recorded_at
 )
 SELECT
-    unnest($1::text[]),
-    unnest($2::text[]),
-    unnest($3::text[]),
-    unnest($4::text[]),
-    unnest($5::text[]),
-    unnest($6::text[]),
-    unnest($7::jsonb[]),
-    coalesce($8::timestamptz, now())
+    e.stream_entry_id, e.notification_type, e.producer, e.idempotency_key,
+    e.failure_code, e.failure_message, e.raw_fields, coalesce(e.submitted_by, ''),
+    coalesce($1::timestamptz, now())
+FROM (
+    -- Arrays unnested side by side run in step; a shorter (or NULL) one is
+    -- padded with NULLs.
+    SELECT
+        unnest($2::text[]) AS stream_entry_id,
+        unnest($3::text[]) AS notification_type,
+        unnest($4::text[]) AS producer,
+        unnest($5::text[]) AS idempotency_key,
+        unnest($6::text[]) AS failure_code,
+        unnest($7::text[]) AS failure_message,
+        unnest($8::jsonb[]) AS raw_fields,
+        unnest($9::text[]) AS submitted_by
+) AS e
 `
 
 type MalformedIntentInsertManyParams struct {
+	Now               pgtype.Timestamptz
 	StreamEntryIds    []string
 	NotificationTypes []string
 	Producers         []string
@@ -59,14 +68,18 @@ type MalformedIntentInsertManyParams struct {
 	FailureCodes      []string
 	FailureMessages   []string
 	RawFields         [][]byte
-	Now               pgtype.Timestamptz
+	SubmittedBys      []string
 }
 
 // Records the intake entries the validator refused, one statement per batch.
 // stream_entry_id is "intake:<id>" of the intake row; the intake's identity
-// never repeats a value, so the primary key cannot conflict.
+// never repeats a value, so the primary key cannot conflict. submitted_by is
+// the login that inserted the entry (herald.intake.submitted_by), by which a
+// producer's login reads its own refusals; omitted (a nil array), it is ”,
+// the column's default, as for rows recorded before the intake kept it.
 func (q *Queries) MalformedIntentInsertMany(ctx context.Context, db DBTX, arg MalformedIntentInsertManyParams) error {
 	_, err := db.Exec(ctx, malformedIntentInsertMany,
+		arg.Now,
 		arg.StreamEntryIds,
 		arg.NotificationTypes,
 		arg.Producers,
@@ -74,7 +87,7 @@ func (q *Queries) MalformedIntentInsertMany(ctx context.Context, db DBTX, arg Ma
 		arg.FailureCodes,
 		arg.FailureMessages,
 		arg.RawFields,
-		arg.Now,
+		arg.SubmittedBys,
 	)
 	return err
 }
