@@ -151,6 +151,8 @@ func TestUsageErrorsAreOneLineOnStderrWithExitTwo(t *testing.T) {
 		{[]string{"bench", "--idle-samples", "0"}, nil, "-idle-samples"},
 		{[]string{"bench", "--mode", "fast"}, nil, "-mode"},
 		{[]string{"serve"}, map[string]string{"HERALD_NO_MAINTENANCE": "yes"}, "HERALD_NO_MAINTENANCE"},
+		{[]string{"serve", "--max-conns", "-5"}, nil, "invalid -max-conns -5"},
+		{[]string{"serve", "--max-conns", "5000000000"}, nil, "invalid -max-conns 5000000000"},
 	}
 	// A mistyped flag, for every command.
 	for _, cl := range commandLines() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -84,6 +85,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *maxConns < 0 || *maxConns > math.MaxInt32 { // the pool's size is an int32
+		return usageError{fmt.Errorf("invalid -max-conns %d: want 1 or more, or 0 for the default", *maxConns)}
 	}
 	cfg, err := config.Load(*configPath, m.Getenv)
 	if err != nil {
