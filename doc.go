@@ -129,7 +129,9 @@
 //	not_json               the intake entry is not JSON in UTF-8 (SQL door)
 //	wrong_shape            JSON, but not an intent object: not an object, an unknown
 //	                       or repeated field, a field of the wrong type (SQL door)
-//	too_large              an intake entry over 256 KiB, or content over MaxPayloadBytes
+//	too_large              an intake entry over 256 KiB (recorded from its size and
+//	                       first 4 KiB; never loaded whole), or content over
+//	                       MaxPayloadBytes
 //	missing_field          a required field is absent or empty
 //	invalid_field          a bad format, length, enum value or range
 //	unknown_channel        a channel other than sms, email, webhook
@@ -144,6 +146,9 @@
 //	                       door returns *ConflictError)
 //	rejected_by_database   valid, but the database refused it (SQL door only: the
 //	                       worker sets it aside with the database's message)
+//	producer_mismatch      the entry names a producer other than the login that
+//	                       inserted it, a login neither herald_relay's nor the
+//	                       engine's (SQL door only; nothing of it is accepted)
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

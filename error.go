@@ -106,6 +106,16 @@ const (
 	// request. The Go client returns a *ConflictError instead; the SQL
 	// intake records the entry as malformed with this code.
 	CodeIdempotencyConflict = intake.CodeIdempotencyConflict
+	// CodeRejectedByDatabase: an intake entry passed validation but the
+	// database refused it; the worker sets it aside with the database's
+	// message (SQL door only).
+	CodeRejectedByDatabase = intake.CodeRejectedByDatabase
+	// CodeProducerMismatch: an intake entry names a producer other than the
+	// database login that inserted it, and that login is neither a member
+	// of herald_relay nor the engine's; nothing of it is accepted (SQL door
+	// only: the Go client's submit in another's name fails with
+	// ErrForbidden).
+	CodeProducerMismatch = intake.CodeProducerMismatch
 )
 
 // FieldError is one reason an intent (or a recipient) was refused.
