@@ -171,7 +171,9 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, e
 		if err != nil {
 			return false, err.Error()
 		}
-		defer func() { _, _ = rogue.Cancel(ctx, own.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"}) }()
+		defer func() {
+			_, _ = rogue.Cancel(ctx, own.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"})
+		}()
 		_, err = asRogue.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
 			max_attempts, next_attempt_at, created_at, updated_at, priority)
 			VALUES ($1, 'rogue', 'sms', '+14155550123', 'pending', 3, now(), now(), now(), -32768)`, own.NotificationID)
