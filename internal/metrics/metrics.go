@@ -50,7 +50,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		IntentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_intents_total",
-			Help: "Intents submitted, by producer and result (accepted, duplicate, conflict, invalid, malformed).",
+			Help: "Intents submitted, by producer and result (accepted, duplicate, conflict, invalid, forbidden, malformed).",
 		}, []string{"producer", "result"}),
 		RouteAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_route_attempts_total",
