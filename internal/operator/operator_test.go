@@ -183,7 +183,7 @@ func TestReplayMovesRoutesBackToPendingWithFreshBudgetAndAudits(t *testing.T) {
 	for _, e := range st.Timeline {
 		events = append(events, e.Event)
 		if e.Event == operator.ActionReplay {
-			require.Equal(t, "by alice: address fixed", e.Detail)
+			require.Regexp(t, `^by alice \(login \w+\): address fixed$`, e.Detail, "the actor named, and the login the database recorded")
 			require.Equal(t, refs[0].RouteID, e.RouteID)
 		}
 	}
