@@ -70,7 +70,7 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 		p.NotificationIds = []string{s.id}
 		p.NotificationTypes = []string{"order.shipped"}
 		p.Producers = []string{"shop"}
-		p.AudienceKinds = []string{"user"}
+		p.AudienceKinds = []string{"users"}
 		p.RecipientUserIds = [][]byte{[]byte(`["u1"]`)}
 		p.PayloadJsons = []string{`{}`}
 		p.IdempotencyKeys = []string{"key-" + s.id}

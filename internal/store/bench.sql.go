@@ -158,7 +158,7 @@ rec AS (
     SELECT
         -- Zero-padded, so ids sort in creation order like the UUIDv7s
         -- intake assigns.
-        p.id_prefix || lpad(g::text, 10, '0'), 'bench.preload', p.producer, 'direct', p.payload_json,
+        p.id_prefix || lpad(g::text, 10, '0'), 'bench.preload', p.producer, 'addresses', p.payload_json,
         p.id_prefix || lpad(g::text, 10, '0'), 'preload', p.due_at, p.due_at, p.due_at,
         p.due_at + interval '1 day', ARRAY[p.channel], p.priority
     FROM p, generate_series(1, p.n) AS g
