@@ -588,9 +588,6 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 	for _, tc := range []struct{ name, set string }{
 		{"PriorityNoDispatcherClaims", "priority = -32768"},
 		{"UnknownChannel", "channel = 'pigeon'"},
-		{"RecipientNotAPhone", "recipient_ref = 'not-a-phone'"},
-		{"EmailToAPhone", "channel = 'email'"},
-		{"WebhookNotHTTP", "channel = 'webhook', recipient_ref = 'ftp://x'"},
 		{"AttemptBudgetOutOfRange", "max_attempts = 100000"},
 		{"NegativeAttempts", "attempt_count = -1"},
 		{"TerminalButDue", "status = 'published'"},
@@ -601,7 +598,21 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 			requireSQLState(t, err, checkViolation)
 		})
 	}
-	// A producer's route starts pending and untried.
+	// A producer's route has an address of its channel's shape...
+	for _, tc := range []struct{ name, channel, ref string }{
+		{"RecipientNotAPhone", "sms", "not-a-phone"},
+		{"EmailToAPhone", "email", "+14155550123"},
+		{"WebhookNotHTTP", "webhook", "ftp://x"},
+		{"EmptyUserRef", "sms", "user:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.asA.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
+				max_attempts, next_attempt_at, created_at, updated_at)
+				VALUES ($1, 'bad', $2, $3, 'pending', 3, now(), now(), now())`, mine.NotificationID, tc.channel, tc.ref)
+			requireSQLState(t, err, insufficientPrivilege)
+		})
+	}
+	// ...and starts pending and untried.
 	_, err := b.asA.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
 		max_attempts, next_attempt_at, created_at, updated_at, attempt_count)
 		VALUES ($1, 'x2', 'sms', '+14155550123', 'claimed', 3, now(), now(), now(), 5)`, mine.NotificationID)
@@ -621,7 +632,11 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 	requireSQLState(t, record("channels = '{pigeon}'"), checkViolation)
 	requireSQLState(t, record("audience_kind = 'everyone'"), checkViolation)
 	requireSQLState(t, record("recipient_user_ids = '{}'"), checkViolation)
-	requireSQLState(t, record("payload_json = 'not json'"), "22P02") // the JSON cast names the bad input
+	// A producer's payload must be JSON: the cast names the bad input.
+	_, err = b.asA.Exec(ctx, `INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind,
+		payload_json, idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+		VALUES ('ntf_notjson', 't', $1, 'users', 'not json', 'k2', 'fp', now(), now(), now(), now())`, b.nameA)
+	requireSQLState(t, err, "22P02")
 	// And a producer cannot write a record in another's name.
 	_, err = b.asA.Exec(ctx, `INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind,
 		payload_json, idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)

@@ -48,31 +48,46 @@ ALTER TABLE herald.records
     ADD CONSTRAINT records_audience_kind_check CHECK (audience_kind IN ('users', 'addresses', 'mixed')),
     ADD CONSTRAINT records_channels_check CHECK (channels <@ ARRAY['email', 'sms', 'webhook']),
     ADD CONSTRAINT records_recipient_user_ids_check CHECK (jsonb_typeof(recipient_user_ids) = 'array'),
-    -- The cast parses the text as JSON (json, not jsonb: it only checks);
-    -- a payload that is not JSON fails it.
-    ADD CONSTRAINT records_payload_json_check CHECK ((payload_json::json) IS NOT NULL),
     ADD CONSTRAINT records_producer_check CHECK (producer <> '' AND idempotency_key <> '');
 
 -- The claim scans routes_due_idx per (channel, priority 0 | 1): a route of
 -- another channel or priority would sit in the index for ever, unclaimed,
--- and grow herald_lag_seconds without end. A direct address must have its
--- channel's shape (the dispatcher hands it to the channel as it is); a
--- "user:<id>" reference is resolved through the directory at delivery.
+-- and grow herald_lag_seconds without end. These checks are cheap, which
+-- matters: Postgres evaluates every CHECK of routes on every update too, so
+-- each runs three times in a route's life (accept, claim, complete). The
+-- address's shape is checked where a route can come from outside herald's
+-- validation, a producer's direct INSERT (its policy below), not here: as a
+-- CHECK its regular expressions cost several times all the others together,
+-- three times over (BenchmarkRouteChecksCost measures it).
 ALTER TABLE herald.routes
     ADD CONSTRAINT routes_priority_check CHECK (priority IN (0, 1)),
     ADD CONSTRAINT routes_channel_check CHECK (channel IN ('email', 'sms', 'webhook')),
     ADD CONSTRAINT routes_attempts_check CHECK (attempt_count >= 0 AND max_attempts BETWEEN 0 AND 100),
     ADD CONSTRAINT routes_sms_check CHECK (
-        sms_segments >= 0 AND sms_encoding IN ('', 'gsm7', 'ucs2')),
-    ADD CONSTRAINT routes_recipient_ref_check CHECK (
-        octet_length(recipient_ref) <= 2100 AND (
-            (starts_with(recipient_ref, 'user:') AND length(recipient_ref) > 5)
-            OR CASE channel
-                WHEN 'sms' THEN recipient_ref ~ '^\+[1-9][0-9]{6,14}$'
-                WHEN 'email' THEN recipient_ref ~ '^[^[:space:][:cntrl:]]+@[^@[:space:][:cntrl:]]+$'
-                WHEN 'webhook' THEN recipient_ref ~ '^https?://[^[:space:][:cntrl:]/?#@]+'
-                ELSE false
-            END));
+        sms_segments >= 0 AND sms_encoding IN ('', 'gsm7', 'ucs2'));
+
+-- routes_address_ok says whether a route's recipient has its channel's
+-- shape: a "user:<id>" reference, resolved through the directory at
+-- delivery, or a direct address the dispatcher hands to the channel as it
+-- is (E.164 phone, an address with one domain, an absolute http(s) URL).
+-- IMMUTABLE and inlinable SQL: the policy evaluates it as an expression.
+-- +goose StatementBegin
+CREATE FUNCTION herald.routes_address_ok(channel text, recipient_ref text)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT octet_length(recipient_ref) <= 2100 AND (
+        (starts_with(recipient_ref, 'user:') AND length(recipient_ref) > 5)
+        OR CASE channel
+            WHEN 'sms' THEN recipient_ref ~ '^\+[1-9][0-9]{6,14}$'
+            WHEN 'email' THEN recipient_ref ~ '^[^[:space:][:cntrl:]]+@[^@[:space:][:cntrl:]]+$'
+            WHEN 'webhook' THEN recipient_ref ~ '^https?://[^[:space:][:cntrl:]/?#@]+'
+            ELSE false
+        END)
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION herald.routes_address_ok(text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.routes_address_ok(text, text) TO herald_producer;
 
 -- ---------------------------------------------------------------------------
 -- Records and routes: producers insert and read their own; nothing else.
@@ -118,15 +133,22 @@ GRANT EXECUTE ON FUNCTION herald.notification_is_mine(text) TO herald_producer;
 
 CREATE POLICY producer_read ON herald.records FOR SELECT TO herald_producer
     USING (producer = session_user);
+-- The payload must be JSON: the cast parses it (json, not jsonb: it only
+-- checks), and fails with the bad input named. Like the routes' address
+-- shape, this is the producer's insert policy rather than a table CHECK: the
+-- engine's own statements carry payloads the validator built, and parsing
+-- every payload again costs accept a few percent.
 CREATE POLICY producer_insert ON herald.records FOR INSERT TO herald_producer
-    WITH CHECK (producer = session_user);
+    WITH CHECK (producer = session_user AND (payload_json::json) IS NOT NULL);
 CREATE POLICY producer_read ON herald.routes FOR SELECT TO herald_producer
     USING (EXISTS (SELECT 1 FROM herald.records rec WHERE rec.notification_id = routes.notification_id));
 -- A producer's route starts as the Go client's do: pending, never tried, no
--- outcome. (Its attempt budget, channel and address shape are the CHECKs'.)
+-- outcome, with an address of its channel's shape. (Its attempt budget,
+-- channel and priority are the table's CHECKs'.)
 CREATE POLICY producer_insert ON herald.routes FOR INSERT TO herald_producer
     WITH CHECK (
         herald.notification_is_mine(notification_id)
+        AND herald.routes_address_ok(channel, recipient_ref)
         AND status = 'pending' AND attempt_count = 0
         AND published_at IS NULL AND dead_lettered_at IS NULL AND skipped_at IS NULL AND canceled_at IS NULL
         AND last_error_at IS NULL AND last_error_classification = '' AND last_error_message = ''
@@ -579,15 +601,14 @@ CREATE POLICY producer_read ON herald.dead_letters FOR SELECT TO herald_producer
     USING (EXISTS (SELECT 1 FROM herald.records rec WHERE rec.notification_id = dead_letters.notification_id));
 GRANT UPDATE ON herald.routes TO herald_producer;
 
+DROP FUNCTION IF EXISTS herald.routes_address_ok(text, text);
 ALTER TABLE herald.routes
-    DROP CONSTRAINT routes_recipient_ref_check,
     DROP CONSTRAINT routes_sms_check,
     DROP CONSTRAINT routes_attempts_check,
     DROP CONSTRAINT routes_channel_check,
     DROP CONSTRAINT routes_priority_check;
 ALTER TABLE herald.records
     DROP CONSTRAINT records_producer_check,
-    DROP CONSTRAINT records_payload_json_check,
     DROP CONSTRAINT records_recipient_user_ids_check,
     DROP CONSTRAINT records_channels_check,
     DROP CONSTRAINT records_audience_kind_check,
