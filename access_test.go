@@ -474,7 +474,7 @@ func TestProducerCannotLockTheEngineOut(t *testing.T) {
 		p.NotificationIds = append(p.NotificationIds, c.NotificationID)
 		p.RouteIds = append(p.RouteIds, c.RouteID)
 		p.Attempts = append(p.Attempts, c.AttemptCount)
-		p.LeaseUntils = append(p.LeaseUntils, c.LeaseUntil)
+		p.LeaseUntils = append(p.LeaseUntils, *c.LeaseUntil)
 		p.Statuses = append(p.Statuses, "published")
 		p.DelaySeconds = append(p.DelaySeconds, 0)
 		p.Classifications = append(p.Classifications, "")

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/intake"
@@ -347,11 +346,11 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 		Content:              json.RawMessage(rec.PayloadJson),
 		RequestID:            rec.RequestID,
 		TraceID:              rec.TraceID,
-		OccurredAt:           rec.OccurredAt.Time,
-		AcceptedAt:           rec.AcceptedAt.Time,
-		SendAt:               timePtr(rec.SendAt),
-		ExpiresAt:            timePtr(rec.ExpiresAt),
-		IdempotencyExpiresAt: rec.IdempotencyExpiresAt.Time,
+		OccurredAt:           rec.OccurredAt,
+		AcceptedAt:           rec.AcceptedAt,
+		SendAt:               rec.SendAt,
+		ExpiresAt:            rec.ExpiresAt,
+		IdempotencyExpiresAt: rec.IdempotencyExpiresAt,
 		Routes:               make([]Route, len(routes)),
 	}
 	if rec.Priority == 1 {
@@ -368,20 +367,20 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 			Status:            r.Status,
 			Attempts:          int(r.AttemptCount),
 			MaxAttempts:       int(r.MaxAttempts),
-			NextAttemptAt:     timePtr(r.NextAttemptAt),
+			NextAttemptAt:     r.NextAttemptAt,
 			LastErrorClass:    r.LastErrorClassification,
 			LastError:         r.LastErrorMessage,
-			LastErrorAt:       timePtr(r.LastErrorAt),
+			LastErrorAt:       r.LastErrorAt,
 			SMSEncoding:       r.SmsEncoding,
 			SMSSegments:       int(r.SmsSegments),
 			ProviderMessageID: r.ProviderMessageID,
-			CreatedAt:         r.CreatedAt.Time,
-			UpdatedAt:         r.UpdatedAt.Time,
-			PublishedAt:       timePtr(r.PublishedAt),
-			DeadLetteredAt:    timePtr(r.DeadLetteredAt),
-			SkippedAt:         timePtr(r.SkippedAt),
-			CanceledAt:        timePtr(r.CanceledAt),
-			ExpiresAt:         timePtr(r.ExpiresAt),
+			CreatedAt:         r.CreatedAt,
+			UpdatedAt:         r.UpdatedAt,
+			PublishedAt:       r.PublishedAt,
+			DeadLetteredAt:    r.DeadLetteredAt,
+			SkippedAt:         r.SkippedAt,
+			CanceledAt:        r.CanceledAt,
+			ExpiresAt:         r.ExpiresAt,
 		}
 	}
 	return n, nil
@@ -401,9 +400,10 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*Canc
 	if opts == nil {
 		opts = &CancelOpts{}
 	}
-	var sqlNow pgtype.Timestamptz
+	var sqlNow *time.Time // nil: the database's clock
 	if c.now != nil {
-		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
+		t := c.now()
+		sqlNow = &t
 	}
 	res := &CancelResult{NotificationID: id, Canceled: []CanceledRoute{}}
 	rows, err := store.New().RouteCancelByNotification(ctx, c.pool, store.RouteCancelByNotificationParams{
@@ -448,9 +448,10 @@ func (c *Client) upsertRecipient(ctx context.Context, r Recipient, owner *string
 	if err != nil {
 		return publicError(err)
 	}
-	var sqlNow pgtype.Timestamptz
+	var sqlNow *time.Time // nil: the database's clock
 	if c.now != nil {
-		sqlNow = pgtype.Timestamptz{Time: c.now(), Valid: true}
+		t := c.now()
+		sqlNow = &t
 	}
 	err = store.New().RecipientUpsert(ctx, c.pool, store.RecipientUpsertParams{
 		Owner:      owner,
@@ -510,13 +511,4 @@ func forbidden(err error) error {
 		return &ForbiddenError{err: pgErr}
 	}
 	return err
-}
-
-// timePtr returns t's time, or nil for NULL.
-func timePtr(t pgtype.Timestamptz) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	tt := t.Time
-	return &tt
 }

@@ -27,8 +27,9 @@ WHERE starts_with(r.request_id, @prefix::text);
 -- name: RecordSummaryByRequestPrefix :one
 -- The demo's summary, from the database alone: the notifications of one
 -- run (request_id starting with @prefix), their routes by outcome, the
--- routes that needed more than one attempt, and the span from the first
--- acceptance to the last terminal change, for the throughput.
+-- routes that needed more than one attempt, and the seconds from the first
+-- acceptance to the last terminal change, for the throughput (0 while
+-- nothing is accepted or finished).
 SELECT
     (SELECT count(*) FROM herald.records r0 WHERE starts_with(r0.request_id, @prefix::text))::bigint AS notifications,
     count(rt.route_id)::bigint AS routes,
@@ -39,8 +40,9 @@ SELECT
     count(*) FILTER (WHERE rt.status IN ('pending', 'claimed', 'failed'))::bigint AS unfinished,
     count(*) FILTER (WHERE rt.attempt_count > 1)::bigint AS retried,
     coalesce(sum(rt.attempt_count), 0)::bigint AS attempts,
-    min(r.accepted_at)::timestamptz AS first_accepted_at,
-    max(coalesce(rt.published_at, rt.dead_lettered_at, rt.skipped_at, rt.canceled_at))::timestamptz AS last_finished_at
+    coalesce(extract(epoch FROM
+        max(coalesce(rt.published_at, rt.dead_lettered_at, rt.skipped_at, rt.canceled_at)) - min(r.accepted_at)
+    ), 0)::float8 AS seconds
 FROM herald.records r
 JOIN herald.routes rt ON rt.notification_id = r.notification_id
 WHERE starts_with(r.request_id, @prefix::text);

@@ -17,9 +17,11 @@
 -- (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
 -- this statement returns (the last candidate) to the next batch, so
 -- records that must stay (a dead letter, a pending route) are read once per
--- run, not once per batch. Start with ('-infinity', ''). Returns the
--- candidates found (fewer than @batch_size: the run is over), the records
--- deleted, and the cursor (NULL when there was no candidate).
+-- run, not once per batch. Start with the zero time (0001-01-01 UTC, Go's
+-- time.Time{}, before every record) and ''. Returns the candidates found
+-- (fewer than @batch_size: the run is over), the records deleted, and the
+-- cursor to go on from: the last candidate's, or the one given when there
+-- was no candidate.
 WITH doomed AS (
     SELECT r.notification_id, r.accepted_at
     FROM herald.records r
@@ -53,8 +55,8 @@ routes_deleted AS (
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    last.accepted_at AS last_accepted_at,
-    coalesce(last.notification_id, '')::text AS last_notification_id
+    coalesce(last.accepted_at, @after_accepted_at::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, @after_id::text)::text AS last_notification_id
 FROM (SELECT 1) AS one
 LEFT JOIN (
     SELECT accepted_at, notification_id
@@ -127,8 +129,8 @@ routes_deleted AS (
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    last.accepted_at AS last_accepted_at,
-    coalesce(last.notification_id, '')::text AS last_notification_id
+    coalesce(last.accepted_at, @after_accepted_at::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, @after_id::text)::text AS last_notification_id
 FROM (SELECT 1) AS one
 LEFT JOIN (
     SELECT accepted_at, notification_id

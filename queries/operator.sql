@@ -167,7 +167,9 @@ SELECT herald.dead_letter_replay_enqueue(@args::jsonb)::bigint AS job_id;
 
 -- name: AuditSummaryByReplay :one
 -- What the audit log says one replay (all its batches, across restarts)
--- has done: the batches written and the routes they moved.
+-- has done: the batches written and the routes they moved. No row for a
+-- replay that has not written a batch yet (so first_at and last_at are
+-- never NULL).
 SELECT
     count(*)::bigint AS batches,
     coalesce(sum(affected), 0)::bigint AS affected,
@@ -175,7 +177,8 @@ SELECT
     max(at)::timestamptz AS last_at
 FROM herald.audit_log
 WHERE action = 'dead_letter_replay'
-    AND details @> jsonb_build_object('replay_id', @replay_id::text);
+    AND details @> jsonb_build_object('replay_id', @replay_id::text)
+HAVING count(*) > 0;
 
 -- name: MalformedIntentList :many
 -- One page of malformed intake entries, newest first, along

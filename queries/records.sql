@@ -14,7 +14,10 @@
 -- trip paid only by duplicates. Looking every key up here instead cost a
 -- descent of the unique index per intent on every batch, duplicates or not.
 -- The producer/idempotency_key pairs must be distinct within one call.
--- NULL elements of the send_at / expires_at arrays mean "not set".
+-- An element of the send_at / expires_at arrays that is the zero time
+-- (0001-01-01 00:00:00 UTC, Go's time.Time{}) means "not set": sqlc types a
+-- timestamptz[] parameter as []time.Time, which cannot carry a NULL element,
+-- so nullif turns the zero time back into NULL.
 WITH rec_in AS (
     -- Several set-returning functions in one select list are zipped row by
     -- row (Postgres 10+): the multi-argument unnest(a, b, ...) that sqlc
@@ -33,8 +36,8 @@ WITH rec_in AS (
         unnest(@occurred_ats::timestamptz[]) AS occurred_at,
         unnest(@channel_lists::text[]) AS channel_list,
         unnest(@priorities::smallint[]) AS priority,
-        unnest(@send_ats::timestamptz[]) AS send_at,
-        unnest(@expires_ats::timestamptz[]) AS expires_at
+        nullif(unnest(@send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+        nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at
 ),
 ins AS (
     INSERT INTO herald.records (
@@ -76,8 +79,8 @@ routes_ins AS (
             unnest(@route_recipient_refs::text[]) AS recipient_ref,
             unnest(@route_max_attempts::integer[]) AS max_attempts,
             unnest(@route_priorities::smallint[]) AS priority,
-            unnest(@route_send_ats::timestamptz[]) AS send_at,
-            unnest(@route_expires_ats::timestamptz[]) AS expires_at,
+            nullif(unnest(@route_send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest(@route_expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
             unnest(@route_sms_encodings::text[]) AS sms_encoding,
             unnest(@route_sms_segments::smallint[]) AS sms_segments
     ) AS r

@@ -619,11 +619,9 @@ func (w *demoWorkload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *d
 	sum.Accepted, sum.Routes, sum.Published = s.Notifications, s.Routes, s.Published
 	sum.DeadLettered, sum.Skipped, sum.Canceled = s.DeadLettered, s.Skipped, s.Canceled
 	sum.Unfinished, sum.Retried, sum.Attempts = s.Unfinished, s.Retried, s.Attempts
-	if s.FirstAcceptedAt.Valid && s.LastFinishedAt.Valid {
-		sum.Seconds = s.LastFinishedAt.Time.Sub(s.FirstAcceptedAt.Time).Seconds()
-		if sum.Seconds > 0 {
-			sum.Throughput = float64(s.Published+s.DeadLettered+s.Skipped+s.Canceled) / sum.Seconds
-		}
+	sum.Seconds = s.Seconds
+	if sum.Seconds > 0 {
+		sum.Throughput = float64(s.Published+s.DeadLettered+s.Skipped+s.Canceled) / sum.Seconds
 	}
 	dls, err := q.DeadLetterCountByRequestPrefix(ctx, pool, w.runID+":")
 	if err != nil {

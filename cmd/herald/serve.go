@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -160,7 +159,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 func warnUnservedChannels(ctx context.Context, pool *pgxpool.Pool, configured []string, logger *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rows, err := store.New().RouteBacklogByChannel(ctx, pool, pgtype.Timestamptz{})
+	rows, err := store.New().RouteBacklogByChannel(ctx, pool, nil)
 	if err != nil {
 		if ctx.Err() == nil {
 			logger.Warn("could not check for routes of channels this process does not deliver", "err", err)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -67,7 +66,7 @@ func (s *countingSink) counts() (total, distinct, dups int) {
 func insertWebhookRoutes(t *testing.T, pool *pgxpool.Pool, n int, url string) {
 	t.Helper()
 	q := store.New()
-	now := pgtype.Timestamptz{Time: time.Now(), Valid: true}
+	now := time.Now()
 	for start := 0; start < n; start += 1000 {
 		var p store.RecordInsertManyParams
 		p.IdempotencyWindowSeconds = 3600
@@ -86,16 +85,16 @@ func insertWebhookRoutes(t *testing.T, pool *pgxpool.Pool, n int, url string) {
 			p.OccurredAts = append(p.OccurredAts, now)
 			p.ChannelLists = append(p.ChannelLists, "webhook")
 			p.Priorities = append(p.Priorities, int16(i%2))
-			p.SendAts = append(p.SendAts, pgtype.Timestamptz{})
-			p.ExpiresAts = append(p.ExpiresAts, pgtype.Timestamptz{})
+			p.SendAts = append(p.SendAts, time.Time{})
+			p.ExpiresAts = append(p.ExpiresAts, time.Time{})
 			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 			p.RouteIds = append(p.RouteIds, "webhook:0")
 			p.RouteChannels = append(p.RouteChannels, "webhook")
 			p.RouteRecipientRefs = append(p.RouteRecipientRefs, url)
 			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 0)
 			p.RoutePriorities = append(p.RoutePriorities, int16(i%2))
-			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
-			p.RouteExpiresAts = append(p.RouteExpiresAts, pgtype.Timestamptz{})
+			p.RouteSendAts = append(p.RouteSendAts, time.Time{})
+			p.RouteExpiresAts = append(p.RouteExpiresAts, time.Time{})
 			p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
 			p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
 		}

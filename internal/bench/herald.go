@@ -116,7 +116,7 @@ func (h *heraldSubject) summarize(ctx context.Context) (summary, error) {
 	return summary{
 		routes: r.Routes, published: r.Published, attempts: r.Attempts,
 		p50: r.P50, p95: r.P95, p99: r.P99,
-		lastTerminal: r.LastTerminalAt.Time,
+		lastTerminal: r.LastTerminalAt,
 	}, nil
 }
 

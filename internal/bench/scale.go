@@ -7,8 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
@@ -114,7 +112,7 @@ func preload(ctx context.Context, db *Database, c *Config, n int, dueAt time.Tim
 		IDPrefix:     fmt.Sprintf("pre%d-", time.Now().UnixNano()),
 		Producer:     benchProducer,
 		PayloadJson:  string(v.PayloadJSON),
-		DueAt:        pgtype.Timestamptz{Time: dueAt, Valid: true},
+		DueAt:        dueAt,
 		Channel:      channel.Webhook,
 		Priority:     1,
 		RecipientRef: v.Routes[0].RecipientRef,

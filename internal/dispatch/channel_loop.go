@@ -348,7 +348,7 @@ func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDue
 			Content:          contentFor(r.PayloadJson, l.name),
 			TraceID:          r.TraceID,
 			RequestID:        r.RequestID,
-			AcceptedAt:       r.AcceptedAt.Time,
+			AcceptedAt:       r.AcceptedAt,
 		}
 	}
 	return jobs, nil
@@ -389,7 +389,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
 		attempt:        j.row.AttemptCount,
-		leaseUntil:     j.row.LeaseUntil,
+		leaseUntil:     *j.row.LeaseUntil,
 		status:         status,
 		classification: class,
 		message:        msg,
@@ -442,7 +442,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
 		attempt:        j.row.AttemptCount,
-		leaseUntil:     j.row.LeaseUntil,
+		leaseUntil:     *j.row.LeaseUntil,
 		classification: out.Classification,
 		message:        out.Message,
 		hint:           out.RecoveryHint,
@@ -450,7 +450,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		resolvedEmail:  j.email,
 		resolvedLocale: j.locale,
 		providerID:     out.ProviderMessageID,
-		acceptedAt:     j.row.AcceptedAt.Time,
+		acceptedAt:     j.row.AcceptedAt,
 		traceID:        j.row.TraceID,
 		metricOutcome:  out.Class.String(),
 	}
@@ -501,7 +501,7 @@ func (d *Dispatcher) release(channel string, claimed []store.RouteClaimDueRow) e
 		p.NotificationIds = append(p.NotificationIds, r.NotificationID)
 		p.RouteIds = append(p.RouteIds, r.RouteID)
 		p.Attempts = append(p.Attempts, r.AttemptCount)
-		p.LeaseUntils = append(p.LeaseUntils, r.LeaseUntil)
+		p.LeaseUntils = append(p.LeaseUntils, *r.LeaseUntil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -18,9 +16,10 @@ type completion struct {
 	notificationID string
 	routeID        string
 	// attempt is the attempt taken at claim and leaseUntil the claim's
-	// lease end: together, the fence.
+	// lease end: together, the fence. (RouteClaimDue returns lease_until as
+	// a nullable column, next_attempt_at, but the claim has just set it.)
 	attempt        int32
-	leaseUntil     pgtype.Timestamptz
+	leaseUntil     time.Time
 	status         string // published | failed | dead_letter | skipped
 	delay          time.Duration
 	classification string

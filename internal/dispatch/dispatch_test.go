@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -61,11 +60,11 @@ func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
 	var p store.RecordInsertManyParams
 	p.IdempotencyWindowSeconds = 86400
 	keys := make([]routeKey, len(specs))
-	ts := func(tp *time.Time) pgtype.Timestamptz {
+	ts := func(tp *time.Time) time.Time {
 		if tp == nil {
-			return pgtype.Timestamptz{}
+			return time.Time{} // not set
 		}
-		return pgtype.Timestamptz{Time: *tp, Valid: true}
+		return *tp
 	}
 	payload := `{"email":{"subject":"Your order shipped","text":"It is on its way."},"sms":{"body":"Order shipped"},"webhook":{"order":9}}`
 	for i, s := range specs {
@@ -83,7 +82,7 @@ func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
 		p.RequestFingerprints = append(p.RequestFingerprints, "fp")
 		p.RequestIds = append(p.RequestIds, "req-1")
 		p.TraceIds = append(p.TraceIds, "trace-1")
-		p.OccurredAts = append(p.OccurredAts, pgtype.Timestamptz{Time: time.Now(), Valid: true})
+		p.OccurredAts = append(p.OccurredAts, time.Now())
 		p.ChannelLists = append(p.ChannelLists, s.channel)
 		p.Priorities = append(p.Priorities, s.priority)
 		p.SendAts = append(p.SendAts, ts(s.sendAt))
@@ -211,8 +210,8 @@ func TestWebhookFailingTwiceIsPublishedAfterThreeAttemptsWithBackoffBetween(t *t
 
 	r := b.waitStatus(t, k, "published")
 	require.EqualValues(t, 3, r.AttemptCount)
-	require.True(t, r.PublishedAt.Valid)
-	require.False(t, r.NextAttemptAt.Valid)
+	require.NotNil(t, r.PublishedAt)
+	require.Nil(t, r.NextAttemptAt)
 	require.Equal(t, "http_502", r.LastErrorClassification, "the last failure stays on record")
 
 	times := s.requests()
@@ -233,7 +232,7 @@ func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
 
 	r := b.waitStatus(t, k, "dead_letter")
 	require.EqualValues(t, 1, r.AttemptCount)
-	require.True(t, r.DeadLetteredAt.Valid)
+	require.NotNil(t, r.DeadLetteredAt)
 	require.Len(t, s.requests(), 1)
 	dl := b.deadLetter(t, k)
 	require.Equal(t, "http_410", dl.FailureClassification)
@@ -321,10 +320,10 @@ func TestExhaustedAttemptsLeaveADeadLetterWithEveryColumnFilled(t *testing.T) {
 		require.Equal(t, "http_503", dl.FailureClassification)
 		require.Contains(t, dl.FailureMessage, fmt.Sprintf("gave up after %d attempts", want))
 		require.Contains(t, dl.RecoveryHint, "replay")
-		require.True(t, dl.CreatedAt.Valid)
+		require.False(t, dl.CreatedAt.IsZero())
 		require.Equal(t, "http_503", r.LastErrorClassification)
 		require.NotEmpty(t, r.LastErrorMessage)
-		require.True(t, r.LastErrorAt.Valid)
+		require.NotNil(t, r.LastErrorAt)
 	}
 	require.Len(t, s.requests(), 5)
 }
@@ -395,7 +394,7 @@ func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testin
 	require.Equal(t, channel.ClassNoAddress, b.waitStatus(t, ks[2], "skipped").LastErrorClassification)
 	r = b.waitStatus(t, ks[3], "skipped")
 	require.Equal(t, ClassUnknownRecipient, r.LastErrorClassification)
-	require.True(t, r.SkippedAt.Valid)
+	require.NotNil(t, r.SkippedAt)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -423,7 +422,7 @@ func TestChannelSkipOutcomeSkipsTheRoute(t *testing.T) {
 func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []store.RouteClaimDueRow {
 	t.Helper()
 	rows, err := d.q.RouteClaimDue(context.Background(), d.pool, store.RouteClaimDueParams{
-		Now: pgtype.Timestamptz{Time: now, Valid: true}, LeaseSeconds: 60, Max: int32(max), Channel: ch,
+		Now: &now, LeaseSeconds: 60, Max: int32(max), Channel: ch,
 	})
 	require.NoError(t, err)
 	return rows
@@ -434,7 +433,7 @@ func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []sto
 func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
 	d.completer.flush(context.Background(), d.completer.progs[0], []completion{{
 		channel: channel.SMS, notificationID: c.NotificationID, routeID: c.RouteID, attempt: c.AttemptCount,
-		leaseUntil: c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
+		leaseUntil: *c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
 		delay: time.Hour, metricOutcome: "transient",
 	}})
 }
@@ -474,7 +473,7 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	require.Len(t, old, 1)
 	require.Len(t, claim(t, d, channel.SMS, 10, now.Add(61*time.Second)), 1)
 	d.completer.flush(context.Background(), d.completer.progs[0], []completion{{channel: channel.SMS, notificationID: k2.notificationID,
-		routeID: k2.routeID, attempt: 1, leaseUntil: old[0].LeaseUntil, status: "dead_letter", classification: "x",
+		routeID: k2.routeID, attempt: 1, leaseUntil: *old[0].LeaseUntil, status: "dead_letter", classification: "x",
 		message: "x", maxAttempts: 1}})
 	r := b.route(t, k2)
 	require.Equal(t, "claimed", r.Status)
@@ -503,7 +502,7 @@ func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testin
 	again := claim(t, d, channel.SMS, 10, now.Add(time.Second))
 	require.Len(t, again, 1)
 	require.Equal(t, lost[0].AttemptCount, again[0].AttemptCount, "the attempt number repeats")
-	require.NotEqual(t, lost[0].LeaseUntil, again[0].LeaseUntil)
+	require.NotEqual(t, *lost[0].LeaseUntil, *again[0].LeaseUntil)
 
 	completeClaim(d, lost[0], "failed")
 	r := b.route(t, k)
@@ -539,8 +538,9 @@ func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
 		require.NoError(t, db.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting))
 		return setting
 	}
+	claimAt := time.Now().Add(time.Second)
 	params := store.RouteClaimDueParams{
-		Now: pgtype.Timestamptz{Time: time.Now().Add(time.Second), Valid: true}, LeaseSeconds: 60, Max: 1, Channel: channel.SMS,
+		Now: &claimAt, LeaseSeconds: 60, Max: 1, Channel: channel.SMS,
 	}
 
 	// Inside an explicit transaction the claim's setting can be seen
@@ -596,7 +596,7 @@ func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
 	r := b.route(t, k)
 	require.Equal(t, "pending", r.Status)
 	require.Zero(t, r.AttemptCount)
-	require.True(t, r.NextAttemptAt.Valid)
+	require.NotNil(t, r.NextAttemptAt)
 	require.EqualValues(t, 1, d.Stats().Released)
 	require.Len(t, claim(t, d, channel.SMS, 10, time.Now().Add(time.Second)), 1, "due again at once")
 }
@@ -697,7 +697,7 @@ func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
 		r := b.route(t, k)
 		require.Equal(t, "pending", r.Status)
 		require.Zero(t, r.AttemptCount, "the attempt that never started is handed back")
-		require.True(t, r.NextAttemptAt.Valid)
+		require.NotNil(t, r.NextAttemptAt)
 	}
 }
 
@@ -716,8 +716,8 @@ func TestRetryAfterIsHonouredAsTheBackoffFloor(t *testing.T) {
 
 	r := b.waitStatus(t, k, "failed")
 	require.Equal(t, "http_429", r.LastErrorClassification)
-	require.True(t, r.LastErrorAt.Valid)
-	require.GreaterOrEqual(t, r.NextAttemptAt.Time.Sub(r.LastErrorAt.Time), 120*time.Second)
+	require.NotNil(t, r.LastErrorAt)
+	require.GreaterOrEqual(t, r.NextAttemptAt.Sub(*r.LastErrorAt), 120*time.Second)
 	require.EqualValues(t, 1, r.AttemptCount)
 }
 

@@ -79,7 +79,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
@@ -461,11 +460,12 @@ func (d *Dispatcher) Stats() Stats {
 
 // now is the clock passed to SQL: NULL (the database's now()) unless
 // NowFunc is set.
-func (d *Dispatcher) now() pgtype.Timestamptz {
+func (d *Dispatcher) now() *time.Time {
 	if d.nowFunc == nil {
-		return pgtype.Timestamptz{}
+		return nil
 	}
-	return pgtype.Timestamptz{Time: d.nowFunc(), Valid: true}
+	t := d.nowFunc()
+	return &t
 }
 
 // sleep waits for dur or ctx, and reports whether ctx is still live.

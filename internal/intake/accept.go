@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -120,7 +119,7 @@ func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams)
 	}
 	for _, r := range rows {
 		holders[idemKey{r.Producer, r.IdempotencyKey}] = &keyHolder{
-			id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time,
+			id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt,
 			insertedBy: firstOf[r.NotificationID],
 		}
 	}
@@ -142,7 +141,7 @@ func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams)
 		}
 		for _, r := range found {
 			holders[idemKey{r.Producer, r.IdempotencyKey}] = &keyHolder{
-				id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt.Time, insertedBy: -1,
+				id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt, insertedBy: -1,
 			}
 		}
 	}
@@ -173,6 +172,10 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		nRoutes += len(vs[i].Routes)
 	}
 	window := cmp.Or(p.IdempotencyWindow, DefaultIdempotencyWindow)
+	var now *time.Time // nil: the database's clock
+	if !p.Now.IsZero() {
+		now = &p.Now
+	}
 	a := store.RecordInsertManyParams{
 		NotificationIds:          make([]string, 0, n),
 		NotificationTypes:        make([]string, 0, n),
@@ -184,12 +187,12 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		RequestFingerprints:      make([]string, 0, n),
 		RequestIds:               make([]string, 0, n),
 		TraceIds:                 make([]string, 0, n),
-		OccurredAts:              make([]pgtype.Timestamptz, 0, n),
+		OccurredAts:              make([]time.Time, 0, n),
 		ChannelLists:             make([]string, 0, n),
 		Priorities:               make([]int16, 0, n),
-		SendAts:                  make([]pgtype.Timestamptz, 0, n),
-		ExpiresAts:               make([]pgtype.Timestamptz, 0, n),
-		Now:                      timestamptz(p.Now),
+		SendAts:                  make([]time.Time, 0, n),
+		ExpiresAts:               make([]time.Time, 0, n),
+		Now:                      now,
 		IdempotencyWindowSeconds: window.Seconds(),
 		RouteNotificationIds:     make([]string, 0, nRoutes),
 		RouteIds:                 make([]string, 0, nRoutes),
@@ -197,8 +200,8 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		RouteRecipientRefs:       make([]string, 0, nRoutes),
 		RouteMaxAttempts:         make([]int32, 0, nRoutes),
 		RoutePriorities:          make([]int16, 0, nRoutes),
-		RouteSendAts:             make([]pgtype.Timestamptz, 0, nRoutes),
-		RouteExpiresAts:          make([]pgtype.Timestamptz, 0, nRoutes),
+		RouteSendAts:             make([]time.Time, 0, nRoutes),
+		RouteExpiresAts:          make([]time.Time, 0, nRoutes),
 		RouteSmsEncodings:        make([]string, 0, nRoutes),
 		RouteSmsSegments:         make([]int16, 0, nRoutes),
 		NotifyChannel:            p.Notify,
@@ -219,7 +222,8 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		if err != nil {
 			return a, fmt.Errorf("marshal user ids: %w", err)
 		}
-		sendAt, expiresAt := timestamptz(in.SendAt), timestamptz(in.ExpiresAt)
+		// The zero time stands for NULL (not set): see RecordInsertMany.
+		sendAt, expiresAt := in.SendAt, in.ExpiresAt
 		a.NotificationIds = append(a.NotificationIds, nid)
 		a.NotificationTypes = append(a.NotificationTypes, in.NotificationType)
 		a.Producers = append(a.Producers, in.Producer)
@@ -230,7 +234,7 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		a.RequestFingerprints = append(a.RequestFingerprints, v.Fingerprint)
 		a.RequestIds = append(a.RequestIds, in.RequestID)
 		a.TraceIds = append(a.TraceIds, in.TraceID)
-		a.OccurredAts = append(a.OccurredAts, timestamptz(in.OccurredAt))
+		a.OccurredAts = append(a.OccurredAts, in.OccurredAt)
 		a.ChannelLists = append(a.ChannelLists, strings.Join(in.Channels, ","))
 		a.Priorities = append(a.Priorities, v.Priority)
 		a.SendAts = append(a.SendAts, sendAt)
@@ -249,11 +253,6 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 		}
 	}
 	return a, nil
-}
-
-// timestamptz converts t to a timestamptz parameter; the zero time is NULL.
-func timestamptz(t time.Time) pgtype.Timestamptz {
-	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
 }
 
 // HintChannel returns the payload of the herald_routes hint for the routes

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,40 +16,67 @@ import (
 )
 
 // TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME checks the
-// failure codes' one source, Codes, against the places that repeat it: the
-// herald package's re-exported constants (error.go), its package
-// documentation (doc.go) and README's table. A code added to one and not
-// the others fails here.
+// failure codes' one source, Codes, against every place that repeats it:
+// this package's Code constants and the table in their doc comment
+// (validate.go), the herald package's re-exported constants (error.go), its
+// package documentation (doc.go) and README's table. A code added to one and
+// not the others fails here.
 func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
 
-	// error.go: every `CodeX = intake.CodeX`, mapped to its value through
-	// this package's constants (validate.go).
-	values := map[string]string{} // intake constant name → code
-	validateGo, err := parser.ParseFile(token.NewFileSet(), "validate.go", nil, 0)
+	// This package: every Code constant with a string value, in whichever
+	// file declares it, and the table in the doc comment of their block.
+	values := map[string]string{} // constant name → code
+	var declared, commented []string
+	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
-	ast.Inspect(validateGo, func(n ast.Node) bool {
-		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) == 1 && len(vs.Values) == 1 &&
-			strings.HasPrefix(vs.Names[0].Name, "Code") {
-			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				values[vs.Names[0].Name], _ = strconv.Unquote(lit.Value)
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			n := len(declared)
+			for name, value := range stringConsts(gd) {
+				if strings.HasPrefix(name, "Code") {
+					values[name] = value
+					declared = append(declared, value)
+				}
+			}
+			if len(declared) > n && gd.Doc != nil {
+				commented = append(commented, firstGroups(`(?m)^\t([a-z_]+) `, gd.Doc.Text())...)
 			}
 		}
-		return true
-	})
+	}
+	require.ElementsMatch(t, Codes(), declared, "the Code constants of package intake (validate.go)")
+	commented = slices.DeleteFunc(commented, func(s string) bool { return s == "code" }) // the header
+	require.Equal(t, Codes(), commented, "the table in the Code constants' doc comment (validate.go)")
+
+	// error.go: every exported CodeX, whether `= intake.CodeX` or a string.
 	errorGo, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "error.go"), nil, 0)
 	require.NoError(t, err)
 	var exported []string
 	ast.Inspect(errorGo, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
-		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 {
+		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") {
 			return true
 		}
-		if sel, ok := vs.Values[0].(*ast.SelectorExpr); ok && strings.HasPrefix(sel.Sel.Name, "Code") {
-			require.Equal(t, sel.Sel.Name, vs.Names[0].Name, "error.go re-exports a code under another name")
-			require.Contains(t, values, sel.Sel.Name)
-			exported = append(exported, values[sel.Sel.Name])
+		switch v := vs.Values[0].(type) {
+		case *ast.SelectorExpr:
+			require.Equal(t, v.Sel.Name, vs.Names[0].Name, "error.go re-exports a code under another name")
+			require.Contains(t, values, v.Sel.Name)
+			exported = append(exported, values[v.Sel.Name])
+		case *ast.BasicLit:
+			s, err := strconv.Unquote(v.Value)
+			require.NoError(t, err)
+			require.Equal(t, values[vs.Names[0].Name], s, "error.go's %s", vs.Names[0].Name)
+			exported = append(exported, s)
 		}
 		return true
 	})
@@ -69,6 +97,24 @@ func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 	require.True(t, ok, "README has the failure code table")
 	table, _, _ = strings.Cut(table, "\n\n")
 	require.Equal(t, Codes(), firstGroups("(?m)^\\| `([a-z_]+)` \\|", table), "README's table of codes")
+}
+
+// stringConsts returns the constants of gd whose value is a string literal,
+// by name.
+func stringConsts(gd *ast.GenDecl) map[string]string {
+	out := map[string]string{}
+	for _, s := range gd.Specs {
+		vs, ok := s.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != len(vs.Values) {
+			continue
+		}
+		for i, v := range vs.Values {
+			if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				out[vs.Names[i].Name], _ = strconv.Unquote(lit.Value)
+			}
+		}
+	}
+	return out
 }
 
 // firstGroups returns the first submatch of every match of pattern in s.

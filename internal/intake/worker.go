@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/pglisten"
@@ -337,9 +336,10 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		}
 	}
 	ntype, producer, key := PartialFields([]byte(e.body))
-	var now pgtype.Timestamptz
+	var now *time.Time // nil: the database's clock
 	if w.now != nil {
-		now = pgtype.Timestamptz{Time: w.now(), Valid: true}
+		t := w.now()
+		now = &t
 	}
 	if err := q.MalformedIntentInsertMany(ctx, tx, store.MalformedIntentInsertManyParams{
 		StreamEntryIds:    []string{"intake:" + strconv.FormatInt(e.id, 10)},
@@ -470,7 +470,10 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	}
 
 	if len(bad) > 0 {
-		p := store.MalformedIntentInsertManyParams{Now: pgtype.Timestamptz{Time: sqlNow, Valid: !sqlNow.IsZero()}}
+		p := store.MalformedIntentInsertManyParams{}
+		if !sqlNow.IsZero() {
+			p.Now = &sqlNow
+		}
 		for _, b := range bad {
 			p.StreamEntryIds = append(p.StreamEntryIds, "intake:"+strconv.FormatInt(b.entry.id, 10))
 			p.NotificationTypes = append(p.NotificationTypes, b.ntype)

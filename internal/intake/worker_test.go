@@ -133,7 +133,7 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 		require.Equal(t, code, m.FailureCode, "entry %d: %s", id, m.FailureMessage)
 		require.NotEmpty(t, m.FailureMessage)
 		require.True(t, json.Valid(m.RawFields))
-		require.Equal(t, testNow, m.RecordedAt.Time.UTC())
+		require.Equal(t, testNow, m.RecordedAt.UTC())
 		covered[code] = true
 		if code == CodeIdempotencyConflict {
 			require.Contains(t, m.FailureMessage, validID, "a conflict names the existing notification")

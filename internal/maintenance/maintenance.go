@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -259,13 +258,13 @@ func (m *Maintenance) Stop(ctx context.Context) error {
 // returns how many notifications it deleted.
 func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
 	now := m.cfg.NowFunc()
-	cutoff := ts(now.Add(-m.cfg.FinishedRetention))
+	cutoff := now.Add(-m.cfg.FinishedRetention)
 	cur := firstCursor()
 	return m.run(ctx, JobFinishedRetention, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
 			AcceptedBefore:  cutoff,
 			FinishedBefore:  cutoff,
-			Now:             ts(now),
+			Now:             &now,
 			AfterAcceptedAt: cur.at,
 			AfterID:         cur.id,
 			BatchSize:       int32(m.cfg.BatchSize),
@@ -284,12 +283,12 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	now := m.cfg.NowFunc()
-	cutoff := ts(now.Add(-m.cfg.DeadLetterRetention))
+	cutoff := now.Add(-m.cfg.DeadLetterRetention)
 	cur := firstCursor()
 	return m.run(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
 			DeadBefore:      cutoff,
-			Now:             ts(now),
+			Now:             &now,
 			AfterAcceptedAt: cur.at,
 			AfterID:         cur.id,
 			BatchSize:       int32(m.cfg.BatchSize),
@@ -302,7 +301,7 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 // DeleteMalformed deletes, batch by batch, the malformed intents recorded
 // more than Config.MalformedRetention ago.
 func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
-	cutoff := ts(m.cfg.NowFunc().Add(-m.cfg.MalformedRetention))
+	cutoff := m.cfg.NowFunc().Add(-m.cfg.MalformedRetention)
 	return m.run(ctx, JobMalformedRetention, func(ctx context.Context) (int64, int64, error) {
 		n, err := m.queries.MalformedIntentDeleteBefore(ctx, m.pool, store.MalformedIntentDeleteBeforeParams{
 			RecordedBefore: cutoff,
@@ -315,18 +314,19 @@ func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
 // cursor is where a retention run's scan of records_listing_idx stands:
 // after (at, id), exclusive.
 type cursor struct {
-	at pgtype.Timestamptz
+	at time.Time
 	id string
 }
 
-// firstCursor is before every record: at minus infinity, with an empty id.
+// firstCursor is before every record: the zero time (0001-01-01 UTC), with
+// an empty id.
 func firstCursor() cursor {
-	return cursor{at: pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}}
+	return cursor{}
 }
 
 // advance moves the cursor to the last candidate of a batch, if it had any.
-func (c *cursor) advance(candidates int64, at pgtype.Timestamptz, id string) {
-	if candidates > 0 && at.Valid {
+func (c *cursor) advance(candidates int64, at time.Time, id string) {
+	if candidates > 0 {
 		c.at, c.id = at, id
 	}
 }
@@ -353,8 +353,6 @@ func (m *Maintenance) run(ctx context.Context, job string, batch func(context.Co
 	m.logger.Info("maintenance job done", "job", job, "deleted", total, "duration", time.Since(start).Round(time.Millisecond))
 	return total, nil
 }
-
-func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
 
 // The River job args, one kind per job. They carry nothing: each run reads
 // its configuration from Maintenance.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -77,12 +76,12 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 		p.RequestFingerprints = []string{"fp-" + s.id}
 		p.RequestIds = []string{""}
 		p.TraceIds = []string{""}
-		p.OccurredAts = []pgtype.Timestamptz{ts(t0)}
+		p.OccurredAts = []time.Time{t0}
 		p.ChannelLists = []string{"email"}
 		p.Priorities = []int16{0}
-		p.SendAts = []pgtype.Timestamptz{{}}
-		p.ExpiresAts = []pgtype.Timestamptz{{}}
-		p.Now = ts(t0)
+		p.SendAts = []time.Time{{}}
+		p.ExpiresAts = []time.Time{{}}
+		p.Now = &t0
 		p.IdempotencyWindowSeconds = s.window.Seconds()
 		for i := range s.statuses {
 			p.RouteNotificationIds = append(p.RouteNotificationIds, s.id)
@@ -91,8 +90,8 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 			p.RouteRecipientRefs = append(p.RouteRecipientRefs, "user:u1")
 			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 0)
 			p.RoutePriorities = append(p.RoutePriorities, 0)
-			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
-			p.RouteExpiresAts = append(p.RouteExpiresAts, pgtype.Timestamptz{})
+			p.RouteSendAts = append(p.RouteSendAts, time.Time{})
+			p.RouteExpiresAts = append(p.RouteExpiresAts, time.Time{})
 			p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
 			p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
 		}
@@ -151,8 +150,6 @@ func (b *testBundle) count(t *testing.T, table string) int {
 	require.NoError(t, b.pool.QueryRow(context.Background(), "SELECT count(*) FROM herald."+table).Scan(&n))
 	return n
 }
-
-func ts(t time.Time) pgtype.Timestamptz { return pgtype.Timestamptz{Time: t, Valid: true} }
 
 const day = 24 * time.Hour
 

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -81,9 +80,10 @@ func (c *BacklogCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *BacklogCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 	defer cancel()
-	var now pgtype.Timestamptz
+	var now *time.Time // nil: the database's clock
 	if c.cfg.NowFunc != nil {
-		now = pgtype.Timestamptz{Time: c.cfg.NowFunc(), Valid: true}
+		t := c.cfg.NowFunc()
+		now = &t
 	}
 	start := time.Now()
 	rows, err := store.New().RouteBacklogByChannel(ctx, c.pool, now)

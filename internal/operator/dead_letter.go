@@ -129,8 +129,8 @@ func deadLetter(r store.DeadLetterGetRow) DeadLetter {
 		Classification:   r.Classification,
 		Message:          r.Message,
 		RecoveryHint:     r.RecoveryHint,
-		AcceptedAt:       timeOf(r.AcceptedAt),
-		LastFailedAt:     timeOf(r.LastFailedAt),
-		DeadLetteredAt:   timeOf(r.DeadLetteredAt),
+		AcceptedAt:       r.AcceptedAt,
+		LastFailedAt:     r.LastFailedAt,
+		DeadLetteredAt:   r.DeadLetteredAt,
 	}
 }

@@ -63,7 +63,7 @@ func (o *Operator) MalformedIntents(ctx context.Context, f MalformedFilter, limi
 	for i, r := range rows {
 		page.Malformed[i] = Malformed{
 			StreamEntryID:    r.StreamEntryID,
-			RecordedAt:       timeOf(r.RecordedAt),
+			RecordedAt:       r.RecordedAt,
 			FailureCode:      r.FailureCode,
 			FailureMessage:   r.FailureMessage,
 			Producer:         r.Producer,
@@ -87,7 +87,7 @@ func (o *Operator) MalformedIntent(ctx context.Context, streamEntryID string) (*
 	}
 	return &Malformed{
 		StreamEntryID:    r.StreamEntryID,
-		RecordedAt:       timeOf(r.RecordedAt),
+		RecordedAt:       r.RecordedAt,
 		FailureCode:      r.FailureCode,
 		FailureMessage:   r.FailureMessage,
 		Producer:         r.Producer,

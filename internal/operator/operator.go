@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/store"
@@ -154,25 +153,11 @@ func optText(s string) *string {
 	return &s
 }
 
-func optTime(t time.Time) pgtype.Timestamptz {
-	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
-}
-
-// timeOf returns t's time, or the zero time when t is NULL.
-func timeOf(t pgtype.Timestamptz) time.Time {
-	if !t.Valid {
-		return time.Time{}
-	}
-	return t.Time
-}
-
-// timePtr returns t's time, or nil when t is NULL.
-func timePtr(t pgtype.Timestamptz) *time.Time {
-	if !t.Valid {
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
 		return nil
 	}
-	tt := t.Time
-	return &tt
+	return &t
 }
 
 // cursor is a keyset position: the sort key of the last row of a page.

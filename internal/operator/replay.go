@@ -84,7 +84,7 @@ func (o *Operator) Replay(ctx context.Context, f Filter, opts ReplayOpts) (*Repl
 		if err != nil {
 			return nil, fmt.Errorf("read database clock: %w", err)
 		}
-		f.Until = now.Time
+		f.Until = now
 	}
 	res := &ReplayResult{DryRun: opts.DryRun, Filter: f}
 	matched, err := o.CountDeadLetters(ctx, f)
@@ -163,6 +163,9 @@ type ReplayProgress struct {
 // that has not written a batch yet has zero batches.
 func (o *Operator) Progress(ctx context.Context, replayID string) (*ReplayProgress, error) {
 	s, err := o.q.AuditSummaryByReplay(ctx, o.pool, replayID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &ReplayProgress{ReplayID: replayID}, nil // no batch yet
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replay progress %s: %w", replayID, err)
 	}
@@ -170,8 +173,8 @@ func (o *Operator) Progress(ctx context.Context, replayID string) (*ReplayProgre
 		ReplayID: replayID,
 		Batches:  s.Batches,
 		Moved:    s.Affected,
-		FirstAt:  timePtr(s.FirstAt),
-		LastAt:   timePtr(s.LastAt),
+		FirstAt:  &s.FirstAt,
+		LastAt:   &s.LastAt,
 	}, nil
 }
 
@@ -213,7 +216,7 @@ func (o *Operator) EnqueueReplay(ctx context.Context, f Filter, opts ReplayOpts)
 		if err != nil {
 			return nil, fmt.Errorf("read database clock: %w", err)
 		}
-		f.Until = now.Time
+		f.Until = now
 	}
 	matched, err := o.CountDeadLetters(ctx, f)
 	if err != nil {
@@ -239,7 +242,7 @@ func (o *Operator) EnqueueReplay(ctx context.Context, f Filter, opts ReplayOpts)
 		if err != nil {
 			return fmt.Errorf("audit queued replay: %w", err)
 		}
-		q.QueuedAt = row.At.Time
+		q.QueuedAt = row.At
 		return nil
 	})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -70,8 +69,8 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 		NotificationIds: []string{"ntf_forged"}, NotificationTypes: []string{"x"}, Producers: []string{nameB},
 		AudienceKinds: []string{"addresses"}, RecipientUserIds: [][]byte{[]byte(`[]`)}, PayloadJsons: []string{`{}`},
 		IdempotencyKeys: []string{"k"}, RequestFingerprints: []string{"fp"}, RequestIds: []string{""}, TraceIds: []string{""},
-		OccurredAts: []pgtype.Timestamptz{{Time: time.Now(), Valid: true}}, ChannelLists: []string{"email"},
-		Priorities: []int16{0}, SendAts: []pgtype.Timestamptz{{}}, ExpiresAts: []pgtype.Timestamptz{{}},
+		OccurredAts: []time.Time{time.Now()}, ChannelLists: []string{"email"},
+		Priorities: []int16{0}, SendAts: []time.Time{{}}, ExpiresAts: []time.Time{{}},
 		IdempotencyWindowSeconds: 60,
 	})
 	requireInsufficientPrivilege(t, err)
@@ -131,7 +130,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 	_, err = b.q.RouteCancelByNotification(ctx, asAud, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "auditor"})
 	requireInsufficientPrivilege(t, err)
 	_, err = b.q.MalformedIntentDeleteBefore(ctx, asAud, store.MalformedIntentDeleteBeforeParams{
-		RecordedBefore: pgtype.Timestamptz{Time: time.Now().Add(time.Hour), Valid: true}, BatchSize: 10,
+		RecordedBefore: time.Now().Add(time.Hour), BatchSize: 10,
 	})
 	requireInsufficientPrivilege(t, err)
 	_, err = aud.Replay(ctx, operator.Filter{IDs: refs[:1]}, operator.ReplayOpts{Actor: "auditor"})

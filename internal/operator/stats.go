@@ -56,8 +56,8 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	if err != nil {
 		return nil, fmt.Errorf("read database clock: %w", err)
 	}
-	st := &Stats{At: now.Time, WindowSeconds: window.Seconds()}
-	backlog, err := o.q.StatsBacklog(ctx, o.pool, now)
+	st := &Stats{At: now, WindowSeconds: window.Seconds()}
+	backlog, err := o.q.StatsBacklog(ctx, o.pool, &now)
 	if err != nil {
 		return nil, fmt.Errorf("read backlog: %w", err)
 	}
@@ -65,7 +65,7 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	for i, b := range backlog {
 		st.Backlog[i] = Backlog{Channel: b.Channel, Status: b.Status, Routes: b.Routes, Due: b.Due, LagSeconds: b.LagSeconds}
 	}
-	tp, err := o.q.StatsThroughput(ctx, o.pool, optTime(now.Time.Add(-window)))
+	tp, err := o.q.StatsThroughput(ctx, o.pool, now.Add(-window))
 	if err != nil {
 		return nil, fmt.Errorf("read throughput: %w", err)
 	}
@@ -82,7 +82,7 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	}
 	st.DeadLetters = make([]DeadLetterCount, len(dl))
 	for i, d := range dl {
-		st.DeadLetters[i] = DeadLetterCount{Channel: d.Channel, Classification: d.Classification, DeadLetters: d.DeadLetters, NewestAt: timeOf(d.NewestAt)}
+		st.DeadLetters[i] = DeadLetterCount{Channel: d.Channel, Classification: d.Classification, DeadLetters: d.DeadLetters, NewestAt: d.NewestAt}
 	}
 	return st, nil
 }

@@ -88,7 +88,7 @@ func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, 
 	}
 	for i, e := range events {
 		st.Timeline[i] = Event{
-			At: timeOf(e.At), RouteID: e.RouteID, Channel: e.Channel,
+			At: e.At, RouteID: e.RouteID, Channel: e.Channel,
 			Event: e.Event, Attempt: int(e.Attempt), Detail: e.Detail,
 		}
 	}
@@ -107,11 +107,11 @@ func record(r store.HeraldRecord) Record {
 		RequestID:            r.RequestID,
 		TraceID:              r.TraceID,
 		PayloadBytes:         len(r.PayloadJson),
-		OccurredAt:           timeOf(r.OccurredAt),
-		AcceptedAt:           timeOf(r.AcceptedAt),
-		SendAt:               timePtr(r.SendAt),
-		ExpiresAt:            timePtr(r.ExpiresAt),
-		IdempotencyExpiresAt: timeOf(r.IdempotencyExpiresAt),
+		OccurredAt:           r.OccurredAt,
+		AcceptedAt:           r.AcceptedAt,
+		SendAt:               r.SendAt,
+		ExpiresAt:            r.ExpiresAt,
+		IdempotencyExpiresAt: r.IdempotencyExpiresAt,
 	}
 }
 
@@ -123,11 +123,11 @@ func route(r store.HeraldRoute) Route {
 		Status:            r.Status,
 		Attempts:          int(r.AttemptCount),
 		MaxAttempts:       int(r.MaxAttempts),
-		NextAttemptAt:     timePtr(r.NextAttemptAt),
+		NextAttemptAt:     r.NextAttemptAt,
 		LastError:         r.LastErrorMessage,
 		LastErrorClass:    r.LastErrorClassification,
-		LastErrorAt:       timePtr(r.LastErrorAt),
+		LastErrorAt:       r.LastErrorAt,
 		ProviderMessageID: r.ProviderMessageID,
-		UpdatedAt:         timeOf(r.UpdatedAt),
+		UpdatedAt:         r.UpdatedAt,
 	}
 }

@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const benchAnalyze = `-- name: BenchAnalyze :exec
@@ -180,7 +179,7 @@ type BenchRoutePreloadParams struct {
 	IDPrefix     string
 	Producer     string
 	PayloadJson  string
-	DueAt        pgtype.Timestamptz
+	DueAt        time.Time
 	Channel      string
 	Priority     int16
 	RecipientRef string
@@ -251,8 +250,8 @@ type BenchRouteSummaryRow struct {
 	P50             float64
 	P95             float64
 	P99             float64
-	LastTerminalAt  pgtype.Timestamptz
-	FirstAcceptedAt pgtype.Timestamptz
+	LastTerminalAt  time.Time
+	FirstAcceptedAt time.Time
 	Attempts        int64
 }
 

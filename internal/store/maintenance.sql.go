@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const malformedIntentDeleteBefore = `-- name: MalformedIntentDeleteBefore :execrows
@@ -24,7 +23,7 @@ WHERE m.stream_entry_id IN (
 `
 
 type MalformedIntentDeleteBeforeParams struct {
-	RecordedBefore pgtype.Timestamptz
+	RecordedBefore time.Time
 	BatchSize      int32
 }
 
@@ -43,9 +42,9 @@ const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :one
 WITH doomed AS (
     SELECT r.notification_id, r.accepted_at
     FROM herald.records r
-    WHERE r.idempotency_expires_at <= coalesce($1::timestamptz, now())
-        AND r.accepted_at < $2::timestamptz
-        AND (r.accepted_at, r.notification_id) > ($3::timestamptz, $4::text)
+    WHERE r.idempotency_expires_at <= coalesce($3::timestamptz, now())
+        AND r.accepted_at < $4::timestamptz
+        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
         AND EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -56,13 +55,13 @@ WITH doomed AS (
             FROM herald.routes rt
             WHERE rt.notification_id = r.notification_id
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
-                    OR rt.updated_at >= $2::timestamptz)
+                    OR rt.updated_at >= $4::timestamptz)
         )
         AND NOT EXISTS (
             SELECT 1
             FROM herald.dead_letters d
             WHERE d.notification_id = r.notification_id
-                AND d.created_at >= $2::timestamptz
+                AND d.created_at >= $4::timestamptz
         )
     ORDER BY r.accepted_at, r.notification_id
     LIMIT $5::integer
@@ -91,8 +90,8 @@ routes_deleted AS (
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    last.accepted_at AS last_accepted_at,
-    coalesce(last.notification_id, '')::text AS last_notification_id
+    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, $2::text)::text AS last_notification_id
 FROM (SELECT 1) AS one
 LEFT JOIN (
     SELECT accepted_at, notification_id
@@ -103,17 +102,17 @@ LEFT JOIN (
 `
 
 type RecordDeleteDeadLetteredParams struct {
-	Now             pgtype.Timestamptz
-	DeadBefore      pgtype.Timestamptz
-	AfterAcceptedAt pgtype.Timestamptz
+	AfterAcceptedAt time.Time
 	AfterID         string
+	Now             *time.Time
+	DeadBefore      time.Time
 	BatchSize       int32
 }
 
 type RecordDeleteDeadLetteredRow struct {
 	Candidates         int64
 	Deleted            int64
-	LastAcceptedAt     pgtype.Timestamptz
+	LastAcceptedAt     time.Time
 	LastNotificationID string
 }
 
@@ -131,10 +130,10 @@ type RecordDeleteDeadLetteredRow struct {
 // (SKIP LOCKED); a record whose routes are not all locked here is kept.
 func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) (RecordDeleteDeadLetteredRow, error) {
 	row := db.QueryRow(ctx, recordDeleteDeadLettered,
-		arg.Now,
-		arg.DeadBefore,
 		arg.AfterAcceptedAt,
 		arg.AfterID,
+		arg.Now,
+		arg.DeadBefore,
 		arg.BatchSize,
 	)
 	var i RecordDeleteDeadLetteredRow
@@ -151,8 +150,8 @@ const recordDeleteFinished = `-- name: RecordDeleteFinished :one
 WITH doomed AS (
     SELECT r.notification_id, r.accepted_at
     FROM herald.records r
-    WHERE r.accepted_at < $1::timestamptz
-        AND (r.accepted_at, r.notification_id) > ($2::timestamptz, $3::text)
+    WHERE r.accepted_at < $3::timestamptz
+        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
         AND r.idempotency_expires_at <= coalesce($4::timestamptz, now())
         AND NOT EXISTS (
             SELECT 1
@@ -181,8 +180,8 @@ routes_deleted AS (
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    last.accepted_at AS last_accepted_at,
-    coalesce(last.notification_id, '')::text AS last_notification_id
+    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, $2::text)::text AS last_notification_id
 FROM (SELECT 1) AS one
 LEFT JOIN (
     SELECT accepted_at, notification_id
@@ -193,18 +192,18 @@ LEFT JOIN (
 `
 
 type RecordDeleteFinishedParams struct {
-	AcceptedBefore  pgtype.Timestamptz
-	AfterAcceptedAt pgtype.Timestamptz
+	AfterAcceptedAt time.Time
 	AfterID         string
-	Now             pgtype.Timestamptz
-	FinishedBefore  pgtype.Timestamptz
+	AcceptedBefore  time.Time
+	Now             *time.Time
+	FinishedBefore  time.Time
 	BatchSize       int32
 }
 
 type RecordDeleteFinishedRow struct {
 	Candidates         int64
 	Deleted            int64
-	LastAcceptedAt     pgtype.Timestamptz
+	LastAcceptedAt     time.Time
 	LastNotificationID string
 }
 
@@ -226,14 +225,16 @@ type RecordDeleteFinishedRow struct {
 // (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
 // this statement returns (the last candidate) to the next batch, so
 // records that must stay (a dead letter, a pending route) are read once per
-// run, not once per batch. Start with ('-infinity', ”). Returns the
-// candidates found (fewer than @batch_size: the run is over), the records
-// deleted, and the cursor (NULL when there was no candidate).
+// run, not once per batch. Start with the zero time (0001-01-01 UTC, Go's
+// time.Time{}, before every record) and ”. Returns the candidates found
+// (fewer than @batch_size: the run is over), the records deleted, and the
+// cursor to go on from: the last candidate's, or the one given when there
+// was no candidate.
 func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordDeleteFinishedParams) (RecordDeleteFinishedRow, error) {
 	row := db.QueryRow(ctx, recordDeleteFinished,
-		arg.AcceptedBefore,
 		arg.AfterAcceptedAt,
 		arg.AfterID,
+		arg.AcceptedBefore,
 		arg.Now,
 		arg.FinishedBefore,
 		arg.BatchSize,
@@ -272,7 +273,7 @@ type RouteBacklogByChannelRow struct {
 // scheduling candidates are in it). Lag is how late the most overdue route
 // is (0 when nothing is overdue); a claimed route's next_attempt_at is its
 // lease's end, in the future, so it adds to the backlog and not to the lag.
-func (q *Queries) RouteBacklogByChannel(ctx context.Context, db DBTX, now pgtype.Timestamptz) ([]RouteBacklogByChannelRow, error) {
+func (q *Queries) RouteBacklogByChannel(ctx context.Context, db DBTX, now *time.Time) ([]RouteBacklogByChannelRow, error) {
 	rows, err := db.Query(ctx, routeBacklogByChannel, now)
 	if err != nil {
 		return nil, err

@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const malformedIntentGet = `-- name: MalformedIntentGet :one
@@ -60,7 +59,7 @@ FROM (
 `
 
 type MalformedIntentInsertManyParams struct {
-	Now               pgtype.Timestamptz
+	Now               *time.Time
 	StreamEntryIds    []string
 	NotificationTypes []string
 	Producers         []string

@@ -5,12 +5,12 @@
 package store
 
 import (
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 type HeraldAuditLog struct {
 	ID       int64
-	At       pgtype.Timestamptz
+	At       time.Time
 	Actor    string
 	Action   string
 	Reason   string
@@ -40,7 +40,7 @@ type HeraldDeadLetter struct {
 	FailureClassification string
 	FailureMessage        string
 	RecoveryHint          string
-	CreatedAt             pgtype.Timestamptz
+	CreatedAt             time.Time
 }
 
 type HeraldDeadLetterView struct {
@@ -55,15 +55,15 @@ type HeraldDeadLetterView struct {
 	Classification   string
 	Message          string
 	RecoveryHint     string
-	AcceptedAt       pgtype.Timestamptz
-	LastFailedAt     pgtype.Timestamptz
-	DeadLetteredAt   pgtype.Timestamptz
+	AcceptedAt       time.Time
+	LastFailedAt     time.Time
+	DeadLetteredAt   time.Time
 }
 
 type HeraldIntake struct {
 	ID          int64
 	Body        string
-	ReceivedAt  pgtype.Timestamptz
+	ReceivedAt  time.Time
 	SubmittedBy string
 }
 
@@ -75,13 +75,13 @@ type HeraldMalformedIntent struct {
 	FailureCode      string
 	FailureMessage   string
 	RawFields        []byte
-	RecordedAt       pgtype.Timestamptz
+	RecordedAt       time.Time
 	SubmittedBy      string
 }
 
 type HeraldMalformedView struct {
 	StreamEntryID    string
-	RecordedAt       pgtype.Timestamptz
+	RecordedAt       time.Time
 	FailureCode      string
 	FailureMessage   string
 	Producer         string
@@ -97,7 +97,7 @@ type HeraldRecipient struct {
 	WebhookUrl string
 	Locale     string
 	OptedOut   []string
-	UpdatedAt  pgtype.Timestamptz
+	UpdatedAt  time.Time
 	Owner      string
 }
 
@@ -112,14 +112,14 @@ type HeraldRecord struct {
 	RequestFingerprint   string
 	RequestID            string
 	TraceID              string
-	OccurredAt           pgtype.Timestamptz
-	AcceptedAt           pgtype.Timestamptz
-	UpdatedAt            pgtype.Timestamptz
-	IdempotencyExpiresAt pgtype.Timestamptz
+	OccurredAt           time.Time
+	AcceptedAt           time.Time
+	UpdatedAt            time.Time
+	IdempotencyExpiresAt time.Time
 	Channels             []string
 	Priority             int16
-	SendAt               pgtype.Timestamptz
-	ExpiresAt            pgtype.Timestamptz
+	SendAt               *time.Time
+	ExpiresAt            *time.Time
 }
 
 type HeraldRoute struct {
@@ -130,21 +130,21 @@ type HeraldRoute struct {
 	Status                  string
 	AttemptCount            int32
 	MaxAttempts             int32
-	NextAttemptAt           pgtype.Timestamptz
+	NextAttemptAt           *time.Time
 	ResolvedEmail           string
 	ResolvedLocale          string
 	LastErrorClassification string
 	LastErrorMessage        string
-	LastErrorAt             pgtype.Timestamptz
-	CreatedAt               pgtype.Timestamptz
-	UpdatedAt               pgtype.Timestamptz
-	PublishedAt             pgtype.Timestamptz
-	DeadLetteredAt          pgtype.Timestamptz
-	SkippedAt               pgtype.Timestamptz
+	LastErrorAt             *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	PublishedAt             *time.Time
+	DeadLetteredAt          *time.Time
+	SkippedAt               *time.Time
 	Priority                int16
-	ExpiresAt               pgtype.Timestamptz
+	ExpiresAt               *time.Time
 	SmsEncoding             string
 	SmsSegments             int16
 	ProviderMessageID       string
-	CanceledAt              pgtype.Timestamptz
+	CanceledAt              *time.Time
 }

@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const auditInsert = `-- name: AuditInsert :one
@@ -26,12 +25,12 @@ type AuditInsertParams struct {
 	Filter   []byte
 	Affected int32
 	Details  []byte
-	Now      pgtype.Timestamptz
+	Now      *time.Time
 }
 
 type AuditInsertRow struct {
 	ID int64
-	At pgtype.Timestamptz
+	At time.Time
 }
 
 // Writes one audit row (schema function herald.audit_append): for a replay
@@ -60,17 +59,20 @@ SELECT
 FROM herald.audit_log
 WHERE action = 'dead_letter_replay'
     AND details @> jsonb_build_object('replay_id', $1::text)
+HAVING count(*) > 0
 `
 
 type AuditSummaryByReplayRow struct {
 	Batches  int64
 	Affected int64
-	FirstAt  pgtype.Timestamptz
-	LastAt   pgtype.Timestamptz
+	FirstAt  time.Time
+	LastAt   time.Time
 }
 
 // What the audit log says one replay (all its batches, across restarts)
-// has done: the batches written and the routes they moved.
+// has done: the batches written and the routes they moved. No row for a
+// replay that has not written a batch yet (so first_at and last_at are
+// never NULL).
 func (q *Queries) AuditSummaryByReplay(ctx context.Context, db DBTX, replayID string) (AuditSummaryByReplayRow, error) {
 	row := db.QueryRow(ctx, auditSummaryByReplay, replayID)
 	var i AuditSummaryByReplayRow
@@ -90,9 +92,9 @@ SELECT now()::timestamptz AS now
 // The database's clock: a replay's upper bound (until) and the stats' window
 // are taken from it, not from the operator's machine, because dead_letters
 // and routes are stamped with it.
-func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (pgtype.Timestamptz, error) {
+func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
 	row := db.QueryRow(ctx, databaseNow)
-	var now pgtype.Timestamptz
+	var now time.Time
 	err := row.Scan(&now)
 	return now, err
 }
@@ -122,8 +124,8 @@ type DeadLetterCountParams struct {
 	Producer         *string
 	NotificationType *string
 	Classification   *string
-	Since            pgtype.Timestamptz
-	Until            pgtype.Timestamptz
+	Since            *time.Time
+	Until            *time.Time
 	IdsNotification  []string
 	IdsRoute         []string
 }
@@ -174,9 +176,9 @@ type DeadLetterGetRow struct {
 	Classification   string
 	Message          string
 	RecoveryHint     string
-	AcceptedAt       pgtype.Timestamptz
-	LastFailedAt     pgtype.Timestamptz
-	DeadLetteredAt   pgtype.Timestamptz
+	AcceptedAt       time.Time
+	LastFailedAt     time.Time
+	DeadLetteredAt   time.Time
 }
 
 // The dead letters of one notification, or of one of its routes when
@@ -251,11 +253,11 @@ type DeadLetterListParams struct {
 	Producer            *string
 	NotificationType    *string
 	Classification      *string
-	Since               pgtype.Timestamptz
-	Until               pgtype.Timestamptz
+	Since               *time.Time
+	Until               *time.Time
 	IdsNotification     []string
 	IdsRoute            []string
-	AfterDeadLetteredAt pgtype.Timestamptz
+	AfterDeadLetteredAt *time.Time
 	AfterNotificationID *string
 	AfterRouteID        *string
 	Max                 int32
@@ -273,9 +275,9 @@ type DeadLetterListRow struct {
 	Classification   string
 	Message          string
 	RecoveryHint     string
-	AcceptedAt       pgtype.Timestamptz
-	LastFailedAt     pgtype.Timestamptz
-	DeadLetteredAt   pgtype.Timestamptz
+	AcceptedAt       time.Time
+	LastFailedAt     time.Time
+	DeadLetteredAt   time.Time
 }
 
 // Operator queries: what `herald dead-letters`, `malformed`, `status` and
@@ -409,12 +411,12 @@ type DeadLetterReplayParams struct {
 	Producer         *string
 	NotificationType *string
 	Classification   *string
-	Since            pgtype.Timestamptz
-	Until            pgtype.Timestamptz
+	Since            *time.Time
+	Until            *time.Time
 	IdsNotification  []string
 	IdsRoute         []string
 	Max              int32
-	Now              pgtype.Timestamptz
+	Now              *time.Time
 	Actor            string
 	Reason           string
 	Filter           []byte
@@ -494,15 +496,15 @@ LIMIT $6::integer
 type MalformedIntentListParams struct {
 	Producer           *string
 	FailureCode        *string
-	Since              pgtype.Timestamptz
-	AfterRecordedAt    pgtype.Timestamptz
+	Since              *time.Time
+	AfterRecordedAt    *time.Time
 	AfterStreamEntryID *string
 	Max                int32
 }
 
 type MalformedIntentListRow struct {
 	StreamEntryID    string
-	RecordedAt       pgtype.Timestamptz
+	RecordedAt       time.Time
 	FailureCode      string
 	FailureMessage   string
 	Producer         string
@@ -559,7 +561,7 @@ FROM herald.notification_timeline($1::text) AS t
 `
 
 type NotificationTimelineRow struct {
-	At      pgtype.Timestamptz
+	At      time.Time
 	RouteID string
 	Channel string
 	Event   string
@@ -670,7 +672,7 @@ type RouteDeadLetterManyParams struct {
 	Classification  string
 	Message         string
 	RecoveryHint    string
-	Now             pgtype.Timestamptz
+	Now             *time.Time
 	Attempts        int32
 	NotificationIds []string
 }
@@ -719,7 +721,7 @@ type StatsBacklogRow struct {
 
 // The backlog per channel and status (the backlog_view's figures, with an
 // injectable clock): one scan of routes_due_idx.
-func (q *Queries) StatsBacklog(ctx context.Context, db DBTX, now pgtype.Timestamptz) ([]StatsBacklogRow, error) {
+func (q *Queries) StatsBacklog(ctx context.Context, db DBTX, now *time.Time) ([]StatsBacklogRow, error) {
 	rows, err := db.Query(ctx, statsBacklog, now)
 	if err != nil {
 		return nil, err
@@ -760,7 +762,7 @@ type StatsDeadLettersRow struct {
 	Channel        string
 	Classification string
 	DeadLetters    int64
-	NewestAt       pgtype.Timestamptz
+	NewestAt       time.Time
 }
 
 // Dead letters per channel and classification, with the newest of each.
@@ -813,7 +815,7 @@ type StatsThroughputRow struct {
 // acceptance (mean and worst). There is no index on published_at (it would
 // cost every completion a write), so this scans routes: an operator's
 // occasional question, not a hot path.
-func (q *Queries) StatsThroughput(ctx context.Context, db DBTX, since pgtype.Timestamptz) ([]StatsThroughputRow, error) {
+func (q *Queries) StatsThroughput(ctx context.Context, db DBTX, since time.Time) ([]StatsThroughputRow, error) {
 	rows, err := db.Query(ctx, statsThroughput, since)
 	if err != nil {
 		return nil, err

@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const recipientDelete = `-- name: RecipientDelete :one
@@ -115,7 +114,7 @@ type RecipientUpsertParams struct {
 	WebhookUrl string
 	Locale     string
 	OptedOut   []string
-	Now        pgtype.Timestamptz
+	Now        *time.Time
 }
 
 // Creates or replaces one user's directory entry: the connecting producer's

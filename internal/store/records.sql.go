@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const recordGet = `-- name: RecordGet :one
@@ -62,7 +61,7 @@ type RecordGetByKeysRow struct {
 	Producer           string
 	IdempotencyKey     string
 	RequestFingerprint string
-	AcceptedAt         pgtype.Timestamptz
+	AcceptedAt         time.Time
 }
 
 // The existing records for (producer, idempotency_key) pairs: what a
@@ -112,8 +111,8 @@ WITH rec_in AS (
         unnest($11::timestamptz[]) AS occurred_at,
         unnest($12::text[]) AS channel_list,
         unnest($13::smallint[]) AS priority,
-        unnest($14::timestamptz[]) AS send_at,
-        unnest($15::timestamptz[]) AS expires_at
+        nullif(unnest($14::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+        nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at
 ),
 ins AS (
     INSERT INTO herald.records (
@@ -155,8 +154,8 @@ routes_ins AS (
             unnest($21::text[]) AS recipient_ref,
             unnest($22::integer[]) AS max_attempts,
             unnest($23::smallint[]) AS priority,
-            unnest($24::timestamptz[]) AS send_at,
-            unnest($25::timestamptz[]) AS expires_at,
+            nullif(unnest($24::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($25::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
             unnest($26::text[]) AS sms_encoding,
             unnest($27::smallint[]) AS sms_segments
     ) AS r
@@ -190,12 +189,12 @@ type RecordInsertManyParams struct {
 	RequestFingerprints      []string
 	RequestIds               []string
 	TraceIds                 []string
-	OccurredAts              []pgtype.Timestamptz
+	OccurredAts              []time.Time
 	ChannelLists             []string
 	Priorities               []int16
-	SendAts                  []pgtype.Timestamptz
-	ExpiresAts               []pgtype.Timestamptz
-	Now                      pgtype.Timestamptz
+	SendAts                  []time.Time
+	ExpiresAts               []time.Time
+	Now                      *time.Time
 	IdempotencyWindowSeconds float64
 	RouteNotificationIds     []string
 	RouteIds                 []string
@@ -203,8 +202,8 @@ type RecordInsertManyParams struct {
 	RouteRecipientRefs       []string
 	RouteMaxAttempts         []int32
 	RoutePriorities          []int16
-	RouteSendAts             []pgtype.Timestamptz
-	RouteExpiresAts          []pgtype.Timestamptz
+	RouteSendAts             []time.Time
+	RouteExpiresAts          []time.Time
 	RouteSmsEncodings        []string
 	RouteSmsSegments         []int16
 	NotifyChannel            *string
@@ -215,7 +214,7 @@ type RecordInsertManyRow struct {
 	Producer           string
 	IdempotencyKey     string
 	RequestFingerprint string
-	AcceptedAt         pgtype.Timestamptz
+	AcceptedAt         time.Time
 }
 
 // Accepts a batch of validated intents in ONE statement (one round trip): the
@@ -233,7 +232,10 @@ type RecordInsertManyRow struct {
 // trip paid only by duplicates. Looking every key up here instead cost a
 // descent of the unique index per intent on every batch, duplicates or not.
 // The producer/idempotency_key pairs must be distinct within one call.
-// NULL elements of the send_at / expires_at arrays mean "not set".
+// An element of the send_at / expires_at arrays that is the zero time
+// (0001-01-01 00:00:00 UTC, Go's time.Time{}) means "not set": sqlc types a
+// timestamptz[] parameter as []time.Time, which cannot carry a NULL element,
+// so nullif turns the zero time back into NULL.
 func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInsertManyParams) ([]RecordInsertManyRow, error) {
 	rows, err := db.Query(ctx, recordInsertMany,
 		arg.NotificationIds,

@@ -7,8 +7,7 @@ package store
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5/pgtype"
+	"time"
 )
 
 const routeCancelByNotification = `-- name: RouteCancelByNotification :many
@@ -20,7 +19,7 @@ type RouteCancelByNotificationParams struct {
 	NotificationID string
 	Actor          string
 	Reason         string
-	Now            pgtype.Timestamptz
+	Now            *time.Time
 }
 
 type RouteCancelByNotificationRow struct {
@@ -108,7 +107,7 @@ RETURNING
 `
 
 type RouteClaimDueParams struct {
-	Now          pgtype.Timestamptz
+	Now          *time.Time
 	LeaseSeconds float64
 	Max          int32
 	Channel      string
@@ -119,7 +118,7 @@ type RouteClaimDueRow struct {
 	RouteID          string
 	RecipientRef     string
 	AttemptCount     int32
-	LeaseUntil       pgtype.Timestamptz
+	LeaseUntil       *time.Time
 	MaxAttempts      int32
 	Producer         string
 	Priority         int16
@@ -130,7 +129,7 @@ type RouteClaimDueRow struct {
 	PayloadJson      string
 	TraceID          string
 	RequestID        string
-	AcceptedAt       pgtype.Timestamptz
+	AcceptedAt       time.Time
 }
 
 // ---------------------------------------------------------------------------
@@ -307,7 +306,7 @@ type RouteCompleteManyParams struct {
 	NotificationIds    []string
 	RouteIds           []string
 	Attempts           []int32
-	LeaseUntils        []pgtype.Timestamptz
+	LeaseUntils        []time.Time
 	Statuses           []string
 	DelaySeconds       []float64
 	Classifications    []string
@@ -317,7 +316,7 @@ type RouteCompleteManyParams struct {
 	ResolvedEmails     []string
 	ResolvedLocales    []string
 	ProviderMessageIds []string
-	Now                pgtype.Timestamptz
+	Now                *time.Time
 }
 
 type RouteCompleteManyRow struct {
@@ -443,7 +442,7 @@ SELECT coalesce(extract(epoch FROM least(
 
 type RouteNextDueParams struct {
 	Channel string
-	Now     pgtype.Timestamptz
+	Now     *time.Time
 }
 
 // How many seconds until the next route of one channel comes due (a lease's
@@ -479,11 +478,11 @@ WHERE r.notification_id = ANY($2::text[])
 `
 
 type RouteReleaseLeasesParams struct {
-	Now             pgtype.Timestamptz
+	Now             *time.Time
 	NotificationIds []string
 	RouteIds        []string
 	Attempts        []int32
-	LeaseUntils     []pgtype.Timestamptz
+	LeaseUntils     []time.Time
 }
 
 // Gives back claimed routes whose delivery never started (shutdown): due

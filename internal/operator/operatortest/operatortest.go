@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/operator"
@@ -65,19 +64,19 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 			p.RequestFingerprints = append(p.RequestFingerprints, "fp")
 			p.RequestIds = append(p.RequestIds, "")
 			p.TraceIds = append(p.TraceIds, "")
-			p.OccurredAts = append(p.OccurredAts, pgtype.Timestamptz{Time: time.Now(), Valid: true})
+			p.OccurredAts = append(p.OccurredAts, time.Now())
 			p.ChannelLists = append(p.ChannelLists, channel)
 			p.Priorities = append(p.Priorities, 0)
-			p.SendAts = append(p.SendAts, pgtype.Timestamptz{})
-			p.ExpiresAts = append(p.ExpiresAts, pgtype.Timestamptz{})
+			p.SendAts = append(p.SendAts, time.Time{})
+			p.ExpiresAts = append(p.ExpiresAts, time.Time{})
 			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 			p.RouteIds = append(p.RouteIds, rid)
 			p.RouteChannels = append(p.RouteChannels, channel)
 			p.RouteRecipientRefs = append(p.RouteRecipientRefs, addressFor(channel))
 			p.RouteMaxAttempts = append(p.RouteMaxAttempts, 3)
 			p.RoutePriorities = append(p.RoutePriorities, 0)
-			p.RouteSendAts = append(p.RouteSendAts, pgtype.Timestamptz{})
-			p.RouteExpiresAts = append(p.RouteExpiresAts, pgtype.Timestamptz{})
+			p.RouteSendAts = append(p.RouteSendAts, time.Time{})
+			p.RouteExpiresAts = append(p.RouteExpiresAts, time.Time{})
 			p.RouteSmsEncodings = append(p.RouteSmsEncodings, "")
 			p.RouteSmsSegments = append(p.RouteSmsSegments, 0)
 		}
