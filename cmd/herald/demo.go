@@ -316,11 +316,7 @@ func startDemoEngine(ctx context.Context, pool *pgxpool.Pool, srv *demo.Servers,
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
-	if err := e.maint.Start(rctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	for _, run := range []func(context.Context) error{disp.Run, worker.Run} {
+	for _, run := range []func(context.Context) error{disp.Run, worker.Run, e.maint.Run} {
 		e.wg.Go(func() {
 			if err := run(rctx); err != nil {
 				logger.Error("demo engine part stopped", "err", err)
@@ -336,9 +332,6 @@ func (e *demoEngine) stop() {
 	e.once.Do(func() {
 		e.cancel()
 		e.wg.Wait()
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = e.maint.Stop(sctx)
 		for _, c := range e.closers {
 			_ = c()
 		}

@@ -103,15 +103,7 @@ func (o *serveOps) components(ctx context.Context, m *Main, pool *pgxpool.Pool, 
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, component{name: "maintenance", run: func(ctx context.Context) error {
-			if err := maint.Start(ctx); err != nil {
-				return err
-			}
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-			defer cancel()
-			return maint.Stop(sctx)
-		}})
+		out = append(out, component{name: "maintenance", run: maint.Run})
 	}
 
 	if o.metricsAddr != "" {

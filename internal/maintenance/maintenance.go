@@ -53,6 +53,7 @@ const (
 	DefaultMaxWorkers         = 4
 	DefaultBloatRatio         = 4.0
 	DefaultBloatMinBytes      = 16 << 20
+	DefaultStopTimeout        = 15 * time.Second
 )
 
 // Config configures Maintenance. The zero value (or nil) is usable.
@@ -108,6 +109,9 @@ type Config struct {
 	// RunOnStart inserts each periodic job once as soon as this process is
 	// elected leader (the demo and tests use it).
 	RunOnStart bool
+	// StopTimeout is how long Run lets running jobs finish once its context
+	// is done. Defaults to DefaultStopTimeout.
+	StopTimeout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -128,6 +132,8 @@ func (c *Config) validate() error {
 		return errors.New("BloatRatio must not be negative")
 	case c.MaxWorkers < 0:
 		return errors.New("MaxWorkers must not be negative")
+	case c.StopTimeout < 0:
+		return errors.New("StopTimeout must not be negative")
 	}
 	return nil
 }
@@ -143,8 +149,8 @@ type Maintenance struct {
 }
 
 // New returns Maintenance for the database behind pool, with its River client
-// configured but not started. It returns an error naming the bad Config
-// field.
+// configured but not started (Run runs it). It returns an error naming the
+// bad Config field.
 func New(pool *pgxpool.Pool, cfg *Config) (*Maintenance, error) {
 	if cfg == nil {
 		cfg = &Config{}
@@ -164,6 +170,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Maintenance, error) {
 	}
 	c.BloatMinBytes = max(c.BloatMinBytes, 0)
 	c.MaxWorkers = cmp.Or(c.MaxWorkers, DefaultMaxWorkers)
+	c.StopTimeout = cmp.Or(c.StopTimeout, DefaultStopTimeout)
 	if c.NowFunc == nil {
 		c.NowFunc = time.Now
 	}
@@ -227,10 +234,12 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Maintenance, error) {
 // maintenance process works (the operator's bulk replay).
 func (m *Maintenance) Client() *river.Client[pgx.Tx] { return m.client }
 
-// Start starts the River client: it works jobs and, while this process is
-// the elected leader, schedules the periodic ones. It returns once started;
-// the client runs until Stop or ctx is done.
-func (m *Maintenance) Start(ctx context.Context) error {
+// Run runs the River client until ctx is done: it works jobs and, while
+// this process is the elected leader, schedules the periodic ones. Then it
+// stops the client, letting running jobs finish for Config.StopTimeout at
+// most, and returns nil; it returns an error if the client cannot start, or
+// cannot stop in time.
+func (m *Maintenance) Run(ctx context.Context) error {
 	if err := m.client.Start(ctx); err != nil {
 		return fmt.Errorf("start maintenance: %w", err)
 	}
@@ -240,12 +249,10 @@ func (m *Maintenance) Start(ctx context.Context) error {
 		"malformed_retention", m.cfg.MalformedRetention,
 		"dead_letter_retention", m.cfg.DeadLetterRetention,
 		"bloat_check_interval", m.cfg.BloatCheckInterval)
-	return nil
-}
-
-// Stop stops the River client, letting running jobs finish until ctx is done.
-func (m *Maintenance) Stop(ctx context.Context) error {
-	if err := m.client.Stop(ctx); err != nil {
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.StopTimeout)
+	defer cancel()
+	if err := m.client.Stop(sctx); err != nil {
 		return fmt.Errorf("stop maintenance: %w", err)
 	}
 	return nil
@@ -260,7 +267,7 @@ func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
 	now := m.cfg.NowFunc()
 	cutoff := now.Add(-m.cfg.FinishedRetention)
 	cur := firstCursor()
-	return m.run(ctx, JobFinishedRetention, func(ctx context.Context) (int64, int64, error) {
+	return m.runJob(ctx, JobFinishedRetention, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
 			AcceptedBefore:  cutoff,
 			FinishedBefore:  cutoff,
@@ -285,7 +292,7 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 	now := m.cfg.NowFunc()
 	cutoff := now.Add(-m.cfg.DeadLetterRetention)
 	cur := firstCursor()
-	return m.run(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, int64, error) {
+	return m.runJob(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
 			DeadBefore:      cutoff,
 			Now:             &now,
@@ -302,7 +309,7 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 // more than Config.MalformedRetention ago.
 func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
 	cutoff := m.cfg.NowFunc().Add(-m.cfg.MalformedRetention)
-	return m.run(ctx, JobMalformedRetention, func(ctx context.Context) (int64, int64, error) {
+	return m.runJob(ctx, JobMalformedRetention, func(ctx context.Context) (int64, int64, error) {
 		n, err := m.queries.MalformedIntentDeleteBefore(ctx, m.pool, store.MalformedIntentDeleteBeforeParams{
 			RecordedBefore: cutoff,
 			BatchSize:      int32(m.cfg.BatchSize),
@@ -331,9 +338,9 @@ func (c *cursor) advance(candidates int64, at time.Time, id string) {
 	}
 }
 
-// run calls batch until it finds fewer candidates than a batch holds, then
+// runJob calls batch until it finds fewer candidates than a batch holds, then
 // logs and records the rows deleted.
-func (m *Maintenance) run(ctx context.Context, job string, batch func(context.Context) (candidates, deleted int64, err error)) (int64, error) {
+func (m *Maintenance) runJob(ctx context.Context, job string, batch func(context.Context) (candidates, deleted int64, err error)) (int64, error) {
 	start := time.Now()
 	var total int64
 	var err error

@@ -339,18 +339,19 @@ func TestRiverRunsPeriodicJobsAndExtraWorkers(t *testing.T) {
 			}))
 		},
 	})
-	require.NoError(t, m.Start(ctx))
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = m.Stop(sctx)
-	})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
 
 	_, err := m.Client().Insert(ctx, echoArgs{Word: "hello"}, nil)
 	require.NoError(t, err)
 	select {
 	case w := <-worked:
 		require.Equal(t, "hello", w)
+	case err := <-done:
+		require.NoError(t, err)
+		t.Fatal("maintenance stopped before the extra worker ran")
 	case <-time.After(20 * time.Second):
 		t.Fatal("the extra worker never ran")
 	}
