@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/bench"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/intake"
 )
 
@@ -243,7 +244,7 @@ func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (benc
 	for k, v := range p.Settings {
 		pcfg.ConnConfig.RuntimeParams[k] = v
 	}
-	engineSettings(pcfg) // as herald serve runs
+	engine.ConfigurePool(pcfg) // as herald serve runs
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, err

@@ -3,24 +3,19 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
-	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/engine"
 )
 
 func init() {
@@ -29,42 +24,6 @@ func init() {
 		summary: "run the engine: dispatch due routes through the channels and drain the SQL intake",
 		run:     runServe,
 	})
-}
-
-// component is one long-running part of serve. run blocks until ctx is
-// canceled, shuts its part down gracefully and returns nil; an error stops
-// the whole process.
-type component struct {
-	name string
-	run  func(ctx context.Context) error
-}
-
-// server is what `herald serve` composes: add a component (maintenance, a
-// metrics listener) by appending to components before run.
-type server struct {
-	pool       *pgxpool.Pool
-	logger     *slog.Logger
-	registry   *prometheus.Registry
-	metrics    *metrics.Metrics
-	config     *config.Config
-	components []component
-}
-
-// run runs every component under one errgroup: the first to fail cancels
-// the others; a canceled ctx (SIGINT, SIGTERM) stops them all gracefully
-// and returns nil.
-func (s *server) run(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	for _, c := range s.components {
-		g.Go(func() error {
-			if err := c.run(gctx); err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			s.logger.Info("component stopped", "component", c.name)
-			return nil
-		})
-	}
-	return g.Wait()
 }
 
 func runServe(ctx context.Context, m *Main, args []string) error {
@@ -94,8 +53,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	logger := m.logger(&g)
 
-	s := &server{logger: logger, config: cfg, registry: prometheus.NewRegistry()}
-	s.metrics = metrics.New(s.registry)
 	// The intake worker, River's maintenance and the health checks share
 	// this pool; the dispatcher derives its own from it (with its lock and
 	// statement timeouts: see internal/dispatch), and the LISTEN
@@ -104,34 +61,24 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if conns == 0 {
 		conns = max(8, runtime.GOMAXPROCS(0))
 	}
-	if s.pool, err = m.servePool(ctx, &g, int32(conns)); err != nil {
-		return err
-	}
-
-	dcfg, closeDeliverers, err := cfg.DispatchConfig(m.Getenv, logger.With("component", "dispatch"), s.metrics)
+	pool, err := m.servePool(ctx, &g, int32(conns))
 	if err != nil {
 		return err
 	}
-	m.onClose(closeDeliverers)
-	disp, err := dispatch.New(s.pool, dcfg)
+	ecfg := engine.FromConfig(cfg)
+	ecfg.Logger, ecfg.Getenv, ecfg.Registry = logger, m.Getenv, prometheus.NewRegistry()
+	if err := ops.configure(ecfg); err != nil {
+		return err
+	}
+	eng, err := engine.New(pool, ecfg)
+	var addrErr *engine.MetricsAddrError
+	if errors.As(err, &addrErr) {
+		return usageError{fmt.Errorf("invalid -metrics-addr: %w", err)}
+	}
 	if err != nil {
 		return err
 	}
-	m.onClose(disp.Close)
-	ops.progressFunc = disp.CheckProgress // /readyz reports a stalled dispatcher
-	worker, err := intake.NewWorker(s.pool, cfg.IntakeConfig(logger.With("component", "intake"), s.metrics))
-	if err != nil {
-		return err
-	}
-	s.components = append(s.components,
-		component{name: "dispatch", run: disp.Run},
-		component{name: "intake", run: worker.Run},
-	)
-	opsComponents, err := ops.components(ctx, m, s.pool, s.registry, s.metrics, cfg.ChannelNames(), logger)
-	if err != nil {
-		return err
-	}
-	s.components = append(s.components, opsComponents...)
+	m.onClose(eng.Close)
 
 	for _, name := range cfg.ChannelNames() {
 		ch := cfg.Channels[name]
@@ -142,65 +89,20 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
 		"max_conns", conns)
-	go warnUnservedChannels(ctx, s.pool, cfg.ChannelNames(), logger)
-	if err := s.run(ctx); err != nil {
+	if err := eng.Run(ctx); err != nil {
 		return err
 	}
 	logger.Info("herald serve stopped")
 	return nil
 }
 
-// warnUnservedChannels logs, once at start, a warning for every channel
-// with routes waiting (pending, claimed or failed) that this process does
-// not deliver: with no serve configured for it, such routes would wait
-// forever without a word. Another serve may deliver the channel, so it is a
-// warning, not an error. It reads the due index once (an index-only scan,
-// as the backlog metric does), in the background so start-up does not wait.
-func warnUnservedChannels(ctx context.Context, pool *pgxpool.Pool, configured []string, logger *slog.Logger) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	rows, err := store.New().RouteBacklogByChannel(ctx, pool, nil)
-	if err != nil {
-		if ctx.Err() == nil {
-			logger.Warn("could not check for routes of channels this process does not deliver", "err", err)
-		}
-		return
-	}
-	for _, r := range rows {
-		if r.Backlog == 0 || slices.Contains(configured, r.Channel) {
-			continue
-		}
-		logger.Warn("routes are waiting for a channel this process does not deliver",
-			"channel", r.Channel, "routes", r.Backlog, "lag_seconds", r.LagSeconds,
-			"hint", "configure channels."+r.Channel+" here, or run a herald serve that does")
-	}
-}
-
 // servePool connects like m.pool, with the pool sized for serve unless the
-// URL sets pool_max_conns itself, and the engine's planner settings.
+// URL sets pool_max_conns itself, and the engine's settings.
 func (m *Main) servePool(ctx context.Context, g *globalFlags, conns int32) (*pgxpool.Pool, error) {
 	return m.connect(ctx, g, func(cfg *pgxpool.Config) {
 		if !strings.Contains(g.DatabaseURL, "pool_max_conns") {
 			cfg.MaxConns = conns
 		}
-		engineSettings(cfg)
+		engine.ConfigurePool(cfg)
 	})
-}
-
-// engineSettings sets the run-time settings of the engine's connections,
-// unless the URL sets them. enable_seqscan=off: every statement the engine
-// runs is written for an index (the due index, primary keys, the intake's
-// id), but pgx prepares them and Postgres switches to a cached generic plan
-// after five runs; planned against the statistics of a fresh or freshly
-// emptied table, that plan scans routes sequentially until autovacuum's
-// ANALYZE catches up. herald bench measured completions at 6.4 ms a batch
-// instead of 0.4 ms, and 6-8k routes/s instead of 17.6k, during that
-// window; with seq scans priced out the plans stay on the indexes whatever
-// the statistics say (plan_cache_mode=force_custom_plan recovered only 9k,
-// since it plans every statement anew). Catalog reads without an index
-// still scan: the setting prices seq scans, it does not forbid them.
-func engineSettings(cfg *pgxpool.Config) {
-	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
-		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
-	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldhq/herald/internal/dispatch"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -63,13 +61,6 @@ func TestLoadReadsTheFileAndResolvesSecretsFromEnvAndFiles(t *testing.T) {
 	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
 	require.Equal(t, 4, c.Channels["email"].Concurrency)
 	require.Equal(t, 2*time.Second, c.Channels["email"].Backoff.Base)
-
-	dc, closeFunc, err := c.DispatchConfig(getenv, discardLogger(), nil)
-	require.NoError(t, err)
-	defer closeFunc()
-	require.Len(t, dc.Channels, 3)
-	require.Equal(t, 40*time.Second, dc.Channels["email"].Lease)
-	require.NotNil(t, dc.Channels["sms"].Deliverer)
 }
 
 func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
@@ -89,16 +80,6 @@ func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
 	require.Equal(t, []string{"sms", "webhook"}, c.ChannelNames())
 	require.Equal(t, 64, c.Channels["webhook"].Concurrency)
 	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
-	dc, closeFunc, err := c.DispatchConfig(env(nil), discardLogger(), nil)
-	require.NoError(t, err)
-	closeFunc()
-	require.Equal(t, 500*time.Millisecond, dc.LockTimeout)
-	require.Equal(t, 5*time.Second, dc.StatementTimeout)
-	require.Equal(t, 30*time.Second, dc.StallTimeout)
-	// The SQL door's window and limits reach the intake worker.
-	wc := c.IntakeConfig(nil, nil)
-	require.Equal(t, 72*time.Hour, wc.IdempotencyWindow)
-	require.Equal(t, 1024, wc.Limits.MaxPayloadBytes)
 }
 
 func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
@@ -153,14 +134,4 @@ func TestTheDocumentedExampleLoads(t *testing.T) {
 	c, err := Load("example.yaml", getenv)
 	require.NoError(t, err)
 	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
-	dc, closeFunc, err := c.DispatchConfig(getenv, discardLogger(), nil)
-	require.NoError(t, err)
-	closeFunc()
-	require.Equal(t, 32, dc.Channels["webhook"].Concurrency)
-	require.Equal(t, time.Minute, dc.Channels["email"].Lease)
-	// The example shows the dispatcher's defaults: it must not drift from
-	// them.
-	require.Equal(t, dispatch.DefaultLockTimeout, dc.LockTimeout)
-	require.Equal(t, dispatch.DefaultStatementTimeout, dc.StatementTimeout)
-	require.Equal(t, dispatch.DefaultStallTimeout, dc.StallTimeout)
 }

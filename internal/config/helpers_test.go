@@ -1,10 +1,5 @@
 package config
 
-import (
-	"log/slog"
-	"strings"
-)
+import "strings"
 
 func replace(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/channel/email"
+	"github.com/heraldhq/herald/internal/channel/logch"
+	"github.com/heraldhq/herald/internal/channel/sms"
+	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
+)
+
+// FromConfig returns the engine configuration `herald serve`'s
+// configuration file c describes: the dispatcher's and the intake worker's
+// settings, and c's channels as Drivers. The caller adds what the file does
+// not say (Logger, Getenv, Registry, MetricsAddr, Maintenance).
+func FromConfig(c *config.Config) *Config {
+	return &Config{
+		Dispatch: dispatch.Config{
+			BatchSize:        c.Dispatch.BatchSize,
+			PollInterval:     c.Dispatch.PollInterval,
+			ShutdownTimeout:  c.Dispatch.ShutdownTimeout,
+			LockTimeout:      c.Dispatch.LockTimeout,
+			StatementTimeout: c.Dispatch.StatementTimeout,
+			StallTimeout:     c.Dispatch.StallTimeout,
+		},
+		Drivers: c.Channels,
+		Intake: &intake.WorkerConfig{
+			BatchSize:    c.Intake.BatchSize,
+			PollInterval: c.Intake.PollInterval,
+			Limits: intake.Limits{
+				MaxPayloadBytes: c.Intake.MaxPayloadBytes,
+				MaxSMSSegments:  c.Intake.MaxSMSSegments,
+			},
+			IdempotencyWindow: c.Intake.IdempotencyWindow,
+		},
+	}
+}
+
+// channelConfig returns the dispatcher's configuration of channel name as
+// ch configures it, with a Deliverer built by ch's driver; secrets are read
+// here, through getenv or their files.
+func channelConfig(name string, ch config.Channel, getenv func(string) string, logger *slog.Logger) (dispatch.ChannelConfig, error) {
+	d, err := deliverer(name, ch, getenv, logger)
+	if err != nil {
+		return dispatch.ChannelConfig{}, err
+	}
+	return dispatch.ChannelConfig{
+		Deliverer:   d,
+		Concurrency: ch.Concurrency,
+		MaxAttempts: ch.MaxAttempts,
+		Backoff:     dispatch.BackoffConfig{Base: ch.Backoff.Base, Cap: ch.Backoff.Cap},
+		Timeout:     ch.Timeout,
+		Lease:       ch.Lease,
+	}, nil
+}
+
+// deliverer builds one channel's Deliverer.
+func deliverer(name string, ch config.Channel, getenv func(string) string, logger *slog.Logger) (channel.Deliverer, error) {
+	switch ch.Driver {
+	case config.DriverWebhook:
+		secrets, err := ch.Webhook.Secrets.Resolve(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("webhook.secrets: %w", err)
+		}
+		return built(webhook.New(webhook.Config{
+			Timeout:      ch.Timeout,
+			Secrets:      strings.Fields(secrets),
+			AllowPrivate: ch.Webhook.AllowPrivate,
+			AllowHosts:   ch.Webhook.AllowHosts,
+			DenyCIDRs:    ch.Webhook.DenyCIDRs,
+			Logger:       logger,
+		}))
+	case config.DriverSMTP:
+		s := ch.SMTP
+		var password string
+		if s.Username != "" {
+			var err error
+			if password, err = s.Password.Resolve(getenv); err != nil {
+				return nil, fmt.Errorf("smtp.password: %w", err)
+			}
+		}
+		return built(email.New(email.Config{
+			Host:     s.Host,
+			Port:     s.Port,
+			Username: s.Username,
+			Password: password,
+			From:     s.From,
+			TLS:      s.TLS,
+			Timeout:  ch.Timeout,
+			HeloName: s.HeloName,
+			Logger:   logger,
+		}))
+	case config.DriverSMSHTTP:
+		s := ch.SMSHTTP
+		key, err := s.APIKey.Resolve(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("sms_http.api_key: %w", err)
+		}
+		return built(sms.New(sms.Config{
+			URL:             s.URL,
+			APIKey:          key,
+			AuthHeader:      s.AuthHeader,
+			From:            s.From,
+			Format:          s.Format,
+			ToField:         s.ToField,
+			FromField:       s.FromField,
+			BodyField:       s.BodyField,
+			ResponseIDField: s.ResponseIDField,
+			Timeout:         ch.Timeout,
+			Logger:          logger,
+		}))
+	case config.DriverLog:
+		return built(logch.New(logch.Config{Logger: logger, Channel: name}))
+	case config.DriverDiscard:
+		return channel.Discard, nil
+	}
+	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", cmp.Or(ch.Driver, "(empty)"))
+}
+
+// built returns d as a Deliverer, or a nil Deliverer (not a nil *T in an
+// interface) with err.
+func built[T channel.Deliverer](d T, err error) (channel.Deliverer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}

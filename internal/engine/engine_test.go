@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/maintenance"
+	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// dispatchConfigOf returns the dispatcher configuration an engine builds
+// for the configuration file c, its deliverers closed at the test's end.
+func dispatchConfigOf(t *testing.T, c *config.Config, getenv func(string) string) *dispatch.Config {
+	t.Helper()
+	cfg := FromConfig(c)
+	cfg.Getenv = getenv
+	e := &Engine{logger: discardLogger()}
+	t.Cleanup(e.Close)
+	dc, err := e.dispatchConfig(cfg)
+	require.NoError(t, err)
+	return dc
+}
+
+const fullFile = `
+dispatch:
+  batch_size: 50
+  poll_interval: 250ms
+intake:
+  batch_size: 200
+channels:
+  email:
+    driver: smtp
+    concurrency: 4
+    max_attempts: 5
+    backoff: {base: 2s, cap: 1m}
+    timeout: 10s
+    lease: 40s
+    smtp:
+      host: smtp.example.com
+      from: noreply@example.com
+      username: herald
+      password: {env: SMTP_PASSWORD}
+  sms:
+    driver: sms-http
+    sms_http:
+      url: https://sms.example.com/send
+      api_key: {file: KEYFILE}
+  webhook:
+    driver: webhook
+    webhook:
+      secrets: {env: WEBHOOK_SECRETS}
+`
+
+func TestFromConfigBuildsEveryChannelsDelivererResolvingSecrets(t *testing.T) {
+	t.Parallel()
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("sk-123\n"), 0o600))
+	path := filepath.Join(t.TempDir(), "herald.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(fullFile, "KEYFILE", keyFile)), 0o600))
+	getenv := env(map[string]string{"SMTP_PASSWORD": "pw", "WEBHOOK_SECRETS": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"})
+	c, err := config.Load(path, getenv)
+	require.NoError(t, err)
+
+	dc := dispatchConfigOf(t, c, getenv)
+	require.Len(t, dc.Channels, 3)
+	require.Equal(t, 40*time.Second, dc.Channels["email"].Lease)
+	require.NotNil(t, dc.Channels["sms"].Deliverer)
+}
+
+func TestFromConfigPassesTheDispatchAndIntakeSettings(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load("", env(map[string]string{
+		"HERALD_CHANNELS_WEBHOOK_DRIVER":    "discard",
+		"HERALD_CHANNELS_SMS_DRIVER":        "log",
+		"HERALD_DISPATCH_LOCK_TIMEOUT":      "500ms",
+		"HERALD_DISPATCH_STATEMENT_TIMEOUT": "5s",
+		"HERALD_DISPATCH_STALL_TIMEOUT":     "30s",
+		"HERALD_INTAKE_IDEMPOTENCY_WINDOW":  "72h",
+		"HERALD_INTAKE_MAX_PAYLOAD_BYTES":   "1024",
+	}))
+	require.NoError(t, err)
+	dc := dispatchConfigOf(t, c, env(nil))
+	require.Equal(t, 500*time.Millisecond, dc.LockTimeout)
+	require.Equal(t, 5*time.Second, dc.StatementTimeout)
+	require.Equal(t, 30*time.Second, dc.StallTimeout)
+	// The SQL door's window and limits reach the intake worker.
+	wc := FromConfig(c).Intake
+	require.Equal(t, 72*time.Hour, wc.IdempotencyWindow)
+	require.Equal(t, 1024, wc.Limits.MaxPayloadBytes)
+}
+
+func TestTheDocumentedExampleShowsTheDispatchersDefaults(t *testing.T) {
+	t.Parallel()
+	getenv := env(map[string]string{
+		"HERALD_SMTP_PASSWORD":   "pw",
+		"HERALD_SMS_API_KEY":     "sk",
+		"HERALD_WEBHOOK_SECRETS": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGhpcyBpcyBhbiBvbGRlciBrZXk=",
+	})
+	c, err := config.Load("../config/example.yaml", getenv)
+	require.NoError(t, err)
+	dc := dispatchConfigOf(t, c, getenv)
+	require.Equal(t, 32, dc.Channels["webhook"].Concurrency)
+	require.Equal(t, time.Minute, dc.Channels["email"].Lease)
+	// The example shows the dispatcher's defaults: it must not drift from
+	// them.
+	require.Equal(t, dispatch.DefaultLockTimeout, dc.LockTimeout)
+	require.Equal(t, dispatch.DefaultStatementTimeout, dc.StatementTimeout)
+	require.Equal(t, dispatch.DefaultStallTimeout, dc.StallTimeout)
+}
+
+// closingDeliverer is the discard channel with a Close that counts.
+type closingDeliverer struct{ closed atomic.Int32 }
+
+func (d *closingDeliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	return channel.Discard.Deliver(ctx, msg)
+}
+
+func (d *closingDeliverer) Close() error {
+	d.closed.Add(1)
+	return nil
+}
+
+type testBundle struct {
+	dbURL string
+	pool  *pgxpool.Pool
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	b := &testBundle{dbURL: pgtemp.NewDatabase(t)}
+	var err error
+	b.pool, err = pgxpool.New(context.Background(), b.dbURL)
+	require.NoError(t, err)
+	t.Cleanup(b.pool.Close)
+	return b
+}
+
+func TestNewClosesTheDeliverersItWasGivenWhenItFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for name, cfg := range map[string]func(d channel.Deliverer) *Config{
+		"MetricsAddrWithoutRegistry": func(d channel.Deliverer) *Config {
+			return &Config{MetricsAddr: ":0", Dispatch: dispatch.Config{
+				Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: d}}}}
+		},
+		"ChannelTwice": func(d channel.Deliverer) *Config {
+			return &Config{Drivers: map[string]config.Channel{"sms": {Driver: config.DriverLog}}, Dispatch: dispatch.Config{
+				Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: d}}}}
+		},
+		"BadMaintenance": func(d channel.Deliverer) *Config {
+			return &Config{Maintenance: &maintenance.Config{BatchSize: -1}, Dispatch: dispatch.Config{
+				Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: d}}}}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := &closingDeliverer{}
+			_, err := New(b.pool, cfg(d))
+			require.Error(t, err)
+			require.Equal(t, int32(1), d.closed.Load())
+		})
+	}
+}
+
+func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	d := &closingDeliverer{}
+	e, err := New(b.pool, &Config{
+		Logger:      discardLogger(),
+		Registry:    prometheus.NewRegistry(),
+		MetricsAddr: "127.0.0.1:0",
+		Dispatch: dispatch.Config{
+			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: d}},
+			PollInterval: 50 * time.Millisecond,
+		},
+		Drivers:     map[string]config.Channel{"sms": {Driver: config.DriverDiscard}},
+		Intake:      &intake.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Maintenance: &maintenance.Config{},
+	})
+	require.NoError(t, err)
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + e.MetricsAddr().String() + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+
+	// The intake worker accepts what the SQL door holds, and the
+	// dispatcher delivers it.
+	_, err = store.New().IntakeInsertReturning(ctx, b.pool, []string{`{"notification_type":"order.shipped",
+		"producer":"shop","idempotency_key":"k1","channels":["webhook"],
+		"audience":{"webhook":["https://example.com/hook"]},"content":{"webhook":{"order":9}}}`})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		n, err := store.New().BenchRouteCountOpen(ctx, b.pool)
+		var routes int
+		return err == nil && n == 0 &&
+			b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.routes WHERE status = 'published'`).Scan(&routes) == nil && routes == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	// Maintenance's River client stood for leader; the endpoint serves.
+	require.Eventually(t, func() bool {
+		var n int
+		return b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.river_leader`).Scan(&n) == nil && n == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	code, body := get("/metrics")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, `herald_backlog_routes{channel="sms"} 0`, "every channel is in the backlog gauges")
+	require.Contains(t, body, `herald_intents_total{producer="shop",result="accepted"} 1`)
+	require.Contains(t, body, `herald_route_attempts_total{channel="webhook",outcome="delivered"} 1`)
+	require.ErrorIs(t, e.Run(ctx), ErrRunning)
+
+	cancel()
+	require.NoError(t, <-done)
+	require.Equal(t, int32(1), d.closed.Load(), "Run closes the deliverers")
+	code, _ = get("/healthz")
+	require.Zero(t, code, "the endpoint closed with Run")
+	require.ErrorIs(t, e.Run(ctx), ErrClosed)
+}
+
+func TestRunStopsEveryPartWhenOneFails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, err := New(b.pool, &Config{
+		Dispatch: dispatch.Config{Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: channel.Discard}}},
+	})
+	require.NoError(t, err)
+	// A part that fails at once, as maintenance does when River cannot
+	// start.
+	e.parts = append(e.parts, part{"broken", func(context.Context) error { return io.ErrUnexpectedEOF }})
+	errc := make(chan error, 1)
+	go func() { errc <- e.Run(context.Background()) }()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		require.ErrorContains(t, err, "broken: ")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the dispatcher did not stop when another part failed")
+	}
+}
