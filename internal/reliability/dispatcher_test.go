@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/engine"
 )
 
 // logBuffer collects a dispatcher's JSON log records, safe for concurrent
@@ -34,10 +35,10 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-// engine is a dispatcher running in the test process with the real webhook
-// channel, on a pool of its own.
-type engine struct {
-	d      *dispatch.Dispatcher
+// testEngine is the engine (its dispatcher) running in the test process
+// with the real webhook channel, on a pool of its own.
+type testEngine struct {
+	eng    *engine.Engine
 	pool   *pgxpool.Pool
 	logs   *logBuffer
 	cancel context.CancelFunc
@@ -52,7 +53,7 @@ type engineConfig struct {
 	appName     string
 }
 
-func startEngine(t *testing.T, dbURL string, ec engineConfig) *engine {
+func startEngine(t *testing.T, dbURL string, ec engineConfig) *testEngine {
 	t.Helper()
 	pcfg, err := pgxpool.ParseConfig(dbURL)
 	require.NoError(t, err)
@@ -62,28 +63,30 @@ func startEngine(t *testing.T, dbURL string, ec engineConfig) *engine {
 	wh, err := webhook.New(webhook.Config{Secrets: []string{testSecret}, AllowPrivate: true, Timeout: ec.timeout})
 	require.NoError(t, err)
 	logs := &logBuffer{}
-	d, err := dispatch.New(pool, &dispatch.Config{
-		Channels: map[string]dispatch.ChannelConfig{"webhook": {
-			Deliverer:   wh,
-			Concurrency: ec.concurrency,
-			MaxAttempts: ec.maxAttempts,
-			Timeout:     ec.timeout,
-			Lease:       ec.timeout + time.Second,
-			Backoff:     dispatch.BackoffConfig{Base: 50 * time.Millisecond, Cap: 200 * time.Millisecond},
-		}},
-		PollInterval:    100 * time.Millisecond,
-		ShutdownTimeout: 2 * time.Second,
-		Logger:          slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	eng, err := engine.New(pool, &engine.Config{
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Dispatch: dispatch.Config{
+			Channels: map[string]dispatch.ChannelConfig{"webhook": {
+				Deliverer:   wh,
+				Concurrency: ec.concurrency,
+				MaxAttempts: ec.maxAttempts,
+				Timeout:     ec.timeout,
+				Lease:       ec.timeout + time.Second,
+				Backoff:     dispatch.BackoffConfig{Base: 50 * time.Millisecond, Cap: 200 * time.Millisecond},
+			}},
+			PollInterval:    100 * time.Millisecond,
+			ShutdownTimeout: 2 * time.Second,
+		},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &engine{d: d, pool: pool, logs: logs, cancel: cancel, done: make(chan error, 1)}
-	go func() { e.done <- d.Run(ctx) }()
+	e := &testEngine{eng: eng, pool: pool, logs: logs, cancel: cancel, done: make(chan error, 1)}
+	go func() { e.done <- eng.Run(ctx) }()
 	t.Cleanup(e.stop)
 	return e
 }
 
-func (e *engine) stop() {
+func (e *testEngine) stop() {
 	if e.cancel == nil {
 		return
 	}

@@ -136,11 +136,11 @@ func TestDatabaseRestartLosesNothing(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		if i%2 == 1 {
 			require.NoError(t, c.Crash())
-			inflight += e.d.Stats().InHand
+			inflight += e.eng.Stats().InHand
 			require.NoError(t, c.StartAgain(ctx))
 		} else {
 			require.NoError(t, c.Halt())
-			inflight += e.d.Stats().InHand
+			inflight += e.eng.Stats().InHand
 			require.NoError(t, c.StartAgain(ctx))
 		}
 	}
