@@ -4,23 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"maps"
-	"net/url"
 	"os"
-	"os/exec"
 	"runtime/pprof"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/bench"
-	"github.com/heraldhq/herald/internal/dispatch"
-	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/intake"
 )
 
@@ -118,12 +110,8 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	cfg.Vs = *vs
 	log := m.logger(&g)
 	cfg.Logger = log
-	cfg.Herald = &bench.Herald{
-		NewSubmitter: benchSubmitter,
-		StartEngine: func(ctx context.Context, p *bench.EngineParams) (bench.Engine, error) {
-			return startBenchEngine(ctx, m, p)
-		},
-	}
+	cfg.SubmitterFunc = benchSubmitter
+	cfg.ServeOutput = m.Stderr
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -220,147 +208,4 @@ func publicIntent(in *intake.Intent) *herald.Intent {
 		Priority:         in.Priority,
 		MaxAttempts:      in.MaxAttempts,
 	}
-}
-
-// benchEngine is the dispatcher running in this process.
-type benchEngine struct {
-	cancel context.CancelFunc
-	done   chan error
-	pool   *pgxpool.Pool
-}
-
-func startBenchEngine(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
-	if p.Processes > 1 || p.Serve {
-		return startServeProcesses(ctx, m, p)
-	}
-	pcfg, err := pgxpool.ParseConfig(p.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	pcfg.MaxConns = p.MaxConns
-	if p.AsyncCommit {
-		pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	}
-	for k, v := range p.Settings {
-		pcfg.ConnConfig.RuntimeParams[k] = v
-	}
-	engine.ConfigurePool(pcfg) // as herald serve runs
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, err
-	}
-	d, err := dispatch.New(pool, &dispatch.Config{
-		Channels: map[string]dispatch.ChannelConfig{
-			p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
-		},
-		BatchSize: p.BatchSize,
-		Logger:    p.Logger.With(slog.String("component", "dispatch")),
-	})
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &benchEngine{cancel: cancel, done: make(chan error, 1), pool: pool}
-	go func() { e.done <- d.Run(rctx) }()
-	return e, nil
-}
-
-func (e *benchEngine) Stop() error {
-	e.cancel()
-	err := <-e.done
-	e.pool.Close()
-	return err
-}
-
-func (e *benchEngine) PeakRSS() []int64 { return []int64{bench.PeakRSS(0)} }
-
-// startServeProcesses runs p.Processes `herald serve` processes (this
-// binary) delivering to the bench's loopback webhook sink.
-func startServeProcesses(ctx context.Context, m *Main, p *bench.EngineParams) (bench.Engine, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the herald binary: %w", err)
-	}
-	e := &serveEngine{}
-	for i := range p.Processes {
-		dbURL := p.DatabaseURL
-		// pgx passes unknown URL parameters on as run-time settings.
-		settings := maps.Clone(p.Settings)
-		if p.AsyncCommit {
-			if settings == nil {
-				settings = map[string]string{}
-			}
-			settings["synchronous_commit"] = "off"
-		}
-		for k, v := range settings {
-			sep := "?"
-			if strings.Contains(dbURL, "?") {
-				sep = "&"
-			}
-			dbURL += sep + url.QueryEscape(k) + "=" + url.QueryEscape(v)
-		}
-		cmd := exec.Command(self, "serve", "-log-format", "json", "-log-level", "warn", "-no-maintenance",
-			"-max-conns", strconv.Itoa(int(p.MaxConns)))
-		cmd.Env = append(os.Environ(),
-			"DATABASE_URL="+dbURL,
-			"HERALD_CHANNELS_WEBHOOK_CONCURRENCY="+strconv.Itoa(p.Concurrency),
-		)
-		if p.Discard {
-			cmd.Env = append(cmd.Env, "HERALD_CHANNELS_WEBHOOK_DRIVER=discard")
-		} else {
-			cmd.Env = append(cmd.Env,
-				"HERALD_CHANNELS_WEBHOOK_DRIVER=webhook",
-				"HERALD_CHANNELS_WEBHOOK_ALLOW_PRIVATE=true",
-				"HERALD_CHANNELS_WEBHOOK_SECRETS_ENV=HERALD_BENCH_WEBHOOK_SECRETS",
-				"HERALD_BENCH_WEBHOOK_SECRETS=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-			)
-		}
-		if p.BatchSize > 0 {
-			cmd.Env = append(cmd.Env, "HERALD_DISPATCH_BATCH_SIZE="+strconv.Itoa(p.BatchSize))
-		}
-		cmd.Stdout, cmd.Stderr = m.Stderr, m.Stderr
-		if err := cmd.Start(); err != nil {
-			_ = e.Stop()
-			return nil, fmt.Errorf("start serve process %d: %w", i+1, err)
-		}
-		e.cmds = append(e.cmds, cmd)
-	}
-	return e, nil
-}
-
-// serveEngine is herald serve child processes.
-type serveEngine struct{ cmds []*exec.Cmd }
-
-// Stop stops the processes with SIGTERM (a graceful stop) and waits.
-func (e *serveEngine) Stop() error {
-	var errs []error
-	for _, c := range e.cmds {
-		_ = c.Process.Signal(syscall.SIGTERM)
-	}
-	for _, c := range e.cmds {
-		if err := c.Wait(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	e.cmds = nil
-	return errors.Join(errs...)
-}
-
-// RSS returns each process's current VmRSS.
-func (e *serveEngine) RSS() []int64 {
-	out := make([]int64, len(e.cmds))
-	for i, c := range e.cmds {
-		out[i] = bench.RSS(c.Process.Pid)
-	}
-	return out
-}
-
-// PeakRSS returns each process's VmHWM.
-func (e *serveEngine) PeakRSS() []int64 {
-	out := make([]int64, len(e.cmds))
-	for i, c := range e.cmds {
-		out[i] = bench.PeakRSS(c.Process.Pid)
-	}
-	return out
 }

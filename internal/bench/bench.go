@@ -5,10 +5,11 @@
 // processes doing it, and what it cost Postgres (WAL bytes, rows written,
 // dead tuples, table and index sizes, from pg_stat_* and pg_current_wal_lsn).
 //
-// The package cannot import the module root (internal packages never do), so
-// the caller wires herald in through Herald: a function that submits a batch
-// through the public client, and one that starts the engine. cmd/herald's
-// bench command does that.
+// The engine runs through internal/engine, in this process or as `herald
+// serve` processes. The public client is the module root, which internal
+// packages never import, so the caller passes Config.SubmitterFunc: a
+// function that submits a batch through it. cmd/herald's bench command
+// does that.
 package bench
 
 import (
@@ -16,12 +17,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
-	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/intake"
 )
 
 // Defaults for the zero values of Config.
@@ -70,7 +72,7 @@ type Config struct {
 	// the report's notes.
 	EngineAsyncCommit bool
 	// Serve runs the engine as `herald serve` processes even when
-	// Processes is 1 (StartEngine decides how).
+	// Processes is 1.
 	Serve bool
 	// Vs names the engine to compare with: "" (herald alone) or "river".
 	Vs string
@@ -91,8 +93,16 @@ type Config struct {
 	IdleSamples int
 	// Logger receives progress lines. Defaults to discarding.
 	Logger *slog.Logger
-	// Herald wires herald in. Required.
-	Herald *Herald
+	// SubmitterFunc returns a SubmitFunc that submits through herald's
+	// public client on pool. Required.
+	SubmitterFunc func(pool *pgxpool.Pool) (SubmitFunc, error)
+	// ServeBinary is the herald binary whose `herald serve` processes run
+	// the engine for Processes > 1 or Serve. Defaults to this process's
+	// executable.
+	ServeBinary string
+	// ServeOutput receives the serve processes' output. Defaults to
+	// os.Stderr.
+	ServeOutput io.Writer
 }
 
 func (c *Config) validate() error {
@@ -117,8 +127,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("Processes must be at least 1, not %d", c.Processes)
 	case c.Vs != "" && c.Vs != "river":
 		return fmt.Errorf("Vs must be empty or \"river\", not %q", c.Vs)
-	case c.Herald == nil || c.Herald.NewSubmitter == nil || c.Herald.StartEngine == nil:
-		return errors.New("Herald with NewSubmitter and StartEngine is required")
+	case c.SubmitterFunc == nil:
+		return errors.New("SubmitterFunc is required")
 	}
 	return nil
 }
@@ -142,60 +152,6 @@ func (c Config) withDefaults() Config {
 // SubmitFunc submits one batch of intents through herald's public client
 // and returns once they are accepted (committed).
 type SubmitFunc func(ctx context.Context, batch []intake.Intent) error
-
-// Herald is how the bench drives herald without importing the module root.
-type Herald struct {
-	// NewSubmitter returns a SubmitFunc that uses a client on pool.
-	NewSubmitter func(pool *pgxpool.Pool) (SubmitFunc, error)
-	// StartEngine starts the engine (the dispatcher, in this process or in
-	// p.Processes `herald serve` processes) against p.DatabaseURL.
-	StartEngine func(ctx context.Context, p *EngineParams) (Engine, error)
-}
-
-// EngineParams is what StartEngine needs to know.
-type EngineParams struct {
-	// DatabaseURL is the database to work.
-	DatabaseURL string
-	// Channel is the channel the bench's intents use ("webhook").
-	Channel string
-	// Deliverer is the bench channel, for an engine in this process.
-	Deliverer channel.Deliverer
-	// SinkURL is a loopback HTTP endpoint that behaves as the bench channel
-	// (same latency and failure share, same counters), for engines in other
-	// processes; empty for an engine in this process.
-	SinkURL string
-	// Concurrency is the channel's concurrency per process.
-	Concurrency int
-	// Processes is the number of engine processes.
-	Processes int
-	// Serve asks for `herald serve` processes even when Processes is 1.
-	Serve bool
-	// AsyncCommit asks for synchronous_commit off on the engine's
-	// connections.
-	AsyncCommit bool
-	// BatchSize is the dispatcher's batch size; 0 is its default.
-	BatchSize int
-	// Settings are run-time settings for the engine's connections.
-	Settings map[string]string
-	// Discard asks serve processes for the discard driver.
-	Discard bool
-	// MaxConns is the size of each engine process's connection pool; River
-	// gets the same.
-	MaxConns int32
-	// Logger is for the engine's logs.
-	Logger *slog.Logger
-}
-
-// Engine is a running herald engine.
-type Engine interface {
-	// Stop stops the engine and waits for it; it closes the engine's
-	// database connections, which flushes their statistics.
-	Stop() error
-	// PeakRSS returns the peak resident set size of each engine process in
-	// bytes, read just before Stop; for an in-process engine, this
-	// process's (which includes the bench's own producers).
-	PeakRSS() []int64
-}
 
 // Row is one engine's figures for one run.
 type Row struct {

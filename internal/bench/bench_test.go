@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
@@ -24,8 +23,8 @@ type testBundle struct {
 }
 
 // setup returns a Database on a fresh test database and a small Config
-// wired to herald's intake and dispatcher (the test cannot import the
-// module root's client, so it accepts through intake as the client does).
+// wired to herald's intake (the test cannot import the module root's
+// client, so it accepts through intake as the client does).
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	db := &Database{URL: pgtemp.NewDatabase(t), Version: "test"}
@@ -38,59 +37,24 @@ func setup(t *testing.T) *testBundle {
 		Batch:       500,
 		Concurrency: 20,
 		IdleSamples: 3,
-		Herald: &Herald{
-			NewSubmitter: func(pool *pgxpool.Pool) (SubmitFunc, error) {
-				return func(ctx context.Context, batch []intake.Intent) error {
-					vs := make([]*intake.Validated, len(batch))
-					for i := range batch {
-						v, err := intake.Validate(&batch[i], intake.Limits{}.WithDefaults(), time.Now())
-						if err != nil {
-							return err
-						}
-						vs[i] = v
+		SubmitterFunc: func(pool *pgxpool.Pool) (SubmitFunc, error) {
+			return func(ctx context.Context, batch []intake.Intent) error {
+				vs := make([]*intake.Validated, len(batch))
+				for i := range batch {
+					v, err := intake.Validate(&batch[i], intake.Limits{}.WithDefaults(), time.Now())
+					if err != nil {
+						return err
 					}
-					hint := "webhook"
-					_, err := intake.Accept(ctx, pool, vs, intake.AcceptParams{Notify: &hint})
-					return err
-				}, nil
-			},
-			StartEngine: startInProcess,
+					vs[i] = v
+				}
+				hint := "webhook"
+				_, err := intake.Accept(ctx, pool, vs, intake.AcceptParams{Notify: &hint})
+				return err
+			}, nil
 		},
 	}
 	return &testBundle{db: db, cfg: cfg}
 }
-
-type inProcess struct {
-	cancel context.CancelFunc
-	done   chan error
-	pool   *pgxpool.Pool
-}
-
-func startInProcess(ctx context.Context, p *EngineParams) (Engine, error) {
-	pool, err := pgxpool.New(ctx, p.DatabaseURL)
-	if err != nil {
-		return nil, err
-	}
-	d, err := dispatch.New(pool, &dispatch.Config{Channels: map[string]dispatch.ChannelConfig{
-		p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
-	}})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &inProcess{cancel: cancel, done: make(chan error, 1), pool: pool}
-	go func() { e.done <- d.Run(ctx) }()
-	return e, nil
-}
-
-func (e *inProcess) Stop() error {
-	e.cancel()
-	err := <-e.done
-	e.pool.Close()
-	return err
-}
-
-func (e *inProcess) PeakRSS() []int64 { return []int64{PeakRSS(0)} }
 
 func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 	t.Parallel()

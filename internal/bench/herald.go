@@ -12,7 +12,8 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// heraldSubject drives herald through the caller's Herald wiring.
+// heraldSubject drives herald: producers through Config.SubmitterFunc, the
+// engine through startEngine.
 type heraldSubject struct {
 	cfg      *Config
 	db       *Database
@@ -20,7 +21,7 @@ type heraldSubject struct {
 	work     *workload
 	pool     *pgxpool.Pool // the producers' pool
 	submitF  SubmitFunc
-	engine   Engine
+	engine   runningEngine
 	stopSink func()
 	q        *store.Queries
 }
@@ -60,11 +61,11 @@ func (h *heraldSubject) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect producers: %w", err)
 	}
-	h.submitF, err = h.cfg.Herald.NewSubmitter(h.pool)
+	h.submitF, err = h.cfg.SubmitterFunc(h.pool)
 	if err != nil {
 		return fmt.Errorf("create submitter: %w", err)
 	}
-	p := &EngineParams{
+	p := &engineParams{
 		DatabaseURL: h.db.URL,
 		Channel:     channel.Webhook,
 		Deliverer:   h.sink,
@@ -77,15 +78,19 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Discard:     h.cfg.ServeDiscard,
 		MaxConns:    engineConns(h.cfg.Concurrency),
 		Logger:      h.cfg.Logger,
+		ServeBinary: h.cfg.ServeBinary,
+		ServeOutput: h.cfg.ServeOutput,
 	}
 	if h.cfg.Processes > 1 || h.cfg.Serve {
-		p.SinkURL, h.stopSink, err = h.sink.serveHTTP()
+		// The serve processes deliver to a loopback endpoint that behaves
+		// as the bench channel (same latency and failure share, same
+		// counters).
+		h.work.dest, h.stopSink, err = h.sink.serveHTTP()
 		if err != nil {
 			return fmt.Errorf("start webhook sink: %w", err)
 		}
-		h.work.dest = p.SinkURL
 	}
-	h.engine, err = h.cfg.Herald.StartEngine(ctx, p)
+	h.engine, err = startEngine(ctx, p)
 	if err != nil {
 		return fmt.Errorf("start herald: %w", err)
 	}

@@ -140,7 +140,7 @@ func scaleThroughput(ctx context.Context, db *Database, c *Config, n, windows in
 		return nil, 0, err
 	}
 	sk := newSink(c.Latency, c.FailShare)
-	eng, err := c.Herald.StartEngine(ctx, &EngineParams{
+	eng, err := startEngine(ctx, &engineParams{
 		DatabaseURL: db.URL, Channel: channel.Webhook, Deliverer: sk,
 		Concurrency: c.Concurrency, Processes: 1, MaxConns: engineConns(c.Concurrency), Logger: c.Logger,
 	})
