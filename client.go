@@ -188,6 +188,20 @@ func (c *Client) SubmitMany(ctx context.Context, ins []*Intent) ([]SubmitResult,
 	return c.submit(ctx, c.pool, ins, false)
 }
 
+// SubmitManyTx is SubmitMany inside the caller's transaction tx (the
+// outbox pattern for a batch): the notifications commit or roll back with
+// the caller's own writes, and the wake-up hint goes out at commit. Results
+// are SubmitMany's, one per intent; a conflict or database error leaves tx
+// usable only for rollback, as any failed statement does (for intents in
+// another producer's name every valid intent of the call gets the
+// refusal, since tx can no longer be used to tell them apart).
+func (c *Client) SubmitManyTx(ctx context.Context, tx pgx.Tx, ins []*Intent) ([]SubmitResult, error) {
+	if tx == nil {
+		return nil, errors.New("submit intents: tx is nil")
+	}
+	return c.submit(ctx, tx, ins, true)
+}
+
 // submit validates and accepts ins through db. inTx says db is the caller's
 // transaction: its hint then always rides that transaction's commit.
 func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx bool) ([]SubmitResult, error) {
@@ -326,12 +340,26 @@ func (c *Client) report(ins []*Intent, results []SubmitResult) {
 // last error. It returns ErrNotFound if there is no such notification
 // (including one removed by retention).
 func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
+	return c.get(ctx, c.pool, id)
+}
+
+// GetTx is Get inside the caller's transaction tx: it sees tx's own
+// uncommitted notifications (a SubmitTx earlier in tx) and reads in tx's
+// snapshot.
+func (c *Client) GetTx(ctx context.Context, tx pgx.Tx, id string) (*Notification, error) {
+	if tx == nil {
+		return nil, errors.New("get notification: tx is nil")
+	}
+	return c.get(ctx, tx, id)
+}
+
+func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notification, error) {
 	q := store.New()
-	rec, err := q.RecordGet(ctx, c.pool, id)
+	rec, err := q.RecordGet(ctx, db, id)
 	if err != nil {
 		return nil, fmt.Errorf("get notification: %w", notFound(err))
 	}
-	routes, err := q.RouteListByNotification(ctx, c.pool, id)
+	routes, err := q.RouteListByNotification(ctx, db, id)
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
@@ -343,7 +371,6 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 		AudienceKind:         rec.AudienceKind,
 		Channels:             rec.Channels,
 		Priority:             PriorityTransactional,
-		Content:              json.RawMessage(rec.PayloadJson),
 		RequestID:            rec.RequestID,
 		TraceID:              rec.TraceID,
 		OccurredAt:           rec.OccurredAt,
@@ -358,6 +385,9 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 	}
 	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
 		return nil, fmt.Errorf("decode recipient user ids: %w", err)
+	}
+	if err := json.Unmarshal([]byte(rec.PayloadJson), &n.Content); err != nil {
+		return nil, fmt.Errorf("decode content: %w", err)
 	}
 	for i, r := range routes {
 		n.Routes[i] = Route{
@@ -397,6 +427,19 @@ func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 // Config.Actor) and, whatever the actor says, the database login.
 // opts may be nil.
 func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*CancelResult, error) {
+	return c.cancel(ctx, c.pool, id, opts)
+}
+
+// CancelTx is Cancel inside the caller's transaction tx: the routes are
+// canceled, and the audit row written, only if tx commits.
+func (c *Client) CancelTx(ctx context.Context, tx pgx.Tx, id string, opts *CancelOpts) (*CancelResult, error) {
+	if tx == nil {
+		return nil, errors.New("cancel notification: tx is nil")
+	}
+	return c.cancel(ctx, tx, id, opts)
+}
+
+func (c *Client) cancel(ctx context.Context, db store.DBTX, id string, opts *CancelOpts) (*CancelResult, error) {
 	if opts == nil {
 		opts = &CancelOpts{}
 	}
@@ -406,7 +449,7 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOpts) (*Canc
 		sqlNow = &t
 	}
 	res := &CancelResult{NotificationID: id, Canceled: []CanceledRoute{}}
-	rows, err := store.New().RouteCancelByNotification(ctx, c.pool, store.RouteCancelByNotificationParams{
+	rows, err := store.New().RouteCancelByNotification(ctx, db, store.RouteCancelByNotificationParams{
 		NotificationID: id,
 		Actor:          cmp.Or(opts.Actor, c.actor),
 		Reason:         opts.Reason,

@@ -2,7 +2,6 @@ package herald_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -54,9 +53,10 @@ func TestSubmitStoresOneRecordAndOneRoutePerChannelAndRecipient(t *testing.T) {
 	require.Equal(t, "req-1", n.RequestID)
 	require.Equal(t, rcpt.AcceptedAt, n.AcceptedAt)
 	require.WithinDuration(t, n.AcceptedAt.Add(herald.DefaultIdempotencyWindow), n.IdempotencyExpiresAt, time.Second)
-	var content herald.Content
-	require.NoError(t, json.Unmarshal(n.Content, &content))
+	content := n.Content // typed as the intent's
 	require.Equal(t, "Order 9 shipped", content.SMS.Body)
+	require.Equal(t, "Order 9 shipped", content.Email.Subject)
+	require.JSONEq(t, `{"order":9}`, string(content.Webhook))
 
 	require.Len(t, n.Routes, routesPerIntent)
 	ids := make([]string, len(n.Routes))

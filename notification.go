@@ -1,7 +1,6 @@
 package herald
 
 import (
-	"encoding/json"
 	"time"
 )
 
@@ -69,9 +68,9 @@ type Notification struct {
 	Channels []string
 	// Priority is PriorityTransactional or PriorityBulk.
 	Priority string
-	// Content is the canonical JSON of the intent's content (the Content
-	// type's JSON form).
-	Content json.RawMessage
+	// Content is the intent's content as it was stored: normalized, its
+	// webhook body in canonical JSON.
+	Content Content
 	// RequestID and TraceID are the producer's identifiers.
 	RequestID string
 	TraceID   string
