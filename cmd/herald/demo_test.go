@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/demo"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
@@ -20,7 +21,7 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.NoError(t, err, stderr)
 	require.Contains(t, stderr, "routes", "progress goes to stderr")
 
-	var sum demoSummary
+	var sum demo.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
 	require.False(t, sum.Throwaway)
 
@@ -96,7 +97,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	out, stderr, err := run(t, nil, "demo", "--json", "-users", "10")
 	require.NoError(t, err, stderr)
 	require.Contains(t, stderr, "throwaway PostgreSQL")
-	var sum demoSummary
+	var sum demo.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)

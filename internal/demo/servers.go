@@ -1,8 +1,3 @@
-// Package demo holds the loopback channel servers `herald demo` delivers
-// to: a webhook receiver, a real SMTP server and an HTTP SMS provider, each
-// misbehaving in the ways real ones do (throttling, transient failures,
-// addresses that do not exist), deterministically, so that a demo run shows
-// herald's retries and dead letters. They listen on 127.0.0.1 only.
 package demo
 
 import (

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -12,26 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/intake"
 )
-
-// demoIsolation is what the demo's isolation probe found: a second
-// producer's login tries to step outside its own rows, each attempt either
-// refused or (a failure of herald's) let through.
-type demoIsolation struct {
-	// Skipped says why the probe did not run (the demo's login cannot
-	// create roles, or cannot connect as one); empty when it ran.
-	Skipped string `json:"skipped,omitempty"`
-	// Attempts are the hostile attempts in order, each with its outcome.
-	Attempts []demoAttempt `json:"attempts,omitempty"`
-	Refused  int           `json:"refused"`
-}
-
-type demoAttempt struct {
-	What    string `json:"what"`
-	Refused bool   `json:"refused"`
-	How     string `json:"how"`
-}
 
 // probeIsolation creates two producer logins for the run ("shop" and
 // "rogue", with the run's suffix), has shop submit a notification and keep a
@@ -40,8 +22,8 @@ type demoAttempt struct {
 // entry, lock the engine out, forge an audit row, insert a route no
 // dispatcher would claim. The logins are dropped at the end. The hostile
 // statements are deliberately raw SQL (they are what a person would type).
-func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, error) {
-	res := &demoIsolation{}
+func probeIsolation(ctx context.Context, admin *pgxpool.Pool, newClient NewClientFunc) (*Isolation, error) {
+	res := &Isolation{}
 	var tag [3]byte
 	_, _ = rand.Read(tag[:])
 	suffix := hex.EncodeToString(tag[:])
@@ -84,12 +66,12 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, e
 	}
 	defer asRogue.Close()
 
-	shop, err := herald.NewClient(asShop, &herald.Config{Actor: "shop-service"})
+	shop, err := newClient(asShop, &ClientConfig{Actor: "shop-service"})
 	if err != nil {
 		return nil, err
 	}
 	defer shop.Close()
-	rogue, err := herald.NewClient(asRogue, &herald.Config{Actor: "rogue-service"})
+	rogue, err := newClient(asRogue, &ClientConfig{Actor: "rogue-service"})
 	if err != nil {
 		return nil, err
 	}
@@ -98,25 +80,25 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, e
 	// it alone (the probe is about access, not delivery), and shop cancels
 	// it at the end.
 	sendAt := time.Now().Add(time.Hour)
-	intent := func(producer string) *herald.Intent {
-		return &herald.Intent{
+	intent := func(producer string) *intake.Intent {
+		return &intake.Intent{
 			NotificationType: "order.shipped", Producer: producer, IdempotencyKey: "isolation-" + suffix,
-			Audience: herald.Audience{UserIDs: []string{"u-isolation"}}, Channels: []string{"webhook"},
-			Content: herald.Content{Webhook: []byte(`{"order":1}`)},
+			Audience: intake.Audience{UserIDs: []string{"u-isolation"}}, Channels: []string{"webhook"},
+			Content: intake.Content{Webhook: []byte(`{"order":1}`)},
 			SendAt:  sendAt,
 		}
 	}
-	rcpt, err := shop.Submit(ctx, intent(shopName))
+	rcpt, err := submit(ctx, shop, intent(shopName))
 	if err != nil {
 		return nil, fmt.Errorf("isolation probe: submit as shop: %w", err)
 	}
-	if err := shop.UpsertRecipient(ctx, herald.Recipient{UserID: "u-isolation", WebhookURL: "https://shop.example.com/hook"}); err != nil {
+	if err := shop.UpsertRecipient(ctx, intake.Recipient{UserID: "u-isolation", WebhookURL: "https://shop.example.com/hook"}, false); err != nil {
 		return nil, fmt.Errorf("isolation probe: shop's directory entry: %w", err)
 	}
 
 	try := func(what string, refused func() (bool, string)) {
 		ok, how := refused()
-		res.Attempts = append(res.Attempts, demoAttempt{What: what, Refused: ok, How: how})
+		res.Attempts = append(res.Attempts, Attempt{What: what, Refused: ok, How: how})
 		if ok {
 			res.Refused++
 		}
@@ -132,16 +114,16 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, e
 		return false, "the database allowed it"
 	}
 	try("read shop's notification", func() (bool, string) {
-		_, err := rogue.Get(ctx, rcpt.NotificationID)
-		return errors.Is(err, herald.ErrNotFound), fmt.Sprint(err)
+		err := rogue.Get(ctx, rcpt.NotificationID)
+		return errors.Is(err, ErrNotFound), fmt.Sprint(err)
 	})
 	try("cancel shop's notification", func() (bool, string) {
-		_, err := rogue.Cancel(ctx, rcpt.NotificationID, &herald.CancelOpts{Reason: "probe"})
-		return errors.Is(err, herald.ErrNotFound), fmt.Sprint(err)
+		err := rogue.Cancel(ctx, rcpt.NotificationID, "probe")
+		return errors.Is(err, ErrNotFound), fmt.Sprint(err)
 	})
 	try("submit in shop's name", func() (bool, string) {
-		_, err := rogue.Submit(ctx, intent(shopName))
-		return errors.Is(err, herald.ErrForbidden), fmt.Sprint(err)
+		_, err := submit(ctx, rogue, intent(shopName))
+		return errors.Is(err, ErrForbidden), fmt.Sprint(err)
 	})
 	try("rewrite shop's user's webhook_url", func() (bool, string) {
 		tag, err := asRogue.Exec(ctx, `UPDATE herald.recipients SET webhook_url = 'https://rogue.example.com/' WHERE user_id = 'u-isolation'`)
@@ -167,20 +149,30 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool) (*demoIsolation, e
 		return sqlRefused(err)
 	})
 	try("add a route no dispatcher claims (priority -32768) to its own notification", func() (bool, string) {
-		own, err := rogue.Submit(ctx, intent(rogueName))
+		own, err := submit(ctx, rogue, intent(rogueName))
 		if err != nil {
 			return false, err.Error()
 		}
 		defer func() {
-			_, _ = rogue.Cancel(ctx, own.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"})
+			_ = rogue.Cancel(ctx, own.NotificationID, "isolation probe done")
 		}()
 		_, err = asRogue.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
 			max_attempts, next_attempt_at, created_at, updated_at, priority)
 			VALUES ($1, 'rogue', 'sms', '+14155550123', 'pending', 3, now(), now(), now(), -32768)`, own.NotificationID)
 		return sqlRefused(err)
 	})
-	if _, err := shop.Cancel(ctx, rcpt.NotificationID, &herald.CancelOpts{Reason: "isolation probe done"}); err != nil {
+	if err := shop.Cancel(ctx, rcpt.NotificationID, "isolation probe done"); err != nil {
 		return nil, fmt.Errorf("isolation probe: cancel as shop: %w", err)
 	}
 	return res, nil
+}
+
+// submit submits in alone through c, as a producer calling Submit would,
+// and returns its Result: an error for a refusal as for a failed statement.
+func submit(ctx context.Context, c Client, in *intake.Intent) (Result, error) {
+	res, err := c.SubmitMany(ctx, []*intake.Intent{in})
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], res[0].Err
 }

@@ -1,0 +1,276 @@
+// Package demo is `herald demo`: the engine, in-process, delivering a mixed
+// workload to loopback channel servers that misbehave as real ones do, and a
+// summary of what happened read back from the database.
+//
+// The servers (Start) are a webhook receiver, a real SMTP server and an HTTP
+// SMS provider, throttling, failing for a while and refusing addresses that
+// do not exist, deterministically, so that a run shows herald's retries and
+// dead letters. They listen on 127.0.0.1 only.
+//
+// The workload goes through both doors: intents submitted through the public
+// client (with repeats, a key conflict and an intent the client refuses) and
+// raw JSON INSERTed into herald.intake (with malformed entries). A second
+// producer's login then tries to step outside its own rows, and the summary
+// shows each refusal.
+//
+// The public client is the module root, which no internal package imports
+// (see DESIGN.md), so Run reaches it through the Client interface:
+// cmd/herald adapts *herald.Client to it. The intents and recipients travel
+// as intake's types, whose JSON form is the public client's.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/channel/email"
+	"github.com/heraldhq/herald/internal/channel/sms"
+	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/maintenance"
+	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/migrate"
+)
+
+// Errors a Client's results match (with errors.Is), as the public client's
+// errors match its own sentinels.
+var (
+	// ErrConflict: the intent's idempotency key holds a different request.
+	ErrConflict = errors.New("idempotency conflict")
+	// ErrInvalid: the client refused the intent with field errors.
+	ErrInvalid = errors.New("invalid intent")
+	// ErrForbidden: the database refused the client's login.
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotFound: no notification the client's login may see has the id.
+	ErrNotFound = errors.New("notification not found")
+)
+
+// Client is what the demo needs of herald's public client.
+type Client interface {
+	// SubmitMany submits intents in one statement and returns one Result
+	// per intent, in order; the error is the statement's.
+	SubmitMany(ctx context.Context, intents []*intake.Intent) ([]Result, error)
+	// UpsertRecipient writes r in the shared directory when shared, else
+	// in the client's login's own.
+	UpsertRecipient(ctx context.Context, r intake.Recipient, shared bool) error
+	// Get reads notification id.
+	Get(ctx context.Context, id string) error
+	// Cancel cancels notification id, for reason.
+	Cancel(ctx context.Context, id, reason string) error
+	// Close releases the client (not its pool).
+	Close()
+}
+
+// Result is one intent's outcome in Client.SubmitMany.
+type Result struct {
+	// NotificationID is the notification stored, or the original one for a
+	// duplicate.
+	NotificationID string
+	// Duplicate reports an intent answered with the original notification.
+	Duplicate bool
+	// Err is why the intent was refused, nil if it was not.
+	Err error
+}
+
+// ClientConfig is what the demo asks of a new Client.
+type ClientConfig struct {
+	// Actor names the client in the audit log; "" is the client's default.
+	Actor string
+	// Logger receives the client's records; nil discards them.
+	Logger *slog.Logger
+	// ResultFunc, if set, is called with each intent's producer and result.
+	ResultFunc func(producer, result string)
+}
+
+// NewClientFunc returns a Client on pool.
+type NewClientFunc func(pool *pgxpool.Pool, cfg *ClientConfig) (Client, error)
+
+// Config configures Run.
+type Config struct {
+	// Users is the number of users in the demo's recipient directory; the
+	// workload scales with it.
+	Users int
+	// Timeout is how long the workload may take to finish.
+	Timeout time.Duration
+	// MetricsAddr, if set, is where the engine serves /metrics, /healthz
+	// and /readyz while the demo runs.
+	MetricsAddr string
+	// Keep keeps the engine running after Report until Run's context is
+	// done, so that a replay from another terminal is delivered.
+	Keep bool
+	// DatabaseURL is the database's URL without its password, for the
+	// summary and the commands it shows; Throwaway says it is a throwaway
+	// cluster's, removed when the demo exits.
+	DatabaseURL string
+	Throwaway   bool
+	// Started is when the demo started, for Summary.Elapsed.
+	Started time.Time
+	// Logger receives the engine's records. Required.
+	Logger *slog.Logger
+	// Progress receives the progress lines. Required.
+	Progress io.Writer
+	// NewClient makes the clients the workload submits through. Required.
+	NewClient NewClientFunc
+	// Report is called with the summary, before Run waits when Keep is set.
+	// Required.
+	Report func(*Summary) error
+}
+
+// Run runs the demo on the database behind pool: it migrates it, starts the
+// loopback servers and the engine, submits the workload through both doors,
+// shows progress until every route of the run is terminal, stops the engine
+// (unless Config.Keep), reads the summary back from the database, probes
+// the producers' isolation and calls Config.Report. It returns the engine's
+// error if the engine stops before the workload is done.
+func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
+	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, format+"\n", a...) }
+	steps, err := migrate.New(pool, &migrate.Config{Logger: cfg.Logger}).Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	say("demo: schema migrated (%d migrations applied)", len(steps))
+
+	srv, err := Start(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS provider %s",
+		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS)
+
+	var intakeDuplicates atomic.Int64
+	ecfg, err := engineConfig(srv, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	ecfg.MetricsAddr = cfg.MetricsAddr
+	ecfg.Intake.ResultFunc = func(_, result string) {
+		if result == intake.ResultDuplicate {
+			intakeDuplicates.Add(1)
+		}
+	}
+	eng, err := engine.New(pool, ecfg)
+	if err != nil {
+		return err
+	}
+	if addr := eng.MetricsAddr(); addr != nil {
+		say("demo: metrics at http://%s/metrics (and /healthz, /readyz)", addr)
+	}
+	// The engine outlives ctx (with Keep, it runs until ctx is done; then
+	// stop stops it); if it fails, the workload's context says why.
+	runCtx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := eng.Run(engineCtx); err != nil {
+			cfg.Logger.Error("demo engine stopped", "err", err)
+			fail(err)
+		}
+	}()
+	stop := func() { stopEngine(); <-stopped }
+	defer stop()
+
+	w := newWorkload(cfg.Users, srv)
+	say("demo: run %s: submitting through the Go client and raw INSERTs into herald.intake", w.runID)
+	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep}
+	client, err := cfg.NewClient(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if err := w.submit(runCtx, client, pool, sum); err != nil {
+		return err
+	}
+	say("demo: submitted %d intents through the client and %d raw entries; delivering…", sum.SubmittedClient, sum.SubmittedRaw)
+
+	if err := w.wait(runCtx, pool, cfg.Timeout, say); err != nil {
+		return err
+	}
+	if !cfg.Keep {
+		// Stopped before the summary so the intake worker's last results are
+		// counted; with Keep the engine runs on, so a replay from another
+		// terminal is delivered.
+		stop()
+	}
+	sum.Duplicates += int(intakeDuplicates.Load())
+	if err := w.summarize(ctx, pool, sum); err != nil {
+		return err
+	}
+	say("demo: a second producer's login tries to step outside its own rows…")
+	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClient); err != nil {
+		return err
+	}
+	sum.Elapsed = time.Since(cfg.Started).Seconds()
+	sum.Commands = commands(cfg.DatabaseURL, cfg.Throwaway, cfg.Keep)
+	if err := cfg.Report(sum); err != nil {
+		return err
+	}
+	if cfg.Keep {
+		say("demo: PostgreSQL and the engine stay up at %s; press Ctrl-C to stop and remove them", cfg.DatabaseURL)
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// engineConfig is the demo's engine: `herald serve`'s parts (the
+// dispatcher, the SQL intake worker, maintenance), delivering to srv, with
+// short polls and backoffs so that retries happen while you watch
+// (production defaults are seconds to minutes), and maintenance's jobs run
+// at once.
+func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	wh, err := webhook.New(webhook.Config{
+		Secrets:      []string{webhook.SecretPrefix + base64.StdEncoding.EncodeToString(secret)},
+		AllowPrivate: true, // the receiver is on loopback
+		Timeout:      5 * time.Second,
+		Logger:       logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	em, err := email.New(email.Config{
+		Host: srv.SMTPHost, Port: srv.SMTPPort, TLS: email.TLSNone,
+		From: "herald demo <noreply@example.test>", HeloName: "localhost",
+		Timeout: 5 * time.Second, MaxIdleConns: 4, Logger: logger,
+	})
+	if err != nil {
+		_ = wh.Close()
+		return nil, err
+	}
+	sm, err := sms.New(sms.Config{URL: srv.SMS, APIKey: srv.SMSAPIKey, From: "HERALD", Timeout: 5 * time.Second, Logger: logger})
+	if err != nil {
+		_ = wh.Close()
+		_ = em.Close()
+		return nil, err
+	}
+	backoff := dispatch.BackoffConfig{Base: 100 * time.Millisecond, Cap: 2 * time.Second}
+	return &engine.Config{
+		Logger:   logger,
+		Registry: metrics.NewRegistry(),
+		Dispatch: dispatch.Config{
+			Channels: map[string]dispatch.ChannelConfig{
+				"webhook": {Deliverer: wh, Concurrency: 8, MaxAttempts: 5, Backoff: backoff, Timeout: 5 * time.Second},
+				"email":   {Deliverer: em, Concurrency: 4, MaxAttempts: 5, Backoff: backoff, Timeout: 5 * time.Second},
+				"sms":     {Deliverer: sm, Concurrency: 8, MaxAttempts: 5, Backoff: backoff, Timeout: 5 * time.Second},
+			},
+			PollInterval:    200 * time.Millisecond,
+			ShutdownTimeout: 5 * time.Second,
+		},
+		Intake:      &intake.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		Maintenance: &maintenance.Config{RunOnStart: true},
+	}, nil
+}

@@ -1,0 +1,156 @@
+package demo
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+)
+
+// Summary is what `herald demo` reports; every count but the client's
+// own answers (duplicates, conflicts and refusals it was told about) is read
+// back from the database.
+type Summary struct {
+	RunID       string `json:"run_id"`
+	DatabaseURL string `json:"database_url"`
+	Throwaway   bool   `json:"throwaway"`
+	Kept        bool   `json:"kept"`
+
+	SubmittedClient int `json:"submitted_client"`
+	SubmittedRaw    int `json:"submitted_raw"`
+
+	// Accepted is the notifications stored for this run.
+	Accepted int64 `json:"accepted"`
+	// Duplicates are submits answered with the original notification (Go
+	// client receipts plus the intake worker's duplicate results).
+	Duplicates int `json:"duplicates"`
+	// Conflicts are idempotency conflicts: the client's ConflictErrors plus
+	// the raw entries recorded as malformed with code idempotency_conflict.
+	Conflicts int `json:"conflicts"`
+	// Invalid are intents the Go client refused with field errors.
+	Invalid int `json:"invalid"`
+
+	Routes       int64 `json:"routes"`
+	Published    int64 `json:"published"`
+	Retried      int64 `json:"retried"`
+	DeadLettered int64 `json:"dead_lettered"`
+	Skipped      int64 `json:"skipped"`
+	Canceled     int64 `json:"canceled"`
+	Unfinished   int64 `json:"unfinished"`
+	Attempts     int64 `json:"attempts"`
+	Malformed    int64 `json:"malformed"`
+
+	// Seconds spans the first acceptance to the last route's terminal
+	// change; Throughput is terminal routes per second over it.
+	Seconds    float64 `json:"seconds"`
+	Throughput float64 `json:"throughput_routes_per_second"`
+	Elapsed    float64 `json:"elapsed_seconds"`
+
+	// Isolation is what a second producer's login tried and was refused.
+	Isolation *Isolation `json:"isolation"`
+
+	DeadLetters     []Count  `json:"dead_letters_by"`
+	MalformedByCode []Count  `json:"malformed_by_code"`
+	Commands        []string `json:"commands"`
+}
+
+// Count is one line of the summary's breakdowns: dead letters by channel and
+// classification, malformed intents by failure code.
+type Count struct {
+	Channel string `json:"channel,omitempty"`
+	Key     string `json:"key"`
+	Count   int64  `json:"count"`
+}
+
+// Isolation is what the demo's isolation probe found: a second
+// producer's login tries to step outside its own rows, each attempt either
+// refused or (a failure of herald's) let through.
+type Isolation struct {
+	// Skipped says why the probe did not run (the demo's login cannot
+	// create roles, or cannot connect as one); empty when it ran.
+	Skipped string `json:"skipped,omitempty"`
+	// Attempts are the hostile attempts in order, each with its outcome.
+	Attempts []Attempt `json:"attempts,omitempty"`
+	Refused  int       `json:"refused"`
+}
+
+// Attempt is one of the isolation probe's hostile attempts.
+type Attempt struct {
+	What    string `json:"what"`
+	Refused bool   `json:"refused"`
+	How     string `json:"how"`
+}
+
+// commands are the commands that inspect the run's dead letters; dbURL is
+// the database's URL without its password.
+func commands(dbURL string, throwaway, keep bool) []string {
+	cmds := []string{
+		"export DATABASE_URL='" + dbURL + "'",
+		"go run ./cmd/herald dead-letters list",
+		"go run ./cmd/herald dead-letters list --channel email --json",
+		"go run ./cmd/herald malformed list",
+		`psql "$DATABASE_URL" -c 'SELECT channel, classification, count(*) FROM herald.dead_letter_view GROUP BY 1, 2 ORDER BY 1, 2'`,
+		`psql "$DATABASE_URL" -c 'SELECT notification_type, channel, attempts, classification, message, recovery_hint FROM herald.dead_letter_view ORDER BY dead_lettered_at DESC LIMIT 20'`,
+	}
+	if throwaway && !keep {
+		cmds = append([]string{"# the throwaway database is gone once the demo exits: run `go run ./cmd/herald demo -keep` to keep it up, then in another terminal:"}, cmds...)
+	}
+	return cmds
+}
+
+// WriteSummary prints s as the table `herald demo` shows.
+func WriteSummary(out io.Writer, s *Summary) error {
+	fmt.Fprintf(out, "\nherald demo %s\n\n", s.RunID)
+	row := func(name string, v any, note string) { fmt.Fprintf(out, "  %-14s %8v   %s\n", name, v, note) }
+	row("submitted", s.SubmittedClient+s.SubmittedRaw, fmt.Sprintf("%d through the Go client, %d raw INSERTs into herald.intake", s.SubmittedClient, s.SubmittedRaw))
+	row("accepted", s.Accepted, "notifications stored")
+	row("duplicates", s.Duplicates, "repeats answered with the original notification, nothing stored")
+	row("conflicts", s.Conflicts, "idempotency key reused for a different request")
+	row("invalid", s.Invalid, "refused by the Go client with field errors")
+	row("malformed", s.Malformed, "raw entries kept in herald.malformed_intents (the raw conflict included)")
+	row("routes", s.Routes, "one per (channel, recipient)")
+	row("published", s.Published, "delivered")
+	row("retried", s.Retried, "routes that needed more than one attempt (throttling, 5xx, greylisting)")
+	row("dead-lettered", s.DeadLettered, "permanent failures and exhausted budgets, in herald.dead_letters")
+	row("skipped", s.Skipped, "no address for the channel, or opted out")
+	row("unfinished", s.Unfinished, "")
+	row("throughput", fmt.Sprintf("%.0f/s", s.Throughput), fmt.Sprintf("terminal routes over %.1fs, first acceptance to last outcome", s.Seconds))
+
+	if len(s.DeadLetters) > 0 {
+		fmt.Fprintln(out, "\ndead letters by channel and classification:")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, d := range s.DeadLetters {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\n", d.Channel, d.Key, d.Count)
+		}
+		_ = tw.Flush()
+	}
+	if len(s.MalformedByCode) > 0 {
+		fmt.Fprintln(out, "\nmalformed intents by failure code:")
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, d := range s.MalformedByCode {
+			fmt.Fprintf(tw, "  %s\t%d\n", d.Key, d.Count)
+		}
+		_ = tw.Flush()
+	}
+	if iso := s.Isolation; iso != nil {
+		if iso.Skipped != "" {
+			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)
+		} else {
+			fmt.Fprintf(out, "\nisolation: %d of %d attempts by a second producer's login refused\n", iso.Refused, len(iso.Attempts))
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			for _, a := range iso.Attempts {
+				verdict := "refused"
+				if !a.Refused {
+					verdict = "ALLOWED"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.What, verdict, a.How)
+			}
+			_ = tw.Flush()
+		}
+	}
+	fmt.Fprintln(out, "\ninspect the dead letters:")
+	for _, c := range s.Commands {
+		fmt.Fprintln(out, "  "+c)
+	}
+	fmt.Fprintf(out, "\nfinished in %.1fs\n", s.Elapsed)
+	return nil
+}
