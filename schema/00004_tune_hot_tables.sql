@@ -2,13 +2,9 @@
 -- Storage settings for herald.routes, the table every route churns through:
 -- one insert, then two updates (claim, complete), neither of which can be
 -- HOT because both change next_attempt_at, which routes_due_idx indexes.
--- Chosen by measurement with `herald bench` (100,000 intents, one webhook
--- route each, no-op channel, submit batches of 1,000, fsync on, 2 CPUs,
--- three alternating rounds per variant on one cluster):
---
---   variant                          delivered/s            WAL per route
---   default (fillfactor 100)         5,946  7,405  7,007    2,630 2,609 2,560 B
---   fillfactor 70 + autovacuum below 10,377 15,498 14,100   2,416 2,438 2,416 B
+-- Chosen by measurement with `herald bench`, against the defaults: more
+-- routes delivered per second and less WAL per route (the figures are in
+-- this file's history: `git log --follow schema/00004_tune_hot_tables.sql`).
 --
 -- fillfactor = 70 leaves room on each page for a route's next versions, so
 -- the claim's and the completion's new tuples land on the page they left

@@ -2,9 +2,9 @@
 -- Routes no longer carry a foreign key to their record. The key cost every
 -- accepted route a trigger that ran a query on records (SPI) and took a
 -- FOR KEY SHARE lock on the record, which writes the record's tuple header
--- and a WAL record: about 5% of Postgres's CPU per route in herald bench,
--- and 54 bytes of WAL per route. What the key guaranteed holds by
--- construction instead:
+-- and a WAL record: Postgres CPU and WAL paid by every route (herald bench
+-- and perf measured them; the figures are in this file's history). What
+-- the key guaranteed holds by construction instead:
 --   * a route is only ever inserted by RecordInsertMany, in the statement
 --     that inserts its record (routes are joined to the records that
 --     statement inserted);
