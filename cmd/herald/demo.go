@@ -79,8 +79,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	return demo.Run(ctx, pool, &demo.Config{
 		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
 		DatabaseURL: redactConnString(f.DatabaseURL), Throwaway: throwaway, Started: start,
-		Logger: logger, Progress: m.Stderr, NewClient: newDemoClient,
-		Report: func(sum *demo.Summary) error {
+		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient,
+		ReportFunc: func(sum *demo.Summary) error {
 			if f.JSON {
 				return writeJSON(m.Stdout, sum)
 			}

@@ -66,7 +66,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	ecfg := engine.FromConfig(cfg)
-	ecfg.Logger, ecfg.Getenv, ecfg.Registry = logger, m.Getenv, prometheus.NewRegistry()
+	ecfg.Logger, ecfg.GetenvFunc, ecfg.Registry = logger, m.Getenv, prometheus.NewRegistry()
 	if err := ops.configure(ecfg); err != nil {
 		return err
 	}

@@ -93,9 +93,6 @@ type ClientConfig struct {
 	ResultFunc func(producer, result string)
 }
 
-// NewClientFunc returns a Client on pool.
-type NewClientFunc func(pool *pgxpool.Pool, cfg *ClientConfig) (Client, error)
-
 // Config configures Run.
 type Config struct {
 	// Users is the number of users in the demo's recipient directory; the
@@ -106,7 +103,7 @@ type Config struct {
 	// MetricsAddr, if set, is where the engine serves /metrics, /healthz
 	// and /readyz while the demo runs.
 	MetricsAddr string
-	// Keep keeps the engine running after Report until Run's context is
+	// Keep keeps the engine running after ReportFunc until Run's context is
 	// done, so that a replay from another terminal is delivered.
 	Keep bool
 	// DatabaseURL is the database's URL without its password, for the
@@ -120,19 +117,20 @@ type Config struct {
 	Logger *slog.Logger
 	// Progress receives the progress lines. Required.
 	Progress io.Writer
-	// NewClient makes the clients the workload submits through. Required.
-	NewClient NewClientFunc
-	// Report is called with the summary, before Run waits when Keep is set.
-	// Required.
-	Report func(*Summary) error
+	// NewClientFunc returns a Client on pool: the clients the workload
+	// submits through. Required.
+	NewClientFunc func(pool *pgxpool.Pool, cfg *ClientConfig) (Client, error)
+	// ReportFunc is called with the summary, before Run waits when Keep is
+	// set. Required.
+	ReportFunc func(*Summary) error
 }
 
 // Run runs the demo on the database behind pool: it migrates it, starts the
 // loopback servers and the engine, submits the workload through both doors,
 // shows progress until every route of the run is terminal, stops the engine
 // (unless Config.Keep), reads the summary back from the database, probes
-// the producers' isolation and calls Config.Report. It returns the engine's
-// error if the engine stops before the workload is done.
+// the producers' isolation and calls Config.ReportFunc. It returns the
+// engine's error if the engine stops before the workload is done.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, format+"\n", a...) }
 	steps, err := migrate.New(pool, &migrate.Config{Logger: cfg.Logger}).Up(ctx)
@@ -186,7 +184,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	w := newWorkload(cfg.Users, srv)
 	say("demo: run %s: submitting through the Go client and raw INSERTs into herald.intake", w.runID)
 	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep}
-	client, err := cfg.NewClient(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
+	client, err := cfg.NewClientFunc(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
 	if err != nil {
 		return err
 	}
@@ -210,12 +208,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	say("demo: a second producer's login tries to step outside its own rows…")
-	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClient); err != nil {
+	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClientFunc); err != nil {
 		return err
 	}
 	sum.Elapsed = time.Since(cfg.Started).Seconds()
 	sum.Commands = commands(cfg.DatabaseURL, cfg.Throwaway, cfg.Keep)
-	if err := cfg.Report(sum); err != nil {
+	if err := cfg.ReportFunc(sum); err != nil {
 		return err
 	}
 	if cfg.Keep {

@@ -22,7 +22,7 @@ import (
 // entry, lock the engine out, forge an audit row, insert a route no
 // dispatcher would claim. The logins are dropped at the end. The hostile
 // statements are deliberately raw SQL (they are what a person would type).
-func probeIsolation(ctx context.Context, admin *pgxpool.Pool, newClient NewClientFunc) (*Isolation, error) {
+func probeIsolation(ctx context.Context, admin *pgxpool.Pool, newClient func(*pgxpool.Pool, *ClientConfig) (Client, error)) (*Isolation, error) {
 	res := &Isolation{}
 	var tag [3]byte
 	_, _ = rand.Read(tag[:])

@@ -19,7 +19,7 @@ import (
 // FromConfig returns the engine configuration `herald serve`'s
 // configuration file c describes: the dispatcher's and the intake worker's
 // settings, and c's channels as Drivers. The caller adds what the file does
-// not say (Logger, Getenv, Registry, MetricsAddr, Maintenance).
+// not say (Logger, GetenvFunc, Registry, MetricsAddr, Maintenance).
 func FromConfig(c *config.Config) *Config {
 	return &Config{
 		Dispatch: dispatch.Config{

@@ -84,13 +84,13 @@ type Config struct {
 	Dispatch dispatch.Config
 	// Drivers are channels configured by driver, as serve's configuration
 	// file has them: New builds each one's Deliverer, reading its secrets
-	// through Getenv, and adds it to the dispatcher's channels. A name may
-	// not be in both Drivers and Dispatch.Channels.
+	// through GetenvFunc, and adds it to the dispatcher's channels. A name
+	// may not be in both Drivers and Dispatch.Channels.
 	Drivers map[string]config.Channel
-	// Getenv reads the environment variables the Drivers' secrets name.
+	// GetenvFunc reads the environment variables the Drivers' secrets name.
 	// Default: no variables (a secret taken from the environment is then
 	// missing).
-	Getenv func(string) string
+	GetenvFunc func(string) string
 
 	// Intake, when not nil, runs the SQL intake worker with this
 	// configuration. Its Logger, when nil, is the engine's; its ResultFunc,
@@ -214,7 +214,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 	}
 	dcfg.Logger = cmp.Or(dcfg.Logger, e.component("dispatch"))
 	dcfg.Metrics = cmp.Or(dcfg.Metrics, e.metrics)
-	getenv := cfg.Getenv
+	getenv := cfg.GetenvFunc
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}

@@ -36,7 +36,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 func dispatchConfigOf(t *testing.T, c *config.Config, getenv func(string) string) *dispatch.Config {
 	t.Helper()
 	cfg := FromConfig(c)
-	cfg.Getenv = getenv
+	cfg.GetenvFunc = getenv
 	e := &Engine{logger: discardLogger()}
 	t.Cleanup(e.Close)
 	dc, err := e.dispatchConfig(cfg)
