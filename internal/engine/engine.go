@@ -413,13 +413,13 @@ func (e *Engine) warnUnservedChannels(ctx context.Context) {
 // index (the due index, primary keys, the intake's id), but pgx prepares
 // them and Postgres switches to a cached generic plan after five runs;
 // planned against the statistics of a fresh or freshly emptied table, that
-// plan scans routes sequentially until autovacuum's ANALYZE catches up.
-// herald bench measured completions at 6.4 ms a batch instead of 0.4 ms,
-// and 6-8k routes/s instead of 17.6k, during that window; with seq scans
-// priced out the plans stay on the indexes whatever the statistics say
-// (plan_cache_mode=force_custom_plan recovered only 9k, since it plans
-// every statement anew). Catalog reads without an index still scan: the
-// setting prices seq scans, it does not forbid them.
+// plan scans routes sequentially until autovacuum's ANALYZE catches up, and
+// completions slow down by an order of magnitude meanwhile. With seq scans
+// priced out the plans stay on the indexes whatever the statistics say;
+// plan_cache_mode=force_custom_plan recovered much less, since it plans
+// every statement anew (herald bench's figures are in commit 53d6f34).
+// Catalog reads without an index still scan: the setting prices seq scans,
+// it does not forbid them.
 func ConfigurePool(cfg *pgxpool.Config) {
 	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
 		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
