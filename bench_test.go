@@ -14,7 +14,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // The intake benchmarks report accepted intents per second ("intents/s")
@@ -125,7 +125,7 @@ func BenchmarkSQLIntake(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for chunk := range slices.Chunk(bodies, 1000) {
-		if err := store.New().IntakeInsertMany(ctx, pool, chunk); err != nil {
+		if err := benchstore.New().IntakeInsertMany(ctx, pool, chunk); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,5 +1,5 @@
--- Queries of the SQL intake door (herald.intake) and of the wake-up hint the
--- accept path sends to dispatchers.
+-- Queries of herald.intake, the SQL door: producers INSERT raw JSON, the
+-- intake worker (internal/intake) takes it off and accepts or refuses it.
 
 -- name: IntakeClaimBatch :many
 -- Takes the oldest entries off the intake, bounded by count and by bytes, and
@@ -75,22 +75,6 @@ RETURNING
     b.locked_entries::int AS locked_entries,
     i.submitted_by,
     b.trusted::boolean AS trusted;
-
--- name: IntakeInsertMany :exec
--- Inserts raw entries, as a producer would; one statement, so the intake's
--- statement trigger sends one herald_intake hint. For tests and benchmarks.
-INSERT INTO herald.intake (body)
-SELECT unnest(@bodies::text[]);
-
--- name: IntakeCount :one
--- The entries waiting in the intake.
-SELECT count(*) FROM herald.intake;
-
--- name: IntakeNotifyRoutes :exec
--- The trailing wake-up hint of a debounce window, on the channel
--- dispatchers LISTEN on; the payload is the channel of the new routes, or ''
--- for several.
-SELECT pg_notify('herald_routes', @channel::text);
 
 -- name: IntakeTakeByID :many
 -- Takes one named entry off the intake, inside the caller's transaction: the

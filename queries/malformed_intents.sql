@@ -1,3 +1,7 @@
+-- Queries of herald.malformed_intents: the intake entries the validator or
+-- the database refused, kept for an operator (`herald malformed`) until
+-- malformed-intent retention deletes them.
+
 -- name: MalformedIntentInsertMany :exec
 -- Records the intake entries the validator refused, one statement per batch.
 -- stream_entry_id is "intake:<id>" of the intake row; the intake's identity
@@ -32,3 +36,33 @@ FROM (
 SELECT *
 FROM herald.malformed_intents
 WHERE stream_entry_id = @stream_entry_id;
+
+-- name: MalformedIntentList :many
+-- One page of malformed intake entries, newest first, along
+-- malformed_intents_listing_idx, with a keyset cursor (after_*).
+SELECT
+    m.stream_entry_id, m.recorded_at, m.failure_code, m.failure_message,
+    m.producer, m.notification_type, m.idempotency_key
+FROM herald.malformed_intents m
+WHERE (sqlc.narg('producer')::text IS NULL OR m.producer = sqlc.narg('producer')::text)
+    AND (sqlc.narg('failure_code')::text IS NULL OR m.failure_code = sqlc.narg('failure_code')::text)
+    AND (sqlc.narg('since')::timestamptz IS NULL OR m.recorded_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('after_recorded_at')::timestamptz IS NULL
+        OR (m.recorded_at, m.stream_entry_id)
+            < (sqlc.narg('after_recorded_at')::timestamptz, sqlc.narg('after_stream_entry_id')::text))
+ORDER BY m.recorded_at DESC, m.stream_entry_id DESC
+LIMIT @max::integer;
+
+-- name: MalformedIntentDeleteBefore :execrows
+-- Malformed-intent retention: deletes up to @batch_size malformed intents
+-- recorded before @recorded_before, oldest first along
+-- malformed_intents_listing_idx.
+DELETE FROM herald.malformed_intents m
+WHERE m.stream_entry_id IN (
+    SELECT stream_entry_id
+    FROM herald.malformed_intents
+    WHERE recorded_at < @recorded_before::timestamptz
+    ORDER BY recorded_at
+    LIMIT @batch_size::integer
+    FOR UPDATE SKIP LOCKED
+);

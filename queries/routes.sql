@@ -1,5 +1,7 @@
--- Route queries. The client's reads and cancel come first; the dispatcher's
--- claim and complete follow below.
+-- Queries of herald.routes: one row per (notification, channel, recipient),
+-- the unit the dispatcher schedules and delivers. The client's reads and
+-- cancel come first, then the dispatcher's claim and complete, then what
+-- metrics, `herald stats` and maintenance read.
 
 -- name: RouteListByNotification :many
 -- Every route of one notification, for Get and `herald status`: reads the
@@ -22,7 +24,8 @@ SELECT c.route_id::text AS route_id, c.channel::text AS channel
 FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::text, sqlc.narg('now')::timestamptz) AS c;
 
 -- ---------------------------------------------------------------------------
--- Dispatcher (internal/dispatch): claim, complete, release, next due.
+-- Dispatcher (internal/dispatch): claim, complete, release, next due, and
+-- the wake-up hint.
 -- ---------------------------------------------------------------------------
 
 -- name: RouteClaimDue :many
@@ -245,3 +248,92 @@ SELECT coalesce(extract(epoch FROM least(
     (SELECT min(next_attempt_at) FROM herald.routes
         WHERE channel = @channel::text AND priority = 1 AND next_attempt_at IS NOT NULL)
 ) - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds;
+
+-- name: RouteNotifyDispatchers :exec
+-- The trailing wake-up hint of the accept path's debounce window, on the
+-- NOTIFY channel herald_routes that dispatchers LISTEN on; the payload is the
+-- delivery channel of the new routes, or '' for several. (The leading hint
+-- rides RecordInsertMany.)
+SELECT pg_notify('herald_routes', @channel::text);
+
+-- ---------------------------------------------------------------------------
+-- Backlog and health: metrics, `herald stats`, maintenance.
+-- ---------------------------------------------------------------------------
+
+-- name: RouteBacklogByChannel :many
+-- The backlog and lag per channel for the metrics collector: one scan of
+-- routes_due_idx (index-only: every column read is in the index, and only
+-- scheduling candidates are in it). Lag is how late the most overdue route
+-- is (0 when nothing is overdue); a claimed route's next_attempt_at is its
+-- lease's end, in the future, so it adds to the backlog and not to the lag.
+SELECT
+    channel,
+    count(*)::bigint AS backlog,
+    coalesce(extract(epoch FROM
+        greatest(coalesce(sqlc.narg('now')::timestamptz, now()) - min(next_attempt_at), interval '0')
+    ), 0)::float8 AS lag_seconds
+FROM herald.routes
+WHERE next_attempt_at IS NOT NULL
+GROUP BY channel
+ORDER BY channel;
+
+-- name: RouteBacklogByStatus :many
+-- The backlog per channel and status for `herald stats` (the backlog_view's
+-- figures, with an injectable clock): one scan of routes_due_idx.
+SELECT
+    channel,
+    status,
+    count(*)::bigint AS routes,
+    count(*) FILTER (WHERE next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::bigint AS due,
+    coalesce(extract(epoch FROM greatest(
+        coalesce(sqlc.narg('now')::timestamptz, now())
+            - min(next_attempt_at) FILTER (WHERE next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())),
+        interval '0')), 0)::float8 AS lag_seconds
+FROM herald.routes
+WHERE next_attempt_at IS NOT NULL
+GROUP BY channel, status
+ORDER BY channel, status;
+
+-- name: RouteThroughputByChannel :many
+-- Routes published per channel since @since, and how long they took from
+-- acceptance (mean and worst). There is no index on published_at (it would
+-- cost every completion a write), so this scans routes: an operator's
+-- occasional question, not a hot path.
+SELECT
+    r.channel,
+    count(*)::bigint AS published,
+    coalesce(avg(extract(epoch FROM r.published_at - rec.accepted_at)), 0)::float8 AS mean_latency_seconds,
+    coalesce(max(extract(epoch FROM r.published_at - rec.accepted_at)), 0)::float8 AS max_latency_seconds
+FROM herald.routes r
+JOIN herald.records rec ON rec.notification_id = r.notification_id
+WHERE r.published_at >= @since::timestamptz
+GROUP BY r.channel
+ORDER BY r.channel;
+
+-- name: RouteBloatStats :one
+-- What the bloat check decides on, from the statistics views only (no table
+-- scan; pgstattuple is an extension that may not be installed): the routes
+-- table's live and dead tuples and size, and routes_due_idx's size and the
+-- number of entries the planner believes it holds (reltuples, refreshed by
+-- VACUUM and ANALYZE; -1 when never analysed).
+SELECT
+    coalesce(s.n_live_tup, 0)::bigint AS table_live_tuples,
+    coalesce(s.n_dead_tup, 0)::bigint AS table_dead_tuples,
+    pg_relation_size('herald.routes'::regclass)::bigint AS table_bytes,
+    pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS index_bytes,
+    greatest(i.reltuples, 0)::bigint AS index_tuples
+FROM pg_catalog.pg_class i
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes'::regclass
+WHERE i.oid = 'herald.routes_due_idx'::regclass;
+
+-- name: RouteDueIndexLeftoverList :many
+-- The invalid indexes a failed REINDEX INDEX CONCURRENTLY of routes_due_idx
+-- leaves behind (routes_due_idx_ccnew, _ccnew1, ...): Postgres keeps
+-- updating them on every write and never drops them by itself.
+SELECT c.relname::text AS index_name
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'herald.routes'::regclass
+    AND NOT i.indisvalid
+    AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
+ORDER BY 1;

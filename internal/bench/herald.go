@@ -9,7 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // heraldSubject drives herald: producers through Config.SubmitterFunc, the
@@ -23,11 +23,11 @@ type heraldSubject struct {
 	submitF  SubmitFunc
 	engine   runningEngine
 	stopSink func()
-	q        *store.Queries
+	q        *benchstore.Queries
 }
 
 func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
-	return &heraldSubject{cfg: cfg, db: db, sink: sk, work: w, q: store.New()}
+	return &heraldSubject{cfg: cfg, db: db, sink: sk, work: w, q: benchstore.New()}
 }
 
 func (h *heraldSubject) name() string { return "herald" }

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // Run runs the workload against herald and, if cfg.Vs is "river", against
@@ -140,7 +140,7 @@ func medianRound(rounds [][]Row) int {
 // neither inherits the dead tuples of the phase before, which autovacuum
 // would otherwise clean up during this phase, at this engine's expense.
 func emptyBoth(ctx context.Context, db *Database) error {
-	if err := store.New().BenchReset(ctx, db.Pool); err != nil {
+	if err := benchstore.New().BenchReset(ctx, db.Pool); err != nil {
 		return fmt.Errorf("empty herald tables: %w", err)
 	}
 	if _, err := db.Pool.Exec(ctx, riverResetSQL); err != nil {

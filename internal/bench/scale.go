@@ -9,7 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // scaleWindow is the number of deliveries whose rate is the claim
@@ -76,7 +76,7 @@ func RunScale(ctx context.Context, db *Database, cfg *Config, backlog int) (*Sca
 			pt.PreloadSeconds = secs
 			pt.ClaimPerSec = append(pt.ClaimPerSec, rates...)
 		}
-		sizes, err := store.New().BenchRouteSizes(ctx, db.Pool)
+		sizes, err := benchstore.New().BenchRouteSizes(ctx, db.Pool)
 		if err != nil {
 			return nil, fmt.Errorf("read sizes: %w", err)
 		}
@@ -98,7 +98,7 @@ func RunScale(ctx context.Context, db *Database, cfg *Config, backlog int) (*Sca
 
 // preload empties the tables and preloads n routes due at dueAt.
 func preload(ctx context.Context, db *Database, c *Config, n int, dueAt time.Time) (float64, error) {
-	q := store.New()
+	q := benchstore.New()
 	if err := q.BenchReset(ctx, db.Pool); err != nil {
 		return 0, fmt.Errorf("reset tables: %w", err)
 	}
@@ -108,7 +108,7 @@ func preload(ctx context.Context, db *Database, c *Config, n int, dueAt time.Tim
 		return 0, fmt.Errorf("validate preload intent: %w", err)
 	}
 	start := time.Now()
-	_, err = q.BenchRoutePreload(ctx, db.Pool, store.BenchRoutePreloadParams{
+	_, err = q.BenchRoutePreload(ctx, db.Pool, benchstore.BenchRoutePreloadParams{
 		IDPrefix:     fmt.Sprintf("pre%d-", time.Now().UnixNano()),
 		Producer:     benchProducer,
 		PayloadJson:  string(v.PayloadJSON),

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // XminSample is one second of the xmin mode's run.
@@ -78,7 +78,7 @@ func RunXmin(ctx context.Context, db *Database, cfg *Config, hold time.Duration)
 	defer stopProducers()
 	prodErr := steadyProducer(pctx, h, sk, &c)
 
-	q := store.New()
+	q := benchstore.New()
 	var holder pgx.Tx
 	defer func() {
 		if holder != nil {

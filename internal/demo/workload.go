@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // workload is one run's intents; every notification's request_id starts
@@ -214,7 +214,7 @@ func (w *workload) submitRaw(ctx context.Context, pool *pgxpool.Pool, sum *Summa
 		`{"notification_type":"otp.sent","producer":"auth","idempotency_key":"k3","channels":["sms"],"audience":{"sms":["+12"]},"content":{"sms":{"body":"123456"}}}`,
 		`{"notification_type":"x.y","producer":"p","idempotency_key":"k4","channels":["email"],"audience":{"email":["a@example.test"]},"content":{"email":{"subject":"no body"}}}`,
 	)
-	ids, err := store.New().IntakeInsertReturning(ctx, pool, bodies)
+	ids, err := benchstore.New().IntakeInsertReturning(ctx, pool, bodies)
 	if err != nil {
 		return fmt.Errorf("insert raw intake entries: %w", err)
 	}
@@ -254,7 +254,7 @@ func tally(res []Result, sum *Summary) {
 // run is terminal. It returns ctx's cause if ctx is done first (the
 // engine's error, when the engine stopped).
 func (w *workload) wait(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration, say func(string, ...any)) error {
-	q := store.New()
+	q := benchstore.New()
 	deadline := time.Now().Add(timeout)
 	start := time.Now()
 	last := ""
@@ -289,7 +289,7 @@ func (w *workload) wait(ctx context.Context, pool *pgxpool.Pool, timeout time.Du
 
 // summarize reads the run's outcome back from the database.
 func (w *workload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *Summary) error {
-	q := store.New()
+	q := benchstore.New()
 	s, err := q.RecordSummaryByRequestPrefix(ctx, pool, w.runID+":")
 	if err != nil {
 		return fmt.Errorf("read demo summary: %w", err)

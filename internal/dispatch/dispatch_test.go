@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -287,9 +288,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func (b *testBundle) deadLetter(t *testing.T, k routeKey) store.HeraldDeadLetter {
+func (b *testBundle) deadLetter(t *testing.T, k routeKey) benchstore.HeraldDeadLetter {
 	t.Helper()
-	dls, err := b.q.DeadLetterListByNotification(context.Background(), b.pool, k.notificationID)
+	dls, err := benchstore.New().DeadLetterListByNotification(context.Background(), b.pool, k.notificationID)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	return dls[0]
@@ -479,7 +480,7 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	require.Equal(t, "claimed", r.Status)
 	require.EqualValues(t, 2, r.AttemptCount)
 	require.EqualValues(t, 2, d.Stats().Stale)
-	dls, err := b.q.DeadLetterListByNotification(context.Background(), b.pool, k2.notificationID)
+	dls, err := benchstore.New().DeadLetterListByNotification(context.Background(), b.pool, k2.notificationID)
 	require.NoError(t, err)
 	require.Empty(t, dls)
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -219,12 +219,12 @@ func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
 
 	// The intake worker accepts what the SQL door holds, and the
 	// dispatcher delivers it.
-	_, err = store.New().IntakeInsertReturning(ctx, b.pool, []string{`{"notification_type":"order.shipped",
+	_, err = benchstore.New().IntakeInsertReturning(ctx, b.pool, []string{`{"notification_type":"order.shipped",
 		"producer":"shop","idempotency_key":"k1","channels":["webhook"],
 		"audience":{"webhook":["https://example.com/hook"]},"content":{"webhook":{"order":9}}}`})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		n, err := store.New().BenchRouteCountOpen(ctx, b.pool)
+		n, err := benchstore.New().BenchRouteCountOpen(ctx, b.pool)
 		var routes int
 		return err == nil && n == 0 &&
 			b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.routes WHERE status = 'published'`).Scan(&routes) == nil && routes == 1

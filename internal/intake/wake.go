@@ -110,7 +110,7 @@ func (w *Waker) trail() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := store.New().IntakeNotifyRoutes(ctx, w.db, ch); err != nil {
+	if err := store.New().RouteNotifyDispatchers(ctx, w.db, ch); err != nil {
 		// Only a hint: dispatchers poll as well.
 		w.logger.Debug("send trailing wake-up hint", slog.String("channel", ch), slog.Any("err", err))
 	}

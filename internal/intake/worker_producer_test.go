@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // login creates a LOGIN role of its own for this test, named prefix_<hex>
@@ -56,7 +57,7 @@ func entryOf(producer, key string) string {
 // submitted_by).
 func insertAs(t *testing.T, pool *pgxpool.Pool, bodies ...string) {
 	t.Helper()
-	require.NoError(t, store.New().IntakeInsertMany(context.Background(), pool, bodies))
+	require.NoError(t, benchstore.New().IntakeInsertMany(context.Background(), pool, bodies))
 }
 
 func TestWorkerSetsAsideAProducerLoginsEntryInAnotherProducersNameAndAcceptsItsOwn(t *testing.T) {

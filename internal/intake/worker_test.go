@@ -20,6 +20,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -52,7 +53,7 @@ func setupWorker(t *testing.T, mutate func(*WorkerConfig)) *workerBundle {
 // insert INSERTs raw entries into the intake, as a producer would.
 func (b *workerBundle) insert(t *testing.T, bodies ...string) {
 	t.Helper()
-	require.NoError(t, store.New().IntakeInsertMany(context.Background(), b.pool, bodies))
+	require.NoError(t, benchstore.New().IntakeInsertMany(context.Background(), b.pool, bodies))
 }
 
 // count runs a COUNT(*) statement (test-only SQL, as an operator's psql).

@@ -53,7 +53,7 @@ func (b *testBundle) routeStatus(t *testing.T, ref operator.RouteRef) store.Hera
 // pending returns how many routes are scheduling candidates, per channel.
 func (b *testBundle) pending(t *testing.T) map[string]int64 {
 	t.Helper()
-	rows, err := b.q.StatsBacklog(context.Background(), b.pool, nil)
+	rows, err := b.q.RouteBacklogByStatus(context.Background(), b.pool, nil)
 	require.NoError(t, err)
 	out := map[string]int64{}
 	for _, r := range rows {

@@ -229,7 +229,7 @@ func (o *Operator) EnqueueReplay(ctx context.Context, f Filter, opts ReplayOpts)
 	}
 	// The job and its audit row commit together.
 	err = pgx.BeginFunc(ctx, o.pool, func(tx pgx.Tx) error {
-		id, err := o.q.ReplayJobEnqueue(ctx, tx, args)
+		id, err := o.q.DeadLetterReplayEnqueue(ctx, tx, args)
 		if err != nil {
 			return fmt.Errorf("insert replay job: %w", err)
 		}

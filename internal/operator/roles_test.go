@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // login creates a LOGIN role of its own for this test, granted the herald
@@ -47,7 +48,7 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	mine := operatortest.Seed(t, asA, operatortest.Spec{N: 2, Producer: nameA})
 	theirs := operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Producer: nameB, Dead: true})
 
-	rec, err := b.q.RecordShow(ctx, asA, mine[0].NotificationID)
+	rec, err := b.q.RecordGet(ctx, asA, mine[0].NotificationID)
 	require.NoError(t, err)
 	require.Equal(t, nameA, rec.Producer)
 	routes, err := b.q.RouteListByNotification(ctx, asA, mine[0].NotificationID)
@@ -55,12 +56,12 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	require.Len(t, routes, 1)
 
 	// Another producer's rows are invisible, not forbidden.
-	_, err = b.q.RecordShow(ctx, asA, theirs[0].NotificationID)
+	_, err = b.q.RecordGet(ctx, asA, theirs[0].NotificationID)
 	require.ErrorIs(t, err, pgx.ErrNoRows)
 	routes, err = b.q.RouteListByNotification(ctx, asA, theirs[0].NotificationID)
 	require.NoError(t, err)
 	require.Empty(t, routes)
-	dls, err := b.q.DeadLetterListByNotification(ctx, asA, theirs[0].NotificationID)
+	dls, err := benchstore.New().DeadLetterListByNotification(ctx, asA, theirs[0].NotificationID)
 	require.NoError(t, err)
 	require.Empty(t, dls)
 
@@ -91,7 +92,7 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	require.Equal(t, "pending", routes[0].Status)
 
 	// The SQL door is open to it; the operator's views are not.
-	require.NoError(t, b.q.IntakeInsertMany(ctx, asA, []string{`{"producer":"` + nameA + `"}`}))
+	require.NoError(t, benchstore.New().IntakeInsertMany(ctx, asA, []string{`{"producer":"` + nameA + `"}`}))
 	opA, err := operator.New(asA, nil)
 	require.NoError(t, err)
 	_, err = opA.DeadLetters(ctx, operator.Filter{}, 0, "")
@@ -126,7 +127,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 	require.Len(t, mal.Malformed, 1)
 
 	// INSERT, UPDATE and DELETE all fail with insufficient_privilege.
-	requireInsufficientPrivilege(t, b.q.IntakeInsertMany(ctx, asAud, []string{`{}`}))
+	requireInsufficientPrivilege(t, benchstore.New().IntakeInsertMany(ctx, asAud, []string{`{}`}))
 	_, err = b.q.RouteCancelByNotification(ctx, asAud, store.RouteCancelByNotificationParams{NotificationID: live[0].NotificationID, Actor: "auditor"})
 	requireInsufficientPrivilege(t, err)
 	_, err = b.q.MalformedIntentDeleteBefore(ctx, asAud, store.MalformedIntentDeleteBeforeParams{
@@ -176,7 +177,7 @@ func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
 
 	name, asProducer := login(t, b, "after_down", "herald_producer")
 	refs := operatortest.Seed(t, asProducer, operatortest.Spec{N: 1, Producer: name})
-	rec, err := b.q.RecordShow(ctx, asProducer, refs[0].NotificationID)
+	rec, err := b.q.RecordGet(ctx, asProducer, refs[0].NotificationID)
 	require.NoError(t, err)
 	require.Equal(t, name, rec.Producer)
 
@@ -184,5 +185,5 @@ func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
 	_, err = migrate.New(other.pool, nil).Up(ctx)
 	require.NoError(t, err)
 	_, asAud := login(t, other, "aud_after_up", "herald_auditor")
-	requireInsufficientPrivilege(t, b.q.IntakeInsertMany(ctx, asAud, []string{`{}`}))
+	requireInsufficientPrivilege(t, benchstore.New().IntakeInsertMany(ctx, asAud, []string{`{}`}))
 }

@@ -57,7 +57,7 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 		return nil, fmt.Errorf("read database clock: %w", err)
 	}
 	st := &Stats{At: now, WindowSeconds: window.Seconds()}
-	backlog, err := o.q.StatsBacklog(ctx, o.pool, &now)
+	backlog, err := o.q.RouteBacklogByStatus(ctx, o.pool, &now)
 	if err != nil {
 		return nil, fmt.Errorf("read backlog: %w", err)
 	}
@@ -65,7 +65,7 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	for i, b := range backlog {
 		st.Backlog[i] = Backlog{Channel: b.Channel, Status: b.Status, Routes: b.Routes, Due: b.Due, LagSeconds: b.LagSeconds}
 	}
-	tp, err := o.q.StatsThroughput(ctx, o.pool, now.Add(-window))
+	tp, err := o.q.RouteThroughputByChannel(ctx, o.pool, now.Add(-window))
 	if err != nil {
 		return nil, fmt.Errorf("read throughput: %w", err)
 	}
@@ -76,7 +76,7 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 			MeanLatencySeconds: t.MeanLatencySeconds, MaxLatencySeconds: t.MaxLatencySeconds,
 		}
 	}
-	dl, err := o.q.StatsDeadLetters(ctx, o.pool)
+	dl, err := o.q.DeadLetterCountByClassification(ctx, o.pool)
 	if err != nil {
 		return nil, fmt.Errorf("read dead letters: %w", err)
 	}

@@ -66,7 +66,7 @@ type Status struct {
 // ErrNotFound when no notification has the id (retention may have deleted
 // it).
 func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, error) {
-	rec, err := o.q.RecordShow(ctx, o.pool, notificationID)
+	rec, err := o.q.RecordGet(ctx, o.pool, notificationID)
 	if err != nil {
 		return nil, fmt.Errorf("notification %s: %w", notificationID, notFound(err, "read record"))
 	}
@@ -74,7 +74,7 @@ func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, 
 	if err != nil {
 		return nil, fmt.Errorf("routes of %s: %w", notificationID, err)
 	}
-	events, err := o.q.NotificationTimeline(ctx, o.pool, notificationID)
+	events, err := o.q.RecordTimeline(ctx, o.pool, notificationID)
 	if err != nil {
 		return nil, fmt.Errorf("timeline of %s: %w", notificationID, err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // scenario is one kind of provider behaviour and the class every route
@@ -116,7 +116,7 @@ func TestProviderChaosEndsEveryRouteInItsClass(t *testing.T) {
 	}
 	waitTerminal(t, e.pool, 2*time.Minute)
 
-	rows, err := store.New().BenchRouteOutcomes(ctx, e.pool)
+	rows, err := benchstore.New().BenchRouteOutcomes(ctx, e.pool)
 	require.NoError(t, err)
 	require.Len(t, rows, perScenario*len(scenarios))
 	counts := map[string]map[string]int{}

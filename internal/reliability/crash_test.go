@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 var heraldBuild struct {
@@ -126,7 +126,7 @@ func TestServeKilledAtRandomLosesNothing(t *testing.T) {
 		attempt                 int32
 	}
 	inFlight := map[claim]bool{}
-	q := store.New()
+	q := benchstore.New()
 	for k := range kills {
 		time.Sleep(time.Duration(150+rand.IntN(450)) * time.Millisecond)
 		srv.kill()

@@ -18,7 +18,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 var long = flag.Bool("long", os.Getenv("HERALD_LONG") == "1", "run the longer reliability suites (env HERALD_LONG=1)")
@@ -173,7 +173,7 @@ func (p *producer) submit(ctx context.Context, from, to, batch int) (retries int
 // through pool, retrying through database outages.
 func waitTerminal(t *testing.T, pool *pgxpool.Pool, timeout time.Duration) {
 	t.Helper()
-	q := store.New()
+	q := benchstore.New()
 	deadline := time.Now().Add(timeout)
 	var n int64
 	for time.Now().Before(deadline) {
@@ -196,7 +196,7 @@ type verdict struct {
 
 func judge(t *testing.T, pool *pgxpool.Pool, rc *receiver, url string) verdict {
 	t.Helper()
-	rows, err := store.New().BenchRouteOutcomes(context.Background(), pool)
+	rows, err := benchstore.New().BenchRouteOutcomes(context.Background(), pool)
 	require.NoError(t, err)
 	v := verdict{byStatus: map[string]int{}}
 	for _, r := range rows {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // terminateSQL ends every backend whose application_name starts with the
@@ -47,7 +47,7 @@ func TestConnectionsKilledLoseNothing(t *testing.T) {
 	killerDone := make(chan struct{})
 	go func() {
 		defer close(killerDone)
-		q := store.New()
+		q := benchstore.New()
 		for ctx.Err() == nil {
 			time.Sleep(150 * time.Millisecond)
 			claimed, err := q.BenchRouteCountClaimed(ctx, admin)
@@ -67,7 +67,7 @@ func TestConnectionsKilledLoseNothing(t *testing.T) {
 	require.NoError(t, err)
 	// Keep killing while the backlog drains, then let it finish.
 	for {
-		n, err := store.New().BenchRouteCountOpen(ctx, admin)
+		n, err := benchstore.New().BenchRouteCountOpen(ctx, admin)
 		require.NoError(t, err)
 		if n < int64(routes/10) {
 			break

@@ -75,8 +75,8 @@ type IntakeClaimBatchRow struct {
 	Trusted       bool
 }
 
-// Queries of the SQL intake door (herald.intake) and of the wake-up hint the
-// accept path sends to dispatchers.
+// Queries of herald.intake, the SQL door: producers INSERT raw JSON, the
+// intake worker (internal/intake) takes it off and accepts or refuses it.
 // Takes the oldest entries off the intake, bounded by count and by bytes, and
 // returns them. It runs inside the intake worker's transaction: the rows stay
 // locked (FOR UPDATE) and deleted only if that transaction commits, so a
@@ -136,42 +136,6 @@ func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, arg IntakeClaim
 		return nil, err
 	}
 	return items, nil
-}
-
-const intakeCount = `-- name: IntakeCount :one
-SELECT count(*) FROM herald.intake
-`
-
-// The entries waiting in the intake.
-func (q *Queries) IntakeCount(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, intakeCount)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const intakeInsertMany = `-- name: IntakeInsertMany :exec
-INSERT INTO herald.intake (body)
-SELECT unnest($1::text[])
-`
-
-// Inserts raw entries, as a producer would; one statement, so the intake's
-// statement trigger sends one herald_intake hint. For tests and benchmarks.
-func (q *Queries) IntakeInsertMany(ctx context.Context, db DBTX, bodies []string) error {
-	_, err := db.Exec(ctx, intakeInsertMany, bodies)
-	return err
-}
-
-const intakeNotifyRoutes = `-- name: IntakeNotifyRoutes :exec
-SELECT pg_notify('herald_routes', $1::text)
-`
-
-// The trailing wake-up hint of a debounce window, on the channel
-// dispatchers LISTEN on; the payload is the channel of the new routes, or ”
-// for several.
-func (q *Queries) IntakeNotifyRoutes(ctx context.Context, db DBTX, channel string) error {
-	_, err := db.Exec(ctx, intakeNotifyRoutes, channel)
-	return err
 }
 
 const intakeTakeByID = `-- name: IntakeTakeByID :many

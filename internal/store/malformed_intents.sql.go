@@ -10,6 +10,34 @@ import (
 	"time"
 )
 
+const malformedIntentDeleteBefore = `-- name: MalformedIntentDeleteBefore :execrows
+DELETE FROM herald.malformed_intents m
+WHERE m.stream_entry_id IN (
+    SELECT stream_entry_id
+    FROM herald.malformed_intents
+    WHERE recorded_at < $1::timestamptz
+    ORDER BY recorded_at
+    LIMIT $2::integer
+    FOR UPDATE SKIP LOCKED
+)
+`
+
+type MalformedIntentDeleteBeforeParams struct {
+	RecordedBefore time.Time
+	BatchSize      int32
+}
+
+// Malformed-intent retention: deletes up to @batch_size malformed intents
+// recorded before @recorded_before, oldest first along
+// malformed_intents_listing_idx.
+func (q *Queries) MalformedIntentDeleteBefore(ctx context.Context, db DBTX, arg MalformedIntentDeleteBeforeParams) (int64, error) {
+	result, err := db.Exec(ctx, malformedIntentDeleteBefore, arg.RecordedBefore, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const malformedIntentGet = `-- name: MalformedIntentGet :one
 SELECT stream_entry_id, notification_type, producer, idempotency_key, failure_code, failure_message, raw_fields, recorded_at, submitted_by
 FROM herald.malformed_intents
@@ -35,6 +63,7 @@ func (q *Queries) MalformedIntentGet(ctx context.Context, db DBTX, streamEntryID
 }
 
 const malformedIntentInsertMany = `-- name: MalformedIntentInsertMany :exec
+
 INSERT INTO herald.malformed_intents (
     stream_entry_id, notification_type, producer, idempotency_key,
     failure_code, failure_message, raw_fields, submitted_by, recorded_at
@@ -70,6 +99,9 @@ type MalformedIntentInsertManyParams struct {
 	SubmittedBys      []string
 }
 
+// Queries of herald.malformed_intents: the intake entries the validator or
+// the database refused, kept for an operator (`herald malformed`) until
+// malformed-intent retention deletes them.
 // Records the intake entries the validator refused, one statement per batch.
 // stream_entry_id is "intake:<id>" of the intake row; the intake's identity
 // never repeats a value, so the primary key cannot conflict. submitted_by is
@@ -89,4 +121,75 @@ func (q *Queries) MalformedIntentInsertMany(ctx context.Context, db DBTX, arg Ma
 		arg.SubmittedBys,
 	)
 	return err
+}
+
+const malformedIntentList = `-- name: MalformedIntentList :many
+SELECT
+    m.stream_entry_id, m.recorded_at, m.failure_code, m.failure_message,
+    m.producer, m.notification_type, m.idempotency_key
+FROM herald.malformed_intents m
+WHERE ($1::text IS NULL OR m.producer = $1::text)
+    AND ($2::text IS NULL OR m.failure_code = $2::text)
+    AND ($3::timestamptz IS NULL OR m.recorded_at >= $3::timestamptz)
+    AND ($4::timestamptz IS NULL
+        OR (m.recorded_at, m.stream_entry_id)
+            < ($4::timestamptz, $5::text))
+ORDER BY m.recorded_at DESC, m.stream_entry_id DESC
+LIMIT $6::integer
+`
+
+type MalformedIntentListParams struct {
+	Producer           *string
+	FailureCode        *string
+	Since              *time.Time
+	AfterRecordedAt    *time.Time
+	AfterStreamEntryID *string
+	Max                int32
+}
+
+type MalformedIntentListRow struct {
+	StreamEntryID    string
+	RecordedAt       time.Time
+	FailureCode      string
+	FailureMessage   string
+	Producer         string
+	NotificationType string
+	IdempotencyKey   string
+}
+
+// One page of malformed intake entries, newest first, along
+// malformed_intents_listing_idx, with a keyset cursor (after_*).
+func (q *Queries) MalformedIntentList(ctx context.Context, db DBTX, arg MalformedIntentListParams) ([]MalformedIntentListRow, error) {
+	rows, err := db.Query(ctx, malformedIntentList,
+		arg.Producer,
+		arg.FailureCode,
+		arg.Since,
+		arg.AfterRecordedAt,
+		arg.AfterStreamEntryID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MalformedIntentListRow{}
+	for rows.Next() {
+		var i MalformedIntentListRow
+		if err := rows.Scan(
+			&i.StreamEntryID,
+			&i.RecordedAt,
+			&i.FailureCode,
+			&i.FailureMessage,
+			&i.Producer,
+			&i.NotificationType,
+			&i.IdempotencyKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -10,13 +10,227 @@ import (
 	"time"
 )
 
+const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :one
+WITH doomed AS (
+    SELECT r.notification_id, r.accepted_at
+    FROM herald.records r
+    WHERE r.idempotency_expires_at <= coalesce($3::timestamptz, now())
+        AND r.accepted_at < $4::timestamptz
+        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
+        AND EXISTS (
+            SELECT 1
+            FROM herald.dead_letters d
+            WHERE d.notification_id = r.notification_id
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.routes rt
+            WHERE rt.notification_id = r.notification_id
+                AND (rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
+                    OR rt.updated_at >= $4::timestamptz)
+        )
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.dead_letters d
+            WHERE d.notification_id = r.notification_id
+                AND d.created_at >= $4::timestamptz
+        )
+    ORDER BY r.accepted_at, r.notification_id
+    LIMIT $5::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+locked AS (
+    SELECT rt.notification_id
+    FROM herald.routes rt
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+        AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
+    FOR UPDATE OF rt SKIP LOCKED
+),
+deleted AS (
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+        AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
+            = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
+    RETURNING r.notification_id
+),
+routes_deleted AS (
+    -- The routes of exactly the records deleted (all locked above), with
+    -- their dead letters (ON DELETE CASCADE).
+    DELETE FROM herald.routes rt
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
+)
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, $2::text)::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true
+`
+
+type RecordDeleteDeadLetteredParams struct {
+	AfterAcceptedAt time.Time
+	AfterID         string
+	Now             *time.Time
+	DeadBefore      time.Time
+	BatchSize       int32
+}
+
+type RecordDeleteDeadLetteredRow struct {
+	Candidates         int64
+	Deleted            int64
+	LastAcceptedAt     time.Time
+	LastNotificationID string
+}
+
+// Dead-letter retention (off unless configured): deletes up to @batch_size
+// notifications that have at least one dead-lettered route, all of whose
+// routes are terminal (a replayed route is pending again and keeps its
+// record), all of whose dead letters are older than @dead_before, and whose
+// idempotency window is over. The record goes whole, with its routes and dead
+// letters, so no orphan is left for the operator views. The cursor and the
+// result are RecordDeleteFinished's.
+// A replay that committed after this statement's snapshot moved a route
+// back to pending, which the checks above cannot see. Locking the routes
+// re-reads each one's newest version (READ COMMITTED's recheck) and leaves
+// out any that is no longer terminal, or that a replay holds right now
+// (SKIP LOCKED); a record whose routes are not all locked here is kept.
+func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) (RecordDeleteDeadLetteredRow, error) {
+	row := db.QueryRow(ctx, recordDeleteDeadLettered,
+		arg.AfterAcceptedAt,
+		arg.AfterID,
+		arg.Now,
+		arg.DeadBefore,
+		arg.BatchSize,
+	)
+	var i RecordDeleteDeadLetteredRow
+	err := row.Scan(
+		&i.Candidates,
+		&i.Deleted,
+		&i.LastAcceptedAt,
+		&i.LastNotificationID,
+	)
+	return i, err
+}
+
+const recordDeleteFinished = `-- name: RecordDeleteFinished :one
+
+WITH doomed AS (
+    SELECT r.notification_id, r.accepted_at
+    FROM herald.records r
+    WHERE r.accepted_at < $3::timestamptz
+        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
+        AND r.idempotency_expires_at <= coalesce($4::timestamptz, now())
+        AND NOT EXISTS (
+            SELECT 1
+            FROM herald.routes rt
+            WHERE rt.notification_id = r.notification_id
+                AND (rt.status NOT IN ('published', 'skipped', 'canceled')
+                    OR rt.updated_at >= $5::timestamptz)
+        )
+    ORDER BY r.accepted_at, r.notification_id
+    LIMIT $6::integer
+    FOR UPDATE OF r SKIP LOCKED
+),
+deleted AS (
+    -- An array of ids, so the delete reads the primary key once per id
+    -- instead of hashing the whole table.
+    DELETE FROM herald.records r
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+    RETURNING 1
+),
+routes_deleted AS (
+    -- Every doomed record is deleted above (they are locked), so all their
+    -- routes go. A data-modifying CTE runs whether or not it is read.
+    DELETE FROM herald.routes rt
+    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+)
+SELECT
+    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM deleted)::bigint AS deleted,
+    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
+    coalesce(last.notification_id, $2::text)::text AS last_notification_id
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT accepted_at, notification_id
+    FROM doomed
+    ORDER BY accepted_at DESC, notification_id DESC
+    LIMIT 1
+) AS last ON true
+`
+
+type RecordDeleteFinishedParams struct {
+	AfterAcceptedAt time.Time
+	AfterID         string
+	AcceptedBefore  time.Time
+	Now             *time.Time
+	FinishedBefore  time.Time
+	BatchSize       int32
+}
+
+type RecordDeleteFinishedRow struct {
+	Candidates         int64
+	Deleted            int64
+	LastAcceptedAt     time.Time
+	LastNotificationID string
+}
+
+// ---------------------------------------------------------------------------
+// Retention (internal/maintenance). Every statement here touches a bounded
+// number of rows: no job holds a long transaction.
+// ---------------------------------------------------------------------------
+// Retention of finished notifications. Deletes up to @batch_size finished
+// notifications: every route terminal (published, skipped or canceled; none
+// still pending, claimed or failed, and none dead-lettered: dead letters
+// wait for an operator or for dead-letter retention), accepted before @accepted_before, no route changed since
+// @finished_before, and the idempotency window over, so a key is never freed
+// early (DESIGN.md invariant 3). The routes go in the same statement (their
+// dead letters with them, ON DELETE CASCADE; routes have no foreign key to
+// records, see migration 00005). No route can leave a terminal state the
+// candidates are in (replay only moves dead letters), so the checks cannot
+// be outrun. The candidate records are locked with SKIP LOCKED, so two runs
+// never wait on each other.
+//
+// The scan walks records_listing_idx oldest first from the cursor
+// (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
+// this statement returns (the last candidate) to the next batch, so
+// records that must stay (a dead letter, a pending route) are read once per
+// run, not once per batch. Start with the zero time (0001-01-01 UTC, Go's
+// time.Time{}, before every record) and ”. Returns the candidates found
+// (fewer than @batch_size: the run is over), the records deleted, and the
+// cursor to go on from: the last candidate's, or the one given when there
+// was no candidate.
+func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordDeleteFinishedParams) (RecordDeleteFinishedRow, error) {
+	row := db.QueryRow(ctx, recordDeleteFinished,
+		arg.AfterAcceptedAt,
+		arg.AfterID,
+		arg.AcceptedBefore,
+		arg.Now,
+		arg.FinishedBefore,
+		arg.BatchSize,
+	)
+	var i RecordDeleteFinishedRow
+	err := row.Scan(
+		&i.Candidates,
+		&i.Deleted,
+		&i.LastAcceptedAt,
+		&i.LastNotificationID,
+	)
+	return i, err
+}
+
 const recordGet = `-- name: RecordGet :one
 SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
 FROM herald.records
 WHERE notification_id = $1
 `
 
-// One record by id, for Get and Cancel.
+// One record by id, for Get, Cancel and `herald status`.
 func (q *Queries) RecordGet(ctx context.Context, db DBTX, notificationID string) (HeraldRecord, error) {
 	row := db.QueryRow(ctx, recordGet, notificationID)
 	var i HeraldRecord
@@ -93,6 +307,7 @@ func (q *Queries) RecordGetByKeys(ctx context.Context, db DBTX, arg RecordGetByK
 }
 
 const recordInsertMany = `-- name: RecordInsertMany :many
+
 WITH rec_in AS (
     -- Several set-returning functions in one select list are zipped row by
     -- row (Postgres 10+): the multi-argument unnest(a, b, ...) that sqlc
@@ -217,6 +432,9 @@ type RecordInsertManyRow struct {
 	AcceptedAt         time.Time
 }
 
+// Queries of herald.records: one row per accepted notification. Accept
+// writes it (with its routes), the client and `herald status` read it, and
+// retention deletes it (with its routes and dead letters).
 // Accepts a batch of validated intents in ONE statement (one round trip): the
 // records, then the routes of exactly those records that were inserted, and
 // the dispatchers' wake-up hint. The UNIQUE (producer, idempotency_key)
@@ -280,6 +498,56 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 			&i.IdempotencyKey,
 			&i.RequestFingerprint,
 			&i.AcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordTimeline = `-- name: RecordTimeline :many
+SELECT
+    t.at::timestamptz AS at,
+    t.route_id::text AS route_id,
+    t.channel::text AS channel,
+    t.event::text AS event,
+    t.attempt::integer AS attempt,
+    t.detail::text AS detail
+FROM herald.notification_timeline($1::text) AS t
+`
+
+type RecordTimelineRow struct {
+	At      time.Time
+	RouteID string
+	Channel string
+	Event   string
+	Attempt int32
+	Detail  string
+}
+
+// One notification's timeline, for `herald status` (schema function
+// herald.notification_timeline, which reads its record, routes, dead letters
+// and audit rows).
+func (q *Queries) RecordTimeline(ctx context.Context, db DBTX, notificationID string) ([]RecordTimelineRow, error) {
+	rows, err := db.Query(ctx, recordTimeline, notificationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordTimelineRow{}
+	for rows.Next() {
+		var i RecordTimelineRow
+		if err := rows.Scan(
+			&i.At,
+			&i.RouteID,
+			&i.Channel,
+			&i.Event,
+			&i.Attempt,
+			&i.Detail,
 		); err != nil {
 			return nil, err
 		}

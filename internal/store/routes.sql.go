@@ -10,6 +10,144 @@ import (
 	"time"
 )
 
+const routeBacklogByChannel = `-- name: RouteBacklogByChannel :many
+
+SELECT
+    channel,
+    count(*)::bigint AS backlog,
+    coalesce(extract(epoch FROM
+        greatest(coalesce($1::timestamptz, now()) - min(next_attempt_at), interval '0')
+    ), 0)::float8 AS lag_seconds
+FROM herald.routes
+WHERE next_attempt_at IS NOT NULL
+GROUP BY channel
+ORDER BY channel
+`
+
+type RouteBacklogByChannelRow struct {
+	Channel    string
+	Backlog    int64
+	LagSeconds float64
+}
+
+// ---------------------------------------------------------------------------
+// Backlog and health: metrics, `herald stats`, maintenance.
+// ---------------------------------------------------------------------------
+// The backlog and lag per channel for the metrics collector: one scan of
+// routes_due_idx (index-only: every column read is in the index, and only
+// scheduling candidates are in it). Lag is how late the most overdue route
+// is (0 when nothing is overdue); a claimed route's next_attempt_at is its
+// lease's end, in the future, so it adds to the backlog and not to the lag.
+func (q *Queries) RouteBacklogByChannel(ctx context.Context, db DBTX, now *time.Time) ([]RouteBacklogByChannelRow, error) {
+	rows, err := db.Query(ctx, routeBacklogByChannel, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteBacklogByChannelRow{}
+	for rows.Next() {
+		var i RouteBacklogByChannelRow
+		if err := rows.Scan(&i.Channel, &i.Backlog, &i.LagSeconds); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeBacklogByStatus = `-- name: RouteBacklogByStatus :many
+SELECT
+    channel,
+    status,
+    count(*)::bigint AS routes,
+    count(*) FILTER (WHERE next_attempt_at <= coalesce($1::timestamptz, now()))::bigint AS due,
+    coalesce(extract(epoch FROM greatest(
+        coalesce($1::timestamptz, now())
+            - min(next_attempt_at) FILTER (WHERE next_attempt_at <= coalesce($1::timestamptz, now())),
+        interval '0')), 0)::float8 AS lag_seconds
+FROM herald.routes
+WHERE next_attempt_at IS NOT NULL
+GROUP BY channel, status
+ORDER BY channel, status
+`
+
+type RouteBacklogByStatusRow struct {
+	Channel    string
+	Status     string
+	Routes     int64
+	Due        int64
+	LagSeconds float64
+}
+
+// The backlog per channel and status for `herald stats` (the backlog_view's
+// figures, with an injectable clock): one scan of routes_due_idx.
+func (q *Queries) RouteBacklogByStatus(ctx context.Context, db DBTX, now *time.Time) ([]RouteBacklogByStatusRow, error) {
+	rows, err := db.Query(ctx, routeBacklogByStatus, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteBacklogByStatusRow{}
+	for rows.Next() {
+		var i RouteBacklogByStatusRow
+		if err := rows.Scan(
+			&i.Channel,
+			&i.Status,
+			&i.Routes,
+			&i.Due,
+			&i.LagSeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeBloatStats = `-- name: RouteBloatStats :one
+SELECT
+    coalesce(s.n_live_tup, 0)::bigint AS table_live_tuples,
+    coalesce(s.n_dead_tup, 0)::bigint AS table_dead_tuples,
+    pg_relation_size('herald.routes'::regclass)::bigint AS table_bytes,
+    pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS index_bytes,
+    greatest(i.reltuples, 0)::bigint AS index_tuples
+FROM pg_catalog.pg_class i
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes'::regclass
+WHERE i.oid = 'herald.routes_due_idx'::regclass
+`
+
+type RouteBloatStatsRow struct {
+	TableLiveTuples int64
+	TableDeadTuples int64
+	TableBytes      int64
+	IndexBytes      int64
+	IndexTuples     int64
+}
+
+// What the bloat check decides on, from the statistics views only (no table
+// scan; pgstattuple is an extension that may not be installed): the routes
+// table's live and dead tuples and size, and routes_due_idx's size and the
+// number of entries the planner believes it holds (reltuples, refreshed by
+// VACUUM and ANALYZE; -1 when never analysed).
+func (q *Queries) RouteBloatStats(ctx context.Context, db DBTX) (RouteBloatStatsRow, error) {
+	row := db.QueryRow(ctx, routeBloatStats)
+	var i RouteBloatStatsRow
+	err := row.Scan(
+		&i.TableLiveTuples,
+		&i.TableDeadTuples,
+		&i.TableBytes,
+		&i.IndexBytes,
+		&i.IndexTuples,
+	)
+	return i, err
+}
+
 const routeCancelByNotification = `-- name: RouteCancelByNotification :many
 SELECT c.route_id::text AS route_id, c.channel::text AS channel
 FROM herald.notification_cancel($1::text, $2::text, $3::text, $4::timestamptz) AS c
@@ -133,7 +271,8 @@ type RouteClaimDueRow struct {
 }
 
 // ---------------------------------------------------------------------------
-// Dispatcher (internal/dispatch): claim, complete, release, next due.
+// Dispatcher (internal/dispatch): claim, complete, release, next due, and
+// the wake-up hint.
 // ---------------------------------------------------------------------------
 // Claims up to @max due routes of one channel and takes a lease on them, in
 // one statement (one short implicit transaction): status 'claimed', the
@@ -374,6 +513,39 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 	return items, nil
 }
 
+const routeDueIndexLeftoverList = `-- name: RouteDueIndexLeftoverList :many
+SELECT c.relname::text AS index_name
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+WHERE i.indrelid = 'herald.routes'::regclass
+    AND NOT i.indisvalid
+    AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
+ORDER BY 1
+`
+
+// The invalid indexes a failed REINDEX INDEX CONCURRENTLY of routes_due_idx
+// leaves behind (routes_due_idx_ccnew, _ccnew1, ...): Postgres keeps
+// updating them on every write and never drops them by itself.
+func (q *Queries) RouteDueIndexLeftoverList(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, routeDueIndexLeftoverList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var index_name string
+		if err := rows.Scan(&index_name); err != nil {
+			return nil, err
+		}
+		items = append(items, index_name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const routeListByNotification = `-- name: RouteListByNotification :many
 
 SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at
@@ -382,8 +554,10 @@ WHERE notification_id = $1
 ORDER BY route_id
 `
 
-// Route queries. The client's reads and cancel come first; the dispatcher's
-// claim and complete follow below.
+// Queries of herald.routes: one row per (notification, channel, recipient),
+// the unit the dispatcher schedules and delivers. The client's reads and
+// cancel come first, then the dispatcher's claim and complete, then what
+// metrics, `herald stats` and maintenance read.
 // Every route of one notification, for Get and `herald status`: reads the
 // primary key's prefix.
 func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notificationID string) ([]HeraldRoute, error) {
@@ -457,6 +631,19 @@ func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDuePar
 	return seconds, err
 }
 
+const routeNotifyDispatchers = `-- name: RouteNotifyDispatchers :exec
+SELECT pg_notify('herald_routes', $1::text)
+`
+
+// The trailing wake-up hint of the accept path's debounce window, on the
+// NOTIFY channel herald_routes that dispatchers LISTEN on; the payload is the
+// delivery channel of the new routes, or ” for several. (The leading hint
+// rides RecordInsertMany.)
+func (q *Queries) RouteNotifyDispatchers(ctx context.Context, db DBTX, channel string) error {
+	_, err := db.Exec(ctx, routeNotifyDispatchers, channel)
+	return err
+}
+
 const routeReleaseLeases = `-- name: RouteReleaseLeases :execrows
 UPDATE herald.routes AS r
 SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
@@ -503,4 +690,53 @@ func (q *Queries) RouteReleaseLeases(ctx context.Context, db DBTX, arg RouteRele
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const routeThroughputByChannel = `-- name: RouteThroughputByChannel :many
+SELECT
+    r.channel,
+    count(*)::bigint AS published,
+    coalesce(avg(extract(epoch FROM r.published_at - rec.accepted_at)), 0)::float8 AS mean_latency_seconds,
+    coalesce(max(extract(epoch FROM r.published_at - rec.accepted_at)), 0)::float8 AS max_latency_seconds
+FROM herald.routes r
+JOIN herald.records rec ON rec.notification_id = r.notification_id
+WHERE r.published_at >= $1::timestamptz
+GROUP BY r.channel
+ORDER BY r.channel
+`
+
+type RouteThroughputByChannelRow struct {
+	Channel            string
+	Published          int64
+	MeanLatencySeconds float64
+	MaxLatencySeconds  float64
+}
+
+// Routes published per channel since @since, and how long they took from
+// acceptance (mean and worst). There is no index on published_at (it would
+// cost every completion a write), so this scans routes: an operator's
+// occasional question, not a hot path.
+func (q *Queries) RouteThroughputByChannel(ctx context.Context, db DBTX, since time.Time) ([]RouteThroughputByChannelRow, error) {
+	rows, err := db.Query(ctx, routeThroughputByChannel, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteThroughputByChannelRow{}
+	for rows.Next() {
+		var i RouteThroughputByChannelRow
+		if err := rows.Scan(
+			&i.Channel,
+			&i.Published,
+			&i.MeanLatencySeconds,
+			&i.MaxLatencySeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // Spec describes notifications to seed, one route each.
@@ -83,7 +84,7 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 		_, err := q.RecordInsertMany(ctx, db, p)
 		require.NoError(t, err)
 		if spec.Dead {
-			moved, err := q.RouteDeadLetterMany(ctx, db, store.RouteDeadLetterManyParams{
+			moved, err := benchstore.New().RouteDeadLetterMany(ctx, db, benchstore.RouteDeadLetterManyParams{
 				NotificationIds: nids,
 				Attempts:        3,
 				Classification:  cmp.Or(spec.Classification, "permanent"),
