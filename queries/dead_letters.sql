@@ -12,12 +12,13 @@
 -- The filter is written out in DeadLetterList, DeadLetterCount and
 -- DeadLetterReplay alike (sqlc has no macros); keep the three in step. It is
 -- not a schema function because neither kind keeps the plans (checked with
--- EXPLAIN on 100k dead letters): a set-returning SQL function is inlined, but
--- FOR UPDATE cannot lock rows read through a function, so the replay would
--- join dead_letters to itself (much worse with a generic plan); and a boolean
--- SQL function is not inlined when its body has a sub-select (the ids test),
--- so the planner could neither fold away the NULL arms nor use
--- dead_letters_listing_idx for since/until.
+-- EXPLAIN; the plans and figures are in this file's history): a
+-- set-returning SQL function is inlined, but FOR UPDATE cannot lock rows
+-- read through a function, so the replay would join dead_letters to itself
+-- (much worse with a generic plan); and a boolean SQL function is not
+-- inlined when its body has a sub-select (the ids test), so the planner
+-- could neither fold away the NULL arms nor use dead_letters_listing_idx for
+-- since/until.
 
 -- name: DeadLetterList :many
 -- One page of dead letters, newest first, along dead_letters_listing_idx.

@@ -447,7 +447,7 @@ type RecordInsertManyRow struct {
 // Returns one row per inserted record. A key that is not among them exists
 // already (committed before, or by a racing transaction this statement
 // waited for): the caller reads those with RecordGetByKeys, a second round
-// trip paid only by duplicates. Looking every key up here instead cost a
+// trip paid only by duplicates. Looking every key up here would cost a
 // descent of the unique index per intent on every batch, duplicates or not.
 // The producer/idempotency_key pairs must be distinct within one call.
 // An element of the send_at / expires_at arrays that is the zero time

@@ -295,10 +295,10 @@ type RouteClaimDueRow struct {
 //
 // The locked rows are found again through the primary key with
 // `notification_id = ANY(ARRAY(...))`, an index condition, then matched
-// exactly on (notification_id, route_id): a plain join of the CTE on the
-// primary key became a hash join over a sequential scan of all routes at
-// 1,000 claimed rows. (ctid would be tighter still, but sqlc cannot type
-// system columns.)
+// exactly on (notification_id, route_id): with a plain join of the CTE on
+// the primary key, the planner turns to a hash join over a sequential scan
+// of all routes once a batch is large. (ctid would be tighter still, but
+// sqlc cannot type system columns.)
 //
 // Joining records hands delivery what it needs in the same round trip; the
 // UPDATE locks only routes rows. `expired` says the intent expired before
