@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 // Defaults of Config.
@@ -24,7 +25,7 @@ const (
 	// DefaultIdempotencyWindow is the default Config.IdempotencyWindow.
 	DefaultIdempotencyWindow = intake.DefaultIdempotencyWindow
 	// DefaultNotifyDebounce is the default Config.NotifyDebounce.
-	DefaultNotifyDebounce = intake.DefaultWakeDebounce
+	DefaultNotifyDebounce = wake.DefaultDebounce
 	// DefaultActor is the default Config.Actor.
 	DefaultActor = "herald-client"
 )
@@ -99,7 +100,7 @@ type Client struct {
 	actor  string
 	now    func() time.Time
 	result func(producer, result string)
-	waker  *intake.Waker
+	waker  *wake.Waker
 }
 
 // NewClient returns a Client storing into the herald schema of pool's
@@ -132,7 +133,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		actor:  cmp.Or(cfg.Actor, DefaultActor),
 		now:    cfg.NowFunc,
 		result: cfg.ResultFunc,
-		waker:  intake.NewWaker(pool, cfg.NotifyDebounce, logger),
+		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
 	}, nil
 }
 

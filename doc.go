@@ -157,9 +157,10 @@
 //
 // # Wake-up hints
 //
-// Dispatchers LISTEN on two channels: herald_intake (sent once per INSERT
-// statement into herald.intake) and herald_routes, sent by the accept path
-// with the channel of the new routes as payload ("" when several). The
+// Two NOTIFY topics wake herald's processes: herald_intake, sent once per
+// INSERT statement into herald.intake, wakes the intake worker, and
+// herald_routes, sent by the accept path with the delivery channel of the
+// new routes as payload ("" when several), wakes the dispatchers. The
 // herald_routes hint of Submit and SubmitMany is debounced in each client:
 // the first submit of a quiet period sends it inside its own statement,
 // submits in the following Config.NotifyDebounce (5 ms) send none, and one

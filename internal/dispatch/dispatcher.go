@@ -16,7 +16,7 @@
 // database crash only makes its routes due again, to be delivered again
 // like any delivery in flight at a crash. A claim
 // that filled its batch is followed by another at once; otherwise the loop
-// sleeps until a NOTIFY on herald_routes (see RoutesNotifyChannel; a payload
+// sleeps until a NOTIFY on herald_routes (see wake.RoutesTopic; a payload
 // naming a channel wakes only that channel's loop), the next
 // route's due time, or the poll fallback, whichever comes first.
 //
@@ -82,17 +82,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
 )
-
-// RoutesNotifyChannel is the NOTIFY channel producers signal when they have
-// written due routes (the intake's channel name, so the two cannot drift);
-// the payload names the routes' channel, or is "" for several. One
-// notification per statement or transaction is plenty: it only wakes the
-// dispatcher, which then claims in batches.
-const RoutesNotifyChannel = intake.RoutesChannel
 
 // Defaults for Config and ChannelConfig.
 const (

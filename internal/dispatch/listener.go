@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/pglisten"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 // wakeChannel wakes the loop of the channel a hint names, or every loop
@@ -21,7 +22,7 @@ func (d *Dispatcher) wakeChannel(name string) {
 }
 
 // listen holds a connection of its own (outside the pool, so it never
-// starves claims) LISTENing on RoutesNotifyChannel, and wakes the named
+// starves claims) LISTENing on wake.RoutesTopic, and wakes the named
 // channel's loop on each notification. If the connection dies it reconnects
 // by itself, with a capped backoff, and wakes every loop once connected
 // again in case a notification was missed meanwhile; until then the loops
@@ -29,7 +30,7 @@ func (d *Dispatcher) wakeChannel(name string) {
 func (d *Dispatcher) listen(ctx context.Context) {
 	pglisten.Run(ctx, pglisten.Config{
 		ConnConfig:    d.pool.Config().ConnConfig,
-		Channel:       RoutesNotifyChannel,
+		Channel:       wake.RoutesTopic,
 		NotifyFunc:    d.wakeChannel,
 		ConnectedFunc: func(bool) { d.Wake() },
 		FailedFunc: func(err error, retryIn time.Duration) {

@@ -19,18 +19,6 @@ import (
 // orchestrator kept its Redis keys.
 const DefaultIdempotencyWindow = 48 * time.Hour
 
-// Notification channels. Dispatchers LISTEN on both.
-const (
-	// RoutesChannel carries the accept path's wake-up hint: new routes may
-	// be due. The payload is the channel of the new routes ("sms", "email",
-	// "webhook"), or "" when they span several. The hint is debounced (see
-	// Waker), so a dispatcher must also poll; the hint only cuts latency.
-	RoutesChannel = "herald_routes"
-	// IntakeChannel carries the SQL intake's hint, sent once per INSERT
-	// statement by the trigger on herald.intake, with an empty payload.
-	IntakeChannel = "herald_intake"
-)
-
 // AcceptParams configures one Accept call.
 type AcceptParams struct {
 	// Now is the acceptance time written to records and routes; zero means
@@ -41,8 +29,8 @@ type AcceptParams struct {
 	// DefaultIdempotencyWindow.
 	IdempotencyWindow time.Duration
 	// Notify, when non-nil, makes the insert statement itself send the
-	// herald_routes hint with payload *Notify, delivered when the
-	// transaction commits (see Waker.Hint). Nil sends none.
+	// wake.RoutesTopic hint with payload *Notify, delivered when the
+	// transaction commits (see wake.Waker.Hint). Nil sends none.
 	Notify *string
 }
 
@@ -255,8 +243,8 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 	return a, nil
 }
 
-// HintChannel returns the payload of the herald_routes hint for the routes
-// of vs: their channel if they share one, else "".
+// HintChannel returns the payload of the wake.RoutesTopic hint for the
+// routes of vs: their delivery channel if they share one, else "".
 func HintChannel(vs []*Validated) string {
 	ch := ""
 	for _, v := range vs {

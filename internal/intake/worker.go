@@ -17,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 // Defaults of WorkerConfig.
@@ -148,9 +149,9 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 // connection delays entries but never strands them. Errors of a drain are
 // logged and retried at the next wake-up.
 func (w *Worker) Run(ctx context.Context) error {
-	wake := make(chan struct{}, 1)
+	woken := make(chan struct{}, 1)
 	listening := make(chan struct{})
-	go w.listen(ctx, wake, listening)
+	go w.listen(ctx, woken, listening)
 	select { // LISTEN first, so that no entry slips in between drain and LISTEN
 	case <-listening:
 	case <-ctx.Done():
@@ -172,28 +173,28 @@ func (w *Worker) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
+		case <-woken:
 		case <-timer.C:
 		}
 	}
 }
 
-// listen holds a connection LISTENing on herald_intake and signals wake on
+// listen holds a connection LISTENing on herald_intake and signals woken on
 // each notification, and after a reconnect (entries may have arrived while
 // it was not listening); it reconnects by itself after a failure. It closes
 // listening after its first attempt, successful or not.
-func (w *Worker) listen(ctx context.Context, wake chan<- struct{}, listening chan struct{}) {
+func (w *Worker) listen(ctx context.Context, woken chan<- struct{}, listening chan struct{}) {
 	var once sync.Once
 	attempted := func() { once.Do(func() { close(listening) }) }
 	signal := func() {
 		select {
-		case wake <- struct{}{}:
+		case woken <- struct{}{}:
 		default:
 		}
 	}
 	pglisten.Run(ctx, pglisten.Config{
 		ConnConfig: w.pool.Config().ConnConfig,
-		Channel:    IntakeChannel,
+		Channel:    wake.IntakeTopic,
 		NotifyFunc: func(string) { signal() },
 		ConnectedFunc: func(first bool) {
 			attempted()

@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -168,7 +169,7 @@ func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
 	conn, err := pgx.Connect(context.Background(), b.dbURL)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(context.Background(), "LISTEN "+RoutesChannel)
+	_, err = conn.Exec(context.Background(), "LISTEN "+wake.RoutesTopic)
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,4 +1,4 @@
-package intake
+package wake
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// DefaultWakeDebounce is the default debounce window of a Waker: 5 ms. A
+// DefaultDebounce is the default debounce window of a Waker: 5 ms. A
 // NOTIFY is not free: every notifying transaction takes a cluster-wide lock
 // on the notification queue at commit, serializing those commits, so one
 // per submit would cap intake at that lock's rate. One hint per 5 ms is at
@@ -17,9 +17,9 @@ import (
 // keeps an isolated submit's latency at zero and a burst's added latency
 // under 5 ms (a dispatcher woken by the first hint usually claims the rest
 // of the burst on the same wake-up anyway).
-const DefaultWakeDebounce = 5 * time.Millisecond
+const DefaultDebounce = 5 * time.Millisecond
 
-// Waker debounces the herald_routes wake-up hint of one process: the first
+// Waker debounces the RoutesTopic wake-up hint of one process: the first
 // accept of a quiet period sends it at once (leading edge, inside the
 // accept's own statement), the accepts that follow within the window send
 // nothing, and one trailing hint goes out at the end of the window if any
@@ -38,12 +38,12 @@ type Waker struct {
 }
 
 // NewWaker returns a Waker sending trailing hints through db (normally the
-// pool) with debounce window window (DefaultWakeDebounce when zero; a
+// pool) with debounce window window (DefaultDebounce when zero; a
 // negative window disables debouncing: every accept sends its hint). A nil
 // logger discards.
 func NewWaker(db store.DBTX, window time.Duration, logger *slog.Logger) *Waker {
 	if window == 0 {
-		window = DefaultWakeDebounce
+		window = DefaultDebounce
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -51,11 +51,11 @@ func NewWaker(db store.DBTX, window time.Duration, logger *slog.Logger) *Waker {
 	return &Waker{db: db, window: window, logger: logger}
 }
 
-// Hint is called by an accept about to insert routes of channel ch (""
-// for several). It returns the payload the accept's statement should send
-// itself (AcceptParams.Notify) on the leading edge of a window, or nil
-// when a hint went out less than a window ago; then the accept calls Done
-// once its statement has succeeded.
+// Hint is called by an accept about to insert routes of delivery channel
+// ch ("" for several). It returns the payload the accept's statement
+// should send itself (its Notify parameter) on the leading edge of a
+// window, or nil when a hint went out less than a window ago; then the
+// accept calls Done once its statement has succeeded.
 func (w *Waker) Hint(ch string) *string {
 	if w.window < 0 {
 		return &ch

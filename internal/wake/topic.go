@@ -1,0 +1,26 @@
+// Package wake is how herald's processes wake each other through
+// PostgreSQL: the NOTIFY topics (the names that NOTIFY and LISTEN take,
+// which PostgreSQL calls channels; herald keeps that word for delivery
+// channels) and the Waker that debounces the accept path's hint to the
+// dispatchers. Both sides import it: the accept path and the intake worker
+// send on a topic, the dispatcher and the intake worker LISTEN on one
+// (through internal/pglisten).
+//
+// A notification is only a hint: whoever LISTENs also polls, so a lost
+// notification delays work but never strands it.
+package wake
+
+// NOTIFY topics. Dispatchers LISTEN on RoutesTopic, the intake worker on
+// IntakeTopic.
+const (
+	// RoutesTopic carries the accept path's wake-up hint: new routes may
+	// be due. The payload is the delivery channel of the new routes ("sms",
+	// "email", "webhook"), or "" when they span several. The hint is
+	// debounced (see Waker), so a dispatcher must also poll; the hint only
+	// cuts latency. One notification per statement or transaction is
+	// plenty: it only wakes the dispatcher, which then claims in batches.
+	RoutesTopic = "herald_routes"
+	// IntakeTopic carries the SQL intake's hint, sent once per INSERT
+	// statement by the trigger on herald.intake, with an empty payload.
+	IntakeTopic = "herald_intake"
+)
