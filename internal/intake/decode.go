@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/canonjson"
 )
 
 // DecodeRaw decodes one raw intake entry into an Intent, for Validate. It
@@ -167,15 +169,14 @@ func (d *rawDecoder) decodeString(path string, raw json.RawMessage) (string, boo
 		d.errs.add(path, CodeWrongShape, "must be a string, not %s", kind)
 		return "", false
 	}
-	// The walker decodes as encoding/json does, and says whether it put a
+	// Unquote decodes as encoding/json does, and says whether it put a
 	// U+FFFD in place of something that is not text.
-	w := jsonWalker{data: raw}
-	b, _, err := w.str()
+	b, replaced, err := canonjson.Unquote(raw)
 	switch {
 	case err != nil:
 		d.errs.add(path, CodeWrongShape, "must be a string: %v", err)
 		return "", false
-	case w.replaced:
+	case replaced:
 		// The entry is valid UTF-8, so this is an escape.
 		d.errs.add(path, CodeInvalidField, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not a character")
 		return "", false
@@ -300,7 +301,7 @@ func isNull(raw []byte) bool { return jsonKind(raw) == "null" }
 // joinPath appends key to path. The key comes from the entry, so it is
 // sanitized and cut to 64 characters: the path ends up in failure_message.
 func joinPath(path, key string) string {
-	key = sanitizeText(key)
+	key = canonjson.SanitizeText(key)
 	if utf8.RuneCountInString(key) > 64 {
 		key = cutRunes(key, 63) + "…"
 	}
@@ -335,17 +336,16 @@ func RawFields(body []byte) []byte {
 		}
 		excerpt := body[:n]
 		out := []byte(`{"body":`)
-		out = appendJSONString(out, sanitizeText(string(excerpt)))
+		out = canonjson.AppendString(out, canonjson.SanitizeText(string(excerpt)))
 		return fmt.Appendf(out, `,"truncated":true,"bytes":%d}`, len(body))
 	}
 	if jsonKind(body) == "object" && json.Valid(body) {
-		w := jsonWalker{}
-		if out, err := w.walk(body); err == nil {
+		if out, err := canonjson.Repair(body); err == nil {
 			return out
 		}
 	}
 	out := []byte(`{"body":`)
-	out = appendJSONString(out, sanitizeText(string(body)))
+	out = canonjson.AppendString(out, canonjson.SanitizeText(string(body)))
 	return append(out, '}')
 }
 
@@ -397,7 +397,7 @@ func PartialFields(body []byte) (notificationType, producer, idempotencyKey stri
 
 // cutRunes returns s sanitized and trimmed, cut to at most n runes.
 func cutRunes(s string, n int) string {
-	s = strings.TrimSpace(sanitizeText(s))
+	s = strings.TrimSpace(canonjson.SanitizeText(s))
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

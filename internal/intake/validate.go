@@ -16,6 +16,7 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
+	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/channel"
 )
 
@@ -272,7 +273,7 @@ type Validated struct {
 	// records.payload_json.
 	PayloadJSON []byte
 	// Fingerprint is the hex SHA-256 of the intent's canonical form; see
-	// fingerprint.go for what it covers.
+	// canonjson.Fingerprint for what it covers.
 	Fingerprint string
 	// Routes holds one plan per (channel, recipient), sorted by channel and
 	// then recipient reference.
@@ -526,7 +527,7 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 	case listed[channel.Webhook] && !hasWebhook:
 		errs.add("content.webhook", CodeMissingContent, "channel webhook is listed but has no content")
 	case listed[channel.Webhook]:
-		canon, err := canonicalJSON(in.Webhook)
+		canon, err := canonjson.Canonical(in.Webhook)
 		if err != nil {
 			errs.add("content.webhook", CodeInvalidField, "%v", err)
 		} else {

@@ -40,45 +40,6 @@ func BenchmarkValidate(b *testing.B) {
 	}
 }
 
-// BenchmarkCanonicalJSON compares the scanner with the encoding/json
-// reference (canonical_ref_test.go) on the bench's content.
-func BenchmarkCanonicalJSON(b *testing.B) {
-	raw := benchContent()
-	for _, impl := range []struct {
-		name string
-		fn   func([]byte) ([]byte, error)
-	}{{"reference", refCanonicalJSON}, {"scanner", canonicalJSON}} {
-		b.Run(impl.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := impl.fn(raw); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkFingerprint compares fingerprint with the encoding/json
-// reference on the bench's validated intent.
-func BenchmarkFingerprint(b *testing.B) {
-	v, err := Validate(benchIntent(7), Limits{}, testNow)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, impl := range []struct {
-		name string
-		fn   func(*Intent, []byte) string
-	}{{"reference", refFingerprint}, {"direct", fingerprint}} {
-		b.Run(impl.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				impl.fn(&v.Intent, v.PayloadJSON)
-			}
-		})
-	}
-}
-
 // BenchmarkNormalizeURL compares normalizeURL with the reference on the
 // bench's webhook address.
 func BenchmarkNormalizeURL(b *testing.B) {

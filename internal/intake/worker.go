@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/wake"
@@ -534,7 +535,7 @@ func (w *Worker) rawFields(e intakeEntry) []byte {
 		n--
 	}
 	out := []byte(`{"body":`)
-	out = appendJSONString(out, sanitizeText(e.body[:n]))
+	out = canonjson.AppendString(out, canonjson.SanitizeText(e.body[:n]))
 	return fmt.Appendf(out, `,"truncated":true,"bytes":%d}`, e.size)
 }
 

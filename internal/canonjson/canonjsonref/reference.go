@@ -1,12 +1,11 @@
-package intake
-
-// This file keeps the implementations of canonicalJSON, the non-strict
-// JSON walker (RawFields) and fingerprint as they were before the
-// hand-written scanner replaced them (commit 5e1912a), verbatim but for the
-// ref prefix. They are the reference the new code must match byte for
-// byte: stored fingerprints must stay valid, and the error messages are
-// part of what malformed_intents records. normalizeList and normalizeURL
-// are kept likewise from before their fast paths. Do not "fix" them.
+// Package canonjsonref keeps the implementations of package canonjson's
+// Canonical, Repair and Fingerprint as they were before its hand-written
+// scanner replaced them (commit 5e1912a): encoding/json versions, verbatim
+// but for their names. They are the reference canonjson must match byte
+// for byte: stored fingerprints must stay valid, and the error messages are
+// part of what malformed_intents records. Only tests import this package.
+// Do not "fix" it.
+package canonjsonref
 
 import (
 	"bytes"
@@ -16,19 +15,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/internal/canonjson"
 )
 
-// refFingerprintForm is what the fingerprint hashes: the normalized intent
+// fingerprintForm is what the fingerprint hashes: the normalized intent
 // except request_id, trace_id and occurred_at (a retry may carry a new
 // request id and a defaulted occurred_at), with every list sorted so that
 // order does not matter and times in UTC RFC 3339 with nanoseconds.
-type refFingerprintForm struct {
+type fingerprintForm struct {
 	Version          string          `json:"v"`
 	NotificationType string          `json:"notification_type"`
 	Producer         string          `json:"producer"`
@@ -45,76 +45,83 @@ type refFingerprintForm struct {
 	MaxAttempts      int             `json:"max_attempts"`
 }
 
-// fingerprint returns the hex SHA-256 of the canonical form of the
-// normalized intent in, whose canonical content JSON is payload.
-func refFingerprint(in *Intent, payload []byte) string {
+// Fingerprint returns the hex SHA-256 of the canonical form of the
+// request r, as canonjson.Fingerprint must.
+func Fingerprint(r *canonjson.Request) string {
 	sorted := func(s []string) []string {
 		s = slices.Clone(s)
 		slices.Sort(s)
 		return s
 	}
-	form := refFingerprintForm{
-		Version:          fingerprintVersion,
-		NotificationType: in.NotificationType,
-		Producer:         in.Producer,
-		IdempotencyKey:   in.IdempotencyKey,
-		Channels:         sorted(in.Channels),
-		UserIDs:          sorted(in.Audience.UserIDs),
-		SMS:              sorted(in.Audience.SMS),
-		Email:            sorted(in.Audience.Email),
-		Webhook:          sorted(in.Audience.Webhook),
-		Content:          payload,
-		SendAt:           refFingerprintTime(in.SendAt),
-		ExpiresAt:        refFingerprintTime(in.ExpiresAt),
-		Priority:         in.Priority,
-		MaxAttempts:      in.MaxAttempts,
+	form := fingerprintForm{
+		Version:          canonjson.FingerprintVersion,
+		NotificationType: r.NotificationType,
+		Producer:         r.Producer,
+		IdempotencyKey:   r.IdempotencyKey,
+		Channels:         sorted(r.Channels),
+		UserIDs:          sorted(r.UserIDs),
+		SMS:              sorted(r.SMS),
+		Email:            sorted(r.Email),
+		Webhook:          sorted(r.Webhook),
+		Content:          r.Content,
+		SendAt:           fingerprintTime(r.SendAt),
+		ExpiresAt:        fingerprintTime(r.ExpiresAt),
+		Priority:         r.Priority,
+		MaxAttempts:      r.MaxAttempts,
 	}
 	b, err := json.Marshal(form)
 	if err != nil {
 		// Every field is a string, a list of strings, an int or canonical
 		// JSON produced by this package, so Marshal cannot fail.
-		panic(fmt.Sprintf("intake: marshal fingerprint form: %v", err))
+		panic(fmt.Sprintf("canonjsonref: marshal fingerprint form: %v", err))
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// refFingerprintTime formats t in UTC RFC 3339 with nanoseconds; "" for zero.
-func refFingerprintTime(t time.Time) string {
+// fingerprintTime formats t in UTC RFC 3339 with nanoseconds; "" for zero.
+func fingerprintTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// refCanonicalJSON returns raw re-encoded canonically: no insignificant
+// Canonical returns raw re-encoded canonically: no insignificant
 // whitespace, object keys sorted, strings minimally escaped, numbers as
 // written. It refuses invalid JSON, duplicate keys, U+0000 in strings,
-// nesting deeper than maxJSONDepth and numbers PostgreSQL's numeric cannot
-// hold, so that the result is always castable to jsonb.
+// nesting deeper than canonjson.MaxDepth and numbers PostgreSQL's numeric
+// cannot hold, so that the result is always castable to jsonb.
 //
 // Since issue 10 it also refuses strings (and keys) that are not text:
 // invalid UTF-8 or an unpaired surrogate escape, which encoding/json
 // silently decodes as U+FFFD. That check reads each string's literal in raw
-// (refValidText), where encoding/json's tokens no longer show it.
-func refCanonicalJSON(raw []byte) ([]byte, error) {
+// (validText), where encoding/json's tokens no longer show it.
+func Canonical(raw []byte) ([]byte, error) {
 	if !json.Valid(raw) {
 		return nil, errors.New("content is not valid JSON")
 	}
-	w := refJSONWalker{strict: true, raw: raw}
+	w := jsonWalker{strict: true, raw: raw}
 	return w.walk(raw)
 }
 
-// refNotText is the error for a string or key that is not text.
-func refNotText(what, path string) error {
-	return refErrWalk{fmt.Sprintf(`content %s at %s is not valid Unicode text: it holds invalid UTF-8 or an unpaired surrogate escape (\ud800-\udfff)`, what, refPathOrRoot(path))}
+// Repair re-encodes the valid JSON raw as the non-strict walker did, as
+// canonjson.Repair must.
+func Repair(raw []byte) ([]byte, error) {
+	w := jsonWalker{}
+	return w.walk(raw)
 }
 
-// refValidText reports whether the JSON string literal lit (valid JSON,
+// notText is the error for a string or key that is not text.
+func notText(what, path string) error {
+	return errWalk{fmt.Sprintf(`content %s at %s is not valid Unicode text: it holds invalid UTF-8 or an unpaired surrogate escape (\ud800-\udfff)`, what, pathOrRoot(path))}
+}
+
+// validText reports whether the JSON string literal lit (valid JSON,
 // quotes included) decodes without a replacement character of the
 // decoder's making: it is valid UTF-8 and every \u escape of a UTF-16
 // surrogate is a high one followed at once by an escaped low one.
-func refValidText(lit []byte) bool {
+func validText(lit []byte) bool {
 	if !utf8.Valid(lit) {
 		return false
 	}
@@ -150,29 +157,29 @@ func refValidText(lit []byte) bool {
 
 // literal returns the string literal the token dec just returned ends, which
 // started at or after offset start of raw.
-func (w *refJSONWalker) literal(dec *json.Decoder, start int64) []byte {
+func (w *jsonWalker) literal(dec *json.Decoder, start int64) []byte {
 	lit := w.raw[start:dec.InputOffset()]
 	return lit[bytes.IndexByte(lit, '"'):]
 }
 
-// refJSONWalker re-encodes a valid JSON value token by token. In strict mode
+// jsonWalker re-encodes a valid JSON value token by token. In strict mode
 // it refuses what PostgreSQL's jsonb cannot take; otherwise it repairs it:
 // U+0000 becomes U+FFFD, extreme numbers and too-deep values become
 // strings, duplicate keys are kept.
-type refJSONWalker struct {
+type jsonWalker struct {
 	strict bool
-	raw    []byte // the input, for refValidText; set in strict mode
+	raw    []byte // the input, for validText; set in strict mode
 	out    []byte
 }
 
-// refErrWalk marks an error the walker found in the content, not in the
+// errWalk marks an error the walker found in the content, not in the
 // decoder.
-type refErrWalk struct{ msg string }
+type errWalk struct{ msg string }
 
-func (e refErrWalk) Error() string { return e.msg }
+func (e errWalk) Error() string { return e.msg }
 
 // walk re-encodes the single JSON value in raw, which must be valid JSON.
-func (w *refJSONWalker) walk(raw []byte) ([]byte, error) {
+func (w *jsonWalker) walk(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := w.value(dec, 0, ""); err != nil {
@@ -185,16 +192,16 @@ func (w *refJSONWalker) walk(raw []byte) ([]byte, error) {
 }
 
 // value re-encodes the next value of dec, found at depth at path.
-func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
-	if depth >= maxJSONDepth {
+func (w *jsonWalker) value(dec *json.Decoder, depth int, path string) error {
+	if depth >= canonjson.MaxDepth {
 		if w.strict {
-			return refErrWalk{fmt.Sprintf("content nests deeper than %d levels", maxJSONDepth)}
+			return errWalk{fmt.Sprintf("content nests deeper than %d levels", canonjson.MaxDepth)}
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return err
 		}
-		w.out = refAppendJSONString(w.out, refSanitizeText(string(raw)))
+		w.out = appendJSONString(w.out, sanitizeText(string(raw)))
 		return nil
 	}
 	start := dec.InputOffset()
@@ -209,22 +216,22 @@ func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
 		}
 		return w.object(dec, depth, path)
 	case string:
-		if w.strict && !refValidText(w.literal(dec, start)) {
-			return refNotText("string", path)
+		if w.strict && !validText(w.literal(dec, start)) {
+			return notText("string", path)
 		}
 		if strings.IndexByte(t, 0) >= 0 {
 			if w.strict {
-				return refErrWalk{fmt.Sprintf("content string at %s contains U+0000", refPathOrRoot(path))}
+				return errWalk{fmt.Sprintf("content string at %s contains U+0000", pathOrRoot(path))}
 			}
-			t = refSanitizeText(t)
+			t = sanitizeText(t)
 		}
-		w.out = refAppendJSONString(w.out, t)
+		w.out = appendJSONString(w.out, t)
 	case json.Number:
-		if !refJSONBSafeNumber(string(t)) {
+		if !JSONBSafeNumber(string(t)) {
 			if w.strict {
-				return refErrWalk{fmt.Sprintf("content number at %s is out of range", refPathOrRoot(path))}
+				return errWalk{fmt.Sprintf("content number at %s is out of range", pathOrRoot(path))}
 			}
-			w.out = refAppendJSONString(w.out, string(t))
+			w.out = appendJSONString(w.out, string(t))
 			return nil
 		}
 		w.out = append(w.out, t...)
@@ -236,7 +243,7 @@ func (w *refJSONWalker) value(dec *json.Decoder, depth int, path string) error {
 	return nil
 }
 
-func (w *refJSONWalker) array(dec *json.Decoder, depth int, path string) error {
+func (w *jsonWalker) array(dec *json.Decoder, depth int, path string) error {
 	w.out = append(w.out, '[')
 	for i := 0; dec.More(); i++ {
 		if i > 0 {
@@ -251,7 +258,7 @@ func (w *refJSONWalker) array(dec *json.Decoder, depth int, path string) error {
 	return err
 }
 
-func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error {
+func (w *jsonWalker) object(dec *json.Decoder, depth int, path string) error {
 	type member struct {
 		key string
 		val []byte
@@ -265,14 +272,14 @@ func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error 
 			return err
 		}
 		key, _ := tok.(string)
-		if w.strict && !refValidText(w.literal(dec, start)) {
-			return refNotText("key", path)
+		if w.strict && !validText(w.literal(dec, start)) {
+			return notText("key", path)
 		}
 		if strings.IndexByte(key, 0) >= 0 {
 			if w.strict {
-				return refErrWalk{fmt.Sprintf("content key at %s contains U+0000", refPathOrRoot(path))}
+				return errWalk{fmt.Sprintf("content key at %s contains U+0000", pathOrRoot(path))}
 			}
-			key = refSanitizeText(key)
+			key = sanitizeText(key)
 		}
 		w.out = nil
 		if err := w.value(dec, depth+1, path+"."+key); err != nil {
@@ -288,11 +295,11 @@ func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error 
 	for i, m := range members {
 		if i > 0 {
 			if m.key == members[i-1].key && w.strict {
-				return refErrWalk{fmt.Sprintf("content object at %s has key %q twice", refPathOrRoot(path), m.key)}
+				return errWalk{fmt.Sprintf("content object at %s has key %q twice", pathOrRoot(path), m.key)}
 			}
 			w.out = append(w.out, ',')
 		}
-		w.out = refAppendJSONString(w.out, m.key)
+		w.out = appendJSONString(w.out, m.key)
 		w.out = append(w.out, ':')
 		w.out = append(w.out, m.val...)
 	}
@@ -300,18 +307,18 @@ func (w *refJSONWalker) object(dec *json.Decoder, depth int, path string) error 
 	return nil
 }
 
-func refPathOrRoot(path string) string {
+func pathOrRoot(path string) string {
 	if path == "" {
 		return "the top level"
 	}
 	return strings.TrimPrefix(path, ".")
 }
 
-// refJSONBSafeNumber reports whether the JSON number literal lit is one
+// JSONBSafeNumber reports whether the JSON number literal lit is one
 // PostgreSQL's numeric stores without overflow: a mantissa of at most 1000
 // characters and an exponent of at most 999 in magnitude (numeric allows
 // 131072 digits before the point and 16383 after).
-func refJSONBSafeNumber(lit string) bool {
+func JSONBSafeNumber(lit string) bool {
 	mant, exp, hasExp := strings.Cut(strings.ToLower(lit), "e")
 	if len(mant) > 1000 {
 		return false
@@ -323,17 +330,17 @@ func refJSONBSafeNumber(lit string) bool {
 	return len(exp) < 4
 }
 
-// refSanitizeText returns s as valid UTF-8 without U+0000: invalid bytes and
+// sanitizeText returns s as valid UTF-8 without U+0000: invalid bytes and
 // NULs become U+FFFD.
-func refSanitizeText(s string) string {
+func sanitizeText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
-// refAppendJSONString appends s as a JSON string: quotes, backslashes and
+// appendJSONString appends s as a JSON string: quotes, backslashes and
 // control characters escaped, everything else (including <, > and &) as is,
 // invalid UTF-8 replaced by U+FFFD.
-func refAppendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
@@ -359,64 +366,4 @@ func refAppendJSONString(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, '"')
-}
-
-// normalizeList normalizes each element of list with norm, which returns
-// the normalized value or a code and message. Invalid elements are
-// reported as field[i]; duplicates after normalization are dropped, keeping
-// the first.
-func refNormalizeList(errs *errorList, field string, list []string, norm func(string) (string, string, string)) []string {
-	var out []string
-	seen := map[string]bool{}
-	for i, s := range list {
-		v, code, msg := norm(strings.TrimSpace(s))
-		if code != "" {
-			errs.add(fmt.Sprintf("%s[%d]", field, i), code, "%s", msg)
-			continue
-		}
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// normalizeURL returns s with its scheme and host lower-cased, if it is an
-// absolute http or https URL with a host and no userinfo.
-//
-// The port rule (1..65535) and the UTF-8 check were added after the fast
-// path, with the same rule in both (issue 10); the port rule is written here
-// without validPort.
-func refNormalizeURL(s string) (string, string, string) {
-	if utf8.RuneCountInString(s) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
-	}
-	if !utf8.ValidString(s) {
-		return "", CodeInvalidURL, "URL is not valid UTF-8"
-	}
-	u, err := url.Parse(s)
-	if err != nil || s == "" {
-		return "", CodeInvalidURL, "not a valid URL"
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", CodeInvalidURL, "URL scheme must be http or https"
-	case u.Opaque != "" || u.Hostname() == "":
-		return "", CodeInvalidURL, "URL has no host"
-	case u.User != nil:
-		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(p))
-		}
-	}
-	u.Host = strings.ToLower(u.Host)
-	out := u.String()
-	if utf8.RuneCountInString(out) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
-	}
-	return out, "", ""
 }

@@ -1,4 +1,4 @@
-package intake
+package canonjson
 
 import (
 	"crypto/sha256"
@@ -10,19 +10,40 @@ import (
 	"unicode/utf8"
 )
 
-// fingerprintVersion prefixes the hashed form, so that a future change to
+// FingerprintVersion prefixes the hashed form, so that a future change to
 // what the fingerprint covers cannot collide with today's fingerprints.
-const fingerprintVersion = "herald.intent.v1"
+const FingerprintVersion = "herald.intent.v1"
 
-// fingerprint returns the hex SHA-256 of the canonical form of the
-// normalized intent in, whose canonical content JSON is payload.
+// Request is what a request fingerprint covers: a normalized intent
+// without request_id, trace_id and occurred_at (a retry may carry a new
+// request id and a defaulted occurred_at). Fingerprint sorts the lists
+// itself, so their order does not matter.
+type Request struct {
+	NotificationType string
+	Producer         string
+	IdempotencyKey   string
+	// Channels are the delivery channels the intent lists.
+	Channels []string
+	UserIDs  []string
+	SMS      []string
+	Email    []string
+	Webhook  []string
+	// Content is the intent's content as canonical JSON (valid and compact).
+	Content   []byte
+	SendAt    time.Time
+	ExpiresAt time.Time
+	Priority  string
+	// MaxAttempts is the intent's attempt budget; 0 means the channel's.
+	MaxAttempts int
+}
+
+// Fingerprint returns the hex SHA-256 of the canonical form of r. It
+// leaves r and its lists unchanged.
 //
-// The canonical form is the normalized intent except request_id, trace_id
-// and occurred_at (a retry may carry a new request id and a defaulted
-// occurred_at), with every list sorted so that order does not matter and
-// times in UTC RFC 3339 with nanoseconds. It is written out exactly as
-// encoding/json's Marshal wrote this struct, which earlier versions
-// hashed, so that stored fingerprints stay valid:
+// The canonical form holds r's fields with every list sorted and times in
+// UTC RFC 3339 with nanoseconds ("" for the zero time). It is written out
+// exactly as encoding/json's Marshal wrote this struct, which earlier
+// versions hashed, so that stored fingerprints stay valid:
 //
 //	struct {
 //		Version          string          `json:"v"`
@@ -43,38 +64,38 @@ const fingerprintVersion = "herald.intent.v1"
 //
 // That is: strings with <, >, &, U+2028 and U+2029 escaped and invalid
 // UTF-8 as \ufffd (marshalString), a nil list as null, and the content
-// with <, >, &, U+2028 and U+2029 escaped (marshalRawJSON).
-// canonical_ref_test.go keeps the encoding/json version, and
-// canonical_equal_test.go checks that the two agree.
-func fingerprint(in *Intent, payload []byte) string {
+// with <, >, &, U+2028 and U+2029 escaped (marshalRawJSON). Package
+// canonjsonref keeps the encoding/json version, and this package's tests
+// check that the two agree.
+func Fingerprint(r *Request) string {
 	bp := fingerprintBufs.Get().(*[]byte)
 	b := (*bp)[:0]
-	b = append(b, `{"v":"`+fingerprintVersion+`","notification_type":`...)
-	b = marshalString(b, in.NotificationType)
+	b = append(b, `{"v":"`+FingerprintVersion+`","notification_type":`...)
+	b = marshalString(b, r.NotificationType)
 	b = append(b, `,"producer":`...)
-	b = marshalString(b, in.Producer)
+	b = marshalString(b, r.Producer)
 	b = append(b, `,"idempotency_key":`...)
-	b = marshalString(b, in.IdempotencyKey)
+	b = marshalString(b, r.IdempotencyKey)
 	b = append(b, `,"channels":`...)
-	b = marshalSortedList(b, in.Channels)
+	b = marshalSortedList(b, r.Channels)
 	b = append(b, `,"user_ids":`...)
-	b = marshalSortedList(b, in.Audience.UserIDs)
+	b = marshalSortedList(b, r.UserIDs)
 	b = append(b, `,"sms":`...)
-	b = marshalSortedList(b, in.Audience.SMS)
+	b = marshalSortedList(b, r.SMS)
 	b = append(b, `,"email":`...)
-	b = marshalSortedList(b, in.Audience.Email)
+	b = marshalSortedList(b, r.Email)
 	b = append(b, `,"webhook":`...)
-	b = marshalSortedList(b, in.Audience.Webhook)
+	b = marshalSortedList(b, r.Webhook)
 	b = append(b, `,"content":`...)
-	b = marshalRawJSON(b, payload)
+	b = marshalRawJSON(b, r.Content)
 	b = append(b, `,"send_at":`...)
-	b = marshalTime(b, in.SendAt)
+	b = marshalTime(b, r.SendAt)
 	b = append(b, `,"expires_at":`...)
-	b = marshalTime(b, in.ExpiresAt)
+	b = marshalTime(b, r.ExpiresAt)
 	b = append(b, `,"priority":`...)
-	b = marshalString(b, in.Priority)
+	b = marshalString(b, r.Priority)
 	b = append(b, `,"max_attempts":`...)
-	b = strconv.AppendInt(b, int64(in.MaxAttempts), 10)
+	b = strconv.AppendInt(b, int64(r.MaxAttempts), 10)
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	if cap(b) <= maxPooledBuf {
@@ -86,7 +107,7 @@ func fingerprint(in *Intent, payload []byte) string {
 	return string(digest[:])
 }
 
-// fingerprintBufs holds the buffers fingerprint writes the canonical form
+// fingerprintBufs holds the buffers Fingerprint writes the canonical form
 // into; maxPooledBuf bounds what goes back, so that one huge intent does
 // not pin its buffer.
 var fingerprintBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
@@ -199,8 +220,8 @@ func marshalString(dst []byte, s string) []byte {
 // marshalRawJSON appends the compact, valid JSON raw as encoding/json's
 // Marshal writes a json.RawMessage: <, > and & as \u003c, \u003e, \u0026
 // and U+2028 and U+2029 as \u2028 and \u2029, wherever they are. (Marshal
-// also compacts, which changes nothing in compact JSON: canonicalContent
-// produces only that.)
+// also compacts, which changes nothing in compact JSON: Request.Content
+// is that.)
 func marshalRawJSON(dst []byte, raw []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	start := 0

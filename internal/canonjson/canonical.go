@@ -1,4 +1,17 @@
-package intake
+// Package canonjson writes JSON in one canonical form: no insignificant
+// whitespace, object keys sorted, strings minimally escaped, numbers as
+// written. herald stores webhook content that way (Canonical), so that
+// the same content is the same bytes and PostgreSQL's jsonb always takes
+// it; keeps what it can of a refused intake entry the same way (Repair);
+// and hashes an accepted request's canonical form into its idempotency
+// fingerprint (Fingerprint).
+//
+// The hand-written scanner here replaced encoding/json for speed. The
+// encoding/json versions it replaced are kept in package canonjsonref, and
+// the tests and fuzz targets of this package check that the two agree
+// byte for byte: stored fingerprints must stay valid, and the error
+// messages are part of what malformed_intents records.
+package canonjson
 
 import (
 	"bytes"
@@ -11,79 +24,30 @@ import (
 	"unicode/utf8"
 )
 
-// canonicalContent returns the canonical JSON of c: keys sorted, no
-// insignificant whitespace, strings minimally escaped (HTML characters kept
-// as written), empty text and html left out. c's webhook content must
-// already be canonical (canonicalJSON). The result decodes into Content.
-func canonicalContent(c Content) []byte {
-	// Room for the frame, the member names and the values unescaped.
-	n := 64 + len(c.Webhook)
-	if e := c.Email; e != nil {
-		n += len(e.HTML) + len(e.Subject) + len(e.Text)
-	}
-	if c.SMS != nil {
-		n += len(c.SMS.Body)
-	}
-	out := append(make([]byte, 0, n), '{')
-	member := func(key string) {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = appendJSONString(out, key)
-		out = append(out, ':')
-	}
-	if e := c.Email; e != nil {
-		member("email")
-		out = append(out, '{')
-		if e.HTML != "" {
-			out = append(out, `"html":`...)
-			out = appendJSONString(out, e.HTML)
-			out = append(out, ',')
-		}
-		out = append(out, `"subject":`...)
-		out = appendJSONString(out, e.Subject)
-		if e.Text != "" {
-			out = append(out, `,"text":`...)
-			out = appendJSONString(out, e.Text)
-		}
-		out = append(out, '}')
-	}
-	if c.SMS != nil {
-		member("sms")
-		out = append(out, `{"body":`...)
-		out = appendJSONString(out, c.SMS.Body)
-		out = append(out, '}')
-	}
-	if len(c.Webhook) > 0 {
-		member("webhook")
-		out = append(out, c.Webhook...)
-	}
-	return append(out, '}')
-}
-
-// maxJSONDepth bounds how deeply webhook content may nest. PostgreSQL's
-// JSON parser recurses, and no webhook payload needs more.
-const maxJSONDepth = 64
+// MaxDepth bounds how deeply content may nest: Canonical refuses deeper
+// content, Repair turns a deeper value into a string of its JSON text.
+// PostgreSQL's JSON parser recurses, and no webhook payload needs more.
+const MaxDepth = 64
 
 // maxSyntaxDepth is the nesting encoding/json's Valid accepts; deeper
-// input is not valid JSON to it, and so not to canonicalJSON either.
+// input is not valid JSON to it, and so not to Canonical either.
 const maxSyntaxDepth = 10000
 
 // errSyntax is what the walker returns for input that is not valid JSON.
 var errSyntax = errors.New("content is not valid JSON")
 
-// canonicalJSON returns raw re-encoded canonically: no insignificant
+// Canonical returns raw re-encoded canonically: no insignificant
 // whitespace, object keys sorted, strings minimally escaped, numbers as
 // written. It refuses invalid JSON, duplicate keys, U+0000 in strings,
 // strings that are not text (invalid UTF-8 or an unpaired surrogate escape
 // such as "\ud800", which decoding would turn into U+FFFD behind the
-// producer's back), nesting deeper than maxJSONDepth and numbers
+// producer's back), nesting deeper than MaxDepth and numbers
 // PostgreSQL's numeric cannot hold, so that the result is always castable
 // to jsonb and says what the producer sent.
 //
 // Invalid JSON is reported as such even when a problem of the content
 // comes first: the content is checked as a whole before its values.
-func canonicalJSON(raw []byte) ([]byte, error) {
+func Canonical(raw []byte) ([]byte, error) {
 	w := jsonWalker{strict: true}
 	out, err := w.walk(raw)
 	if err != nil {
@@ -108,6 +72,27 @@ func validJSON(raw []byte) bool {
 	}
 	w.skipWS()
 	return w.pos == len(raw)
+}
+
+// Repair returns the valid JSON raw re-encoded canonically, made fit for
+// jsonb rather than refused: invalid UTF-8 and unpaired surrogate escapes
+// become U+FFFD (as encoding/json decodes them), U+0000 becomes U+FFFD,
+// numbers PostgreSQL's numeric cannot hold become strings, a value nested
+// deeper than MaxDepth becomes a string of its JSON text, and duplicate
+// keys are kept, in order. It refuses only raw that is not valid JSON.
+func Repair(raw []byte) ([]byte, error) {
+	w := jsonWalker{}
+	return w.walk(raw)
+}
+
+// Unquote decodes the JSON string literal lit starts with, as
+// encoding/json decodes it: each invalid UTF-8 byte and each unpaired
+// surrogate escape become U+FFFD, and replaced says so. s may share
+// memory with lit. It refuses a literal that is not valid JSON.
+func Unquote(lit []byte) (s []byte, replaced bool, err error) {
+	w := jsonWalker{data: lit}
+	s, _, err = w.str()
+	return s, w.replaced, err
 }
 
 // jsonWalker re-encodes a JSON value canonically, scanning its bytes. In
@@ -216,15 +201,15 @@ func (w *jsonWalker) next() byte {
 
 // value re-encodes the value at w.pos, found inside depth containers.
 func (w *jsonWalker) value(depth int) error {
-	if depth >= maxJSONDepth {
+	if depth >= MaxDepth {
 		if w.strict {
-			return errWalk{fmt.Sprintf("content nests deeper than %d levels", maxJSONDepth)}
+			return errWalk{fmt.Sprintf("content nests deeper than %d levels", MaxDepth)}
 		}
 		start := w.pos
 		if err := w.skip(depth); err != nil {
 			return err
 		}
-		w.out = appendJSONString(w.out, sanitizeText(string(w.data[start:w.pos])))
+		w.out = AppendString(w.out, SanitizeText(string(w.data[start:w.pos])))
 		return nil
 	}
 	if w.pos == len(w.data) {
@@ -736,17 +721,17 @@ func (w *jsonWalker) skipLiteral(lit string) error {
 	return nil
 }
 
-// sanitizeText returns s as valid UTF-8 without U+0000: invalid bytes and
+// SanitizeText returns s as valid UTF-8 without U+0000: invalid bytes and
 // NULs become U+FFFD.
-func sanitizeText(s string) string {
+func SanitizeText(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
-// appendJSONString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, everything else (including <, > and &) as is,
-// invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendString appends s as a JSON string, as canonical JSON writes it:
+// quotes, backslashes and control characters escaped, everything else
+// (including <, > and &) as is, invalid UTF-8 replaced by U+FFFD.
+func AppendString(dst []byte, s string) []byte {
 	const hexDigits = "0123456789abcdef"
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
@@ -774,7 +759,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-// appendJSONBytes is appendJSONString for s in valid UTF-8.
+// appendJSONBytes is AppendString for s in valid UTF-8.
 func appendJSONBytes(dst []byte, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	dst = append(dst, '"')

@@ -1,14 +1,17 @@
-package intake
+package canonjson_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
 )
 
 // trickyJSON are inputs where a hand-written JSON scanner can go wrong. Each
@@ -91,27 +94,25 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// requireCanonicalJSONMatches checks canonicalJSON, the non-strict walker
-// and validJSON against the encoding/json reference for raw.
+// requireCanonicalJSONMatches checks Canonical, Repair and validJSON
+// against the encoding/json reference for raw.
 func requireCanonicalJSONMatches(t *testing.T, raw []byte) {
 	t.Helper()
-	want, wantErr := refCanonicalJSON(raw)
-	got, gotErr := canonicalJSON(raw)
+	want, wantErr := canonjsonref.Canonical(raw)
+	got, gotErr := canonjson.Canonical(raw)
 	require.Equal(t, errString(wantErr), errString(gotErr), "canonicalJSON(%q) error", raw)
 	require.Equal(t, string(want), string(got), "canonicalJSON(%q)", raw)
 
 	valid := json.Valid(raw)
-	require.Equal(t, valid, validJSON(raw), "validJSON(%q)", raw)
+	require.Equal(t, valid, canonjson.ValidJSON(raw), "validJSON(%q)", raw)
 
-	// The non-strict walker (RawFields) is only given valid JSON.
-	lax := jsonWalker{}
-	got, gotErr = lax.walk(raw)
+	// Repair (RawFields) is only given valid JSON.
+	got, gotErr = canonjson.Repair(raw)
 	if !valid {
 		require.Error(t, gotErr, "non-strict walk of invalid %q", raw)
 		return
 	}
-	ref := refJSONWalker{}
-	want, wantErr = ref.walk(raw)
+	want, wantErr = canonjsonref.Repair(raw)
 	require.Equal(t, errString(wantErr), errString(gotErr), "non-strict walk(%q) error", raw)
 	require.Equal(t, string(want), string(got), "non-strict walk(%q)", raw)
 }
@@ -123,8 +124,8 @@ func TestCanonicalJSONMatchesReference(t *testing.T) {
 	}
 }
 
-// FuzzCanonicalJSON compares canonicalJSON, the non-strict walker and
-// validJSON with the encoding/json reference on arbitrary input.
+// FuzzCanonicalJSON compares Canonical, Repair and validJSON with the
+// encoding/json reference on arbitrary input.
 func FuzzCanonicalJSON(f *testing.F) {
 	for _, in := range trickyJSONAll() {
 		f.Add([]byte(in))
@@ -137,7 +138,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 func TestJSONBSafeNumberMatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, lit := range []string{"0", "1e999", "1e1000", "1E-0999", "1e+00001000", "1.5", strings.Repeat("1", 1000), strings.Repeat("1", 1001), "-" + strings.Repeat("1", 999) + "e5"} {
-		require.Equal(t, refJSONBSafeNumber(lit), jsonbSafeNumber([]byte(lit)), lit)
+		require.Equal(t, canonjsonref.JSONBSafeNumber(lit), canonjson.JSONBSafeNumber([]byte(lit)), lit)
 	}
 }
 
@@ -149,9 +150,9 @@ var trickyStrings = []string{
 	"\xed\xa0\x80", "é€😀", "\ufffd", "\u00a0", "<>&'",
 }
 
-// fuzzIntent builds an intent from fuzzed strings: each list is split on
+// fuzzRequest builds a request from fuzzed strings: each list is split on
 // "|", "-" meaning nil and "" an empty non-nil list.
-func fuzzIntent(strs []string, maxAttempts int, sendAt, expiresAt int64) *Intent {
+func fuzzRequest(strs []string, maxAttempts int, sendAt, expiresAt int64) *canonjson.Request {
 	list := func(s string) []string {
 		switch s {
 		case "-":
@@ -167,176 +168,83 @@ func fuzzIntent(strs []string, maxAttempts int, sendAt, expiresAt int64) *Intent
 		}
 		return time.Unix(0, ns).In(time.FixedZone("X", 3600))
 	}
-	return &Intent{
+	return &canonjson.Request{
 		NotificationType: strs[0],
 		Producer:         strs[1],
 		IdempotencyKey:   strs[2],
 		Priority:         strs[3],
 		Channels:         list(strs[4]),
-		Audience: Audience{
-			UserIDs: list(strs[5]),
-			SMS:     list(strs[6]),
-			Email:   list(strs[7]),
-			Webhook: list(strs[8]),
-		},
-		MaxAttempts: maxAttempts,
-		SendAt:      at(sendAt),
-		ExpiresAt:   at(expiresAt),
+		UserIDs:          list(strs[5]),
+		SMS:              list(strs[6]),
+		Email:            list(strs[7]),
+		Webhook:          list(strs[8]),
+		MaxAttempts:      maxAttempts,
+		SendAt:           at(sendAt),
+		ExpiresAt:        at(expiresAt),
 	}
 }
 
-// fuzzPayload returns the payload Validate would build for content made
-// of text and webhook (used if it is valid JSON).
+// validRequest is what intake's tests' valid intent asks for: one user and
+// one direct address on each of the three channels.
+func validRequest() *canonjson.Request {
+	return &canonjson.Request{
+		NotificationType: "order.shipped",
+		Producer:         "shop",
+		IdempotencyKey:   "order-9-shipped",
+		Channels:         []string{"sms", "email", "webhook"},
+		UserIDs:          []string{"42"},
+		SMS:              []string{"+14155550123"},
+		Email:            []string{"ops@example.com"},
+		Webhook:          []string{"https://hooks.example.com/orders"},
+	}
+}
+
+// fuzzPayload returns content JSON shaped like an intent's canonical
+// content: an SMS and an e-mail made of text, and webhook (if the
+// reference takes it as JSON).
 func fuzzPayload(text string, webhook []byte) []byte {
-	c := Content{
-		SMS:   &SMSContent{Body: text},
-		Email: &EmailContent{Subject: text, Text: text, HTML: text},
+	s := canonjson.AppendString(nil, text)
+	out := fmt.Appendf(nil, `{"email":{"html":%s,"subject":%s,"text":%s},"sms":{"body":%s}`, s, s, s, s)
+	if canon, err := canonjsonref.Canonical(webhook); err == nil {
+		out = append(append(out, `,"webhook":`...), canon...)
 	}
-	if canon, err := refCanonicalJSON(webhook); err == nil {
-		c.Webhook = canon
-	}
-	return canonicalContent(c)
+	return append(out, '}')
 }
 
-func requireFingerprintMatches(t *testing.T, in *Intent, payload []byte) {
+// requireFingerprintMatches checks Fingerprint of r with content payload
+// against the encoding/json reference.
+func requireFingerprintMatches(t *testing.T, r *canonjson.Request, payload []byte) {
 	t.Helper()
-	before := *in
-	before.Channels = slices.Clone(in.Channels)
-	before.Audience = Audience{
-		UserIDs: slices.Clone(in.Audience.UserIDs),
-		SMS:     slices.Clone(in.Audience.SMS),
-		Email:   slices.Clone(in.Audience.Email),
-		Webhook: slices.Clone(in.Audience.Webhook),
+	r.Content = payload
+	before := *r
+	for _, l := range []*[]string{&before.Channels, &before.UserIDs, &before.SMS, &before.Email, &before.Webhook} {
+		*l = slices.Clone(*l)
 	}
-	require.Equal(t, refFingerprint(in, payload), fingerprint(in, payload), "fingerprint of %+v with payload %q", in, payload)
-	require.Equal(t, before, *in, "fingerprint must not modify the intent")
+	require.Equal(t, canonjsonref.Fingerprint(r), canonjson.Fingerprint(r), "fingerprint of %+v with payload %q", r, payload)
+	require.Equal(t, before, *r, "fingerprint must not modify the request")
 }
 
 func TestFingerprintMatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, s := range trickyStrings {
-		in := fuzzIntent([]string{s, s, s, s, s + "|b|" + s, "b|" + s, "-", "", s}, 7, 1, 1700000000123456789)
-		requireFingerprintMatches(t, in, fuzzPayload(s, []byte(`{"s":"`+s+`"}`)))
+		r := fuzzRequest([]string{s, s, s, s, s + "|b|" + s, "b|" + s, "-", "", s}, 7, 1, 1700000000123456789)
+		requireFingerprintMatches(t, r, fuzzPayload(s, []byte(`{"s":"`+s+`"}`)))
 	}
 	for _, in := range trickyJSONAll() {
-		requireFingerprintMatches(t, validIntent(), fuzzPayload("x", []byte(in)))
+		requireFingerprintMatches(t, validRequest(), fuzzPayload("x", []byte(in)))
 	}
-	requireFingerprintMatches(t, &Intent{}, []byte(`{}`))
-	requireFingerprintMatches(t, &Intent{MaxAttempts: -5}, []byte(`{}`))
-
-	// Through Validate, on the shapes the other tests use.
-	for _, in := range []*Intent{validIntent(), benchIntent(1)} {
-		v, err := Validate(in, Limits{}, testNow)
-		require.NoError(t, err)
-		require.Equal(t, refFingerprint(&v.Intent, v.PayloadJSON), v.Fingerprint)
-	}
+	requireFingerprintMatches(t, &canonjson.Request{}, []byte(`{}`))
+	requireFingerprintMatches(t, &canonjson.Request{MaxAttempts: -5}, []byte(`{}`))
 }
 
-// FuzzFingerprint compares fingerprint with the encoding/json reference on
-// arbitrary intents and content.
+// FuzzFingerprint compares Fingerprint with the encoding/json reference on
+// arbitrary requests and content.
 func FuzzFingerprint(f *testing.F) {
 	for i, s := range trickyStrings {
 		f.Add(s, "shop", "key-"+s, "bulk", "webhook|sms", "b|a|"+s, "-", "", s, s, []byte(`{"b":"`+s+`","a":1}`), i, int64(i), int64(0))
 	}
 	f.Fuzz(func(t *testing.T, typ, producer, key, priority, channels, users, sms, email, webhook, text string, content []byte, maxAttempts int, sendAt, expiresAt int64) {
-		in := fuzzIntent([]string{typ, producer, key, priority, channels, users, sms, email, webhook}, maxAttempts, sendAt, expiresAt)
-		requireFingerprintMatches(t, in, fuzzPayload(text, content))
-	})
-}
-
-// trickyURLs sit on either side of normalizeURL's fast path.
-var trickyURLs = []string{
-	"https://bench.example.com/hook/0", "http://a", "http://a/", "https://a:80", "https://a:80/x",
-	"https://a:", "https://:80", "https://", "http:///x", "https://a::80", "https://a:8a", "https://a:80:90",
-	"HTTPS://a", "https://A", "https://a/B_c-d.e~f", "https://a//x", "https://a/./../x", "https://a/x?",
-	"https://a/x?q=1", "https://a/x#f", "https://a/%41", "https://a/ x", "https://a/é", "https://é/",
-	"https://a b/", "https://a_b/", "https://u@a/", "https://u:p@a/", "ftp://a/", "https:a", "https:/a",
-	"https://[::1]/", "https://[::1]:80/", "https://1.2.3.4/", "https://-/", "https://./", "https://../",
-	"https://a.b-c.d/", "https://a:0/", "https://a:99999999999999999999/", "https://a:080/", "",
-	"https://a/" + strings.Repeat("x", maxURLLen-len("https://a/")),
-	"https://a/" + strings.Repeat("x", maxURLLen-len("https://a/")+1),
-	"https://a/" + strings.Repeat("é", maxURLLen),
-	"https://a;b/", "https://a,b/", "https://a%2e/", "http://a/\x00", "http://a\x7f/",
-	"https://a:1/", "https://a:65535/", "https://a:65536/", "https://a:99999999/", "https://a:00000/",
-	"https://a:000080/", "https://[::1]:0/", "https://[::1]:70000/", "https://A:65536/", "https://a:1",
-	"HTTP://0?\xc1", "https://a/\xff", "https://\xc3\xa9/",
-}
-
-func requireNormalizeURLMatches(t *testing.T, s string) {
-	t.Helper()
-	v, code, msg := refNormalizeURL(s)
-	gv, gcode, gmsg := normalizeURL(s)
-	require.Equal(t, []string{v, code, msg}, []string{gv, gcode, gmsg}, "normalizeURL(%q)", s)
-}
-
-func TestNormalizeURLMatchesReference(t *testing.T) {
-	t.Parallel()
-	for _, s := range trickyURLs {
-		requireNormalizeURLMatches(t, s)
-	}
-}
-
-// FuzzNormalizeURL compares normalizeURL with the reference.
-func FuzzNormalizeURL(f *testing.F) {
-	for _, s := range trickyURLs {
-		f.Add(s)
-	}
-	f.Fuzz(requireNormalizeURLMatches)
-}
-
-func TestNormalizeListMatchesReference(t *testing.T) {
-	t.Parallel()
-	lists := [][]string{
-		nil, {}, {"x"}, {"bad"}, {"https://a", "https://a"}, {"https://a", " https://a ", "HTTPS://A", "https://b"},
-		{"bad", "https://a"}, {"https://a", "bad", "https://b", "bad"},
-	}
-	var long []string
-	for i := range 20 {
-		long = append(long, "https://a/"+strconv.Itoa(i%7), "bad"+strconv.Itoa(i))
-	}
-	lists = append(lists, long, long[:8], long[:9])
-	norms := map[string]func(string) (string, string, string){
-		"url": normalizeURL, "email": normalizeEmail, "phone": normalizePhone,
-		"all-valid": func(s string) (string, string, string) { return strings.ToLower(s), "", "" },
-	}
-	for name, norm := range norms {
-		for _, list := range lists {
-			var wantErrs, gotErrs errorList
-			want := refNormalizeList(&wantErrs, "audience.x", list, norm)
-			got := normalizeList(&gotErrs, "audience.x", list, norm)
-			require.Equal(t, want, got, "%s %q", name, list)
-			require.Equal(t, want == nil, got == nil, "%s %q: nil-ness", name, list)
-			require.Equal(t, wantErrs, gotErrs, "%s %q", name, list)
-		}
-	}
-}
-
-// FuzzValidateMatchesReference runs raw entries through DecodeRaw and
-// Validate and checks the webhook content and the fingerprint of what
-// Validate accepts against the encoding/json reference.
-func FuzzValidateMatchesReference(f *testing.F) {
-	for _, s := range fuzzSeeds() {
-		f.Add([]byte(s.body))
-	}
-	for _, in := range []*Intent{validIntent(), benchIntent(3)} {
-		body, err := json.Marshal(in)
-		require.NoError(f, err)
-		f.Add(body)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := DecodeRaw(body, Limits{})
-		if err != nil {
-			return
-		}
-		v, err := Validate(in, Limits{}, testNow)
-		if err != nil {
-			return
-		}
-		if v.Intent.Content.Webhook != nil {
-			want, err := refCanonicalJSON(in.Content.Webhook)
-			require.NoError(t, err)
-			require.Equal(t, string(want), string(v.Intent.Content.Webhook))
-		}
-		require.Equal(t, refFingerprint(&v.Intent, v.PayloadJSON), v.Fingerprint)
+		r := fuzzRequest([]string{typ, producer, key, priority, channels, users, sms, email, webhook}, maxAttempts, sendAt, expiresAt)
+		requireFingerprintMatches(t, r, fuzzPayload(text, content))
 	})
 }
