@@ -18,7 +18,7 @@ import (
 // TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME checks the
 // failure codes' one source, Codes, against every place that repeats it:
 // this package's Code constants and the table in their doc comment
-// (validate.go), the herald package's re-exported constants (error.go), its
+// (codes.go), the herald package's re-exported constants (error.go), its
 // package documentation (doc.go) and README's table. A code added to one and
 // not the others fails here.
 func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
@@ -54,9 +54,9 @@ func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 			}
 		}
 	}
-	require.ElementsMatch(t, Codes(), declared, "the Code constants of package intake (validate.go)")
+	require.ElementsMatch(t, Codes(), declared, "the Code constants of package intake (codes.go)")
 	commented = slices.DeleteFunc(commented, func(s string) bool { return s == "code" }) // the header
-	require.Equal(t, Codes(), commented, "the table in the Code constants' doc comment (validate.go)")
+	require.Equal(t, Codes(), commented, "the table in the Code constants' doc comment (codes.go)")
 
 	// error.go: every exported CodeX, whether `= intake.CodeX` or a string.
 	errorGo, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "error.go"), nil, 0)

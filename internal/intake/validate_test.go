@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -467,56 +466,4 @@ func TestValidateRefusesANilIntent(t *testing.T) {
 	v, err := Validate(nil, Limits{}, testNow)
 	require.Nil(t, v)
 	requireFieldError(t, err, "", CodeMissingField)
-}
-
-func TestValidationErrorListsErrorsAndElidesALongTail(t *testing.T) {
-	t.Parallel()
-
-	two := &ValidationError{Errors: []FieldError{
-		{Field: "producer", Code: CodeMissingField, Message: "producer is required"},
-		{Code: CodeTooLarge, Message: "entry is too big"},
-	}}
-	require.Equal(t, "invalid intent: producer: producer is required (missing_field); entry is too big (too_large)", two.Error())
-	require.Equal(t, CodeMissingField, two.Code())
-
-	var many ValidationError
-	for i := range 25 {
-		many.Errors = append(many.Errors, FieldError{Field: fmt.Sprintf("audience.sms[%d]", i), Code: CodeInvalidPhone, Message: "bad"})
-	}
-	msg := many.Error()
-	require.Contains(t, msg, "audience.sms[19]")
-	require.NotContains(t, msg, "audience.sms[20]")
-	require.True(t, strings.HasSuffix(msg, "; and 5 more"), msg)
-
-	require.Empty(t, (&ValidationError{}).Code())
-}
-
-func TestLimitsWithDefaultsFillsZeroAndNegativeFields(t *testing.T) {
-	t.Parallel()
-
-	require.Equal(t, Limits{
-		MaxPayloadBytes:  64 << 10,
-		MaxEntryBytes:    256 << 10,
-		MaxSMSSegments:   10,
-		MaxScheduleAhead: 90 * 24 * time.Hour,
-		MaxRoutes:        1000,
-	}, Limits{}.WithDefaults())
-
-	custom := Limits{MaxPayloadBytes: 1, MaxEntryBytes: 2, MaxSMSSegments: 3, MaxScheduleAhead: time.Minute, MaxRoutes: 5}
-	require.Equal(t, custom, custom.WithDefaults())
-	require.Equal(t, Limits{}.WithDefaults(), Limits{MaxRoutes: -1, MaxScheduleAhead: -time.Hour}.WithDefaults())
-}
-
-func TestCodesListsEveryDeclaredCodeOnce(t *testing.T) {
-	t.Parallel()
-
-	codes := Codes()
-	require.Len(t, codes, 16)
-	seen := map[string]bool{}
-	for _, c := range codes {
-		require.False(t, seen[c], "code %s listed twice", c)
-		seen[c] = true
-		require.Regexp(t, `^[a-z]+(_[a-z]+)*$`, c)
-	}
-	require.True(t, seen[CodeIdempotencyConflict])
 }
