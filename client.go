@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/wake"
@@ -23,7 +24,7 @@ import (
 // Defaults of Config.
 const (
 	// DefaultIdempotencyWindow is the default Config.IdempotencyWindow.
-	DefaultIdempotencyWindow = intake.DefaultIdempotencyWindow
+	DefaultIdempotencyWindow = accept.DefaultIdempotencyWindow
 	// DefaultNotifyDebounce is the default Config.NotifyDebounce.
 	DefaultNotifyDebounce = wake.DefaultDebounce
 	// DefaultActor is the default Config.Actor.
@@ -232,14 +233,14 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		c.report(ins, results)
 		return results, nil
 	}
-	hintChannel := intake.HintChannel(valid)
+	hintChannel := accept.HintChannel(valid)
 	var hint *string
 	if inTx {
 		hint = &hintChannel
 	} else {
 		hint = c.waker.Hint(hintChannel)
 	}
-	outcomes, err := intake.Accept(ctx, db, valid, intake.AcceptParams{
+	outcomes, err := accept.Accept(ctx, db, valid, accept.Params{
 		Now:               sqlNow,
 		IdempotencyWindow: c.window,
 		Notify:            hint,
@@ -250,7 +251,7 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		}
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
-	if hint == nil && slices.ContainsFunc(outcomes, func(o intake.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
+	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
 		c.waker.Done(hintChannel)
 	}
 	for j, o := range outcomes {

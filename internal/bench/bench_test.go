@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
@@ -48,7 +49,7 @@ func setup(t *testing.T) *testBundle {
 					vs[i] = v
 				}
 				hint := "webhook"
-				_, err := intake.Accept(ctx, pool, vs, intake.AcceptParams{Notify: &hint})
+				_, err := accept.Accept(ctx, pool, vs, accept.Params{Notify: &hint})
 				return err
 			}, nil
 		},

@@ -32,6 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
@@ -154,7 +155,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	ecfg.MetricsAddr = cfg.MetricsAddr
 	ecfg.Intake.ResultFunc = func(_, result string) {
-		if result == intake.ResultDuplicate {
+		if result == accept.ResultDuplicate {
 			intakeDuplicates.Add(1)
 		}
 	}
@@ -268,7 +269,7 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 			PollInterval:    200 * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
 		},
-		Intake:      &intake.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		Intake:      &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
 		Maintenance: &maintenance.Config{RunOnStart: true},
 	}, nil
 }

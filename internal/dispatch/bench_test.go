@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
@@ -51,7 +52,7 @@ func BenchmarkPickupLatencyIdle(b *testing.B) {
 		v, err := intake.Validate(in, intake.Limits{}, time.Now())
 		require.NoError(b, err)
 		t0 := time.Now()
-		_, err = intake.Accept(ctx, pool, []*intake.Validated{v}, intake.AcceptParams{Notify: &hint})
+		_, err = accept.Accept(ctx, pool, []*intake.Validated{v}, accept.Params{Notify: &hint})
 		require.NoError(b, err)
 		lat = append(lat, (<-started).Sub(t0))
 		b.StopTimer()

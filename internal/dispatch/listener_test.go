@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
 )
@@ -23,7 +24,7 @@ func (b *testBundle) submit(t *testing.T, key string) {
 	}, intake.Limits{}, time.Now())
 	require.NoError(t, err)
 	hint := channel.SMS
-	_, err = intake.Accept(context.Background(), b.pool, []*intake.Validated{v}, intake.AcceptParams{Notify: &hint})
+	_, err = accept.Accept(context.Background(), b.pool, []*intake.Validated{v}, accept.Params{Notify: &hint})
 	require.NoError(t, err)
 }
 

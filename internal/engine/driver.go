@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/logch"
@@ -31,7 +32,7 @@ func FromConfig(c *config.Config) *Config {
 			StallTimeout:     c.Dispatch.StallTimeout,
 		},
 		Drivers: c.Channels,
-		Intake: &intake.WorkerConfig{
+		Intake: &accept.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,
 			Limits: intake.Limits{

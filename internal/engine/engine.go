@@ -4,7 +4,7 @@
 //
 //   - the dispatcher (internal/dispatch), delivering due routes through the
 //     channels;
-//   - the SQL intake worker (internal/intake), when Config.Intake is set;
+//   - the SQL intake worker (internal/accept), when Config.Intake is set;
 //   - maintenance (internal/maintenance: River periodic jobs under leader
 //     election, and the operator's bulk replay), when Config.Maintenance is
 //     set;
@@ -52,9 +52,9 @@ import (
 	"github.com/riverqueue/river"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/operator"
@@ -95,7 +95,7 @@ type Config struct {
 	// Intake, when not nil, runs the SQL intake worker with this
 	// configuration. Its Logger, when nil, is the engine's; its ResultFunc,
 	// if set, is called after the engine's metrics counted the result.
-	Intake *intake.WorkerConfig
+	Intake *accept.WorkerConfig
 	// Maintenance, when not nil, runs maintenance with this configuration,
 	// and the operator's bulk replay worker beside it. Its Logger and
 	// Metrics, when nil, are the engine's.
@@ -243,7 +243,7 @@ func (e *Engine) closeDeliverer(ch dispatch.ChannelConfig) {
 	}
 }
 
-func (e *Engine) addIntake(cfg intake.WorkerConfig) error {
+func (e *Engine) addIntake(cfg accept.WorkerConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, e.component("intake"))
 	if then := cfg.ResultFunc; e.metrics != nil || then != nil {
 		cfg.ResultFunc = func(producer, result string) {
@@ -253,7 +253,7 @@ func (e *Engine) addIntake(cfg intake.WorkerConfig) error {
 			}
 		}
 	}
-	w, err := intake.NewWorker(e.pool, &cfg)
+	w, err := accept.NewWorker(e.pool, &cfg)
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store/benchstore"
@@ -199,7 +199,7 @@ func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
 			PollInterval: 50 * time.Millisecond,
 		},
 		Drivers:     map[string]config.Channel{"sms": {Driver: config.DriverDiscard}},
-		Intake:      &intake.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Intake:      &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
 		Maintenance: &maintenance.Config{},
 	})
 	require.NoError(t, err)

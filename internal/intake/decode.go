@@ -35,8 +35,7 @@ import (
 func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 	lim = lim.WithDefaults()
 	if len(body) > lim.MaxEntryBytes {
-		return nil, &ValidationError{Errors: []FieldError{{Code: CodeTooLarge,
-			Message: fmt.Sprintf("entry is %d bytes; the limit is %d", len(body), lim.MaxEntryBytes)}}}
+		return nil, tooLarge(len(body), lim.MaxEntryBytes)
 	}
 	if !utf8.Valid(body) {
 		return nil, &ValidationError{Errors: []FieldError{{Code: CodeNotJSON, Message: "entry is not valid UTF-8"}}}
@@ -98,6 +97,12 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		return nil, err
 	}
 	return in, nil
+}
+
+// tooLarge is DecodeRaw's refusal of an entry of size bytes, over limit.
+func tooLarge(size, limit int) error {
+	return &ValidationError{Errors: []FieldError{{Code: CodeTooLarge,
+		Message: fmt.Sprintf("entry is %d bytes; the limit is %d", size, limit)}}}
 }
 
 // rawDecoder decodes an intake entry field by field, collecting errors.
@@ -315,8 +320,10 @@ func joinPath(path, key string) string {
 // refused as too_large, is not copied whole into malformed_intents.
 const maxRawFieldsBytes = DefaultMaxEntryBytes
 
-// rawFieldsExcerpt is how much of an oversized entry RawFields keeps.
-const rawFieldsExcerpt = 4 << 10
+// RawFieldsExcerpt is how much of an oversized entry RawFields keeps, in
+// bytes: 4 KiB. The intake worker loads no more of an entry it must refuse
+// as too_large.
+const RawFieldsExcerpt = 4 << 10
 
 // RawFields returns JSON for malformed_intents.raw_fields that PostgreSQL's
 // jsonb always accepts: the entry itself if it is a JSON object, else
@@ -330,7 +337,7 @@ func RawFields(body []byte) []byte {
 	if len(body) > maxRawFieldsBytes {
 		// Cut at a rune boundary (at most 3 bytes back) so that the excerpt
 		// does not end in a U+FFFD of its own making.
-		n := rawFieldsExcerpt
+		n := RawFieldsExcerpt
 		for i := 0; i < 3 && !utf8.RuneStart(body[n]); i++ {
 			n--
 		}

@@ -8,26 +8,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // validEntry is the raw JSON form of validIntent.
-const validEntry = `{
-  "notification_type": "order.shipped",
-  "producer": "shop",
-  "idempotency_key": "order-9-shipped",
-  "audience": {
-    "user_ids": ["42"],
-    "sms": ["+14155550123"],
-    "email": ["ops@example.com"],
-    "webhook": ["https://hooks.example.com/orders"]
-  },
-  "channels": ["sms", "email", "webhook"],
-  "content": {
-    "sms": {"body": "Order 9 shipped"},
-    "email": {"subject": "Order 9 shipped", "text": "It is on its way."},
-    "webhook": {"order":9}
-  }
-}`
+const validEntry = intaketest.ValidEntry
 
 func TestDecodeRawDecodesAnIntakeEntry(t *testing.T) {
 	t.Parallel()
@@ -211,7 +197,7 @@ func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			in, err := DecodeRaw([]byte(entryWith(tt.mod)), Limits{})
+			in, err := DecodeRaw([]byte(intaketest.EntryWith(tt.mod)), Limits{})
 			if err == nil {
 				_, err = Validate(in, Limits{}, testNow)
 			}

@@ -10,97 +10,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
-// fuzzLimits are tighter than the defaults so that small seeds reach every
-// limit.
-var fuzzLimits = Limits{
-	MaxPayloadBytes:  512,
-	MaxEntryBytes:    4096,
-	MaxSMSSegments:   2,
-	MaxScheduleAhead: 24 * time.Hour,
-	MaxRoutes:        8,
-}
-
-// fuzzSeed is one f.Add input and the failure code it must produce ("" if
-// it must be accepted).
-type fuzzSeed struct {
-	name string
-	want string
-	body string
-}
-
-// entryWith returns validEntry decoded, changed by mod and encoded again.
-func entryWith(mod func(m map[string]any)) string {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(validEntry), &m); err != nil {
-		panic(err)
-	}
-	mod(m)
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
+// fuzzLimits are the limits the seeds are written for.
+var fuzzLimits = Limits(intaketest.Limits)
 
 // sub returns m[key] as an object.
 func sub(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
-
-// fuzzSeeds covers every failure code but idempotency_conflict (which only
-// the accept path returns), plus accepted entries and inputs that stress
-// RawFields.
-func fuzzSeeds() []fuzzSeed {
-	return []fuzzSeed{
-		{"Valid", "", validEntry},
-		{"ValidWithEveryField", "", entryWith(func(m map[string]any) {
-			m["occurred_at"] = "2026-03-01T11:59:00.5+01:00"
-			m["send_at"] = "2026-03-01T13:00:00Z"
-			m["expires_at"] = "2026-03-01T14:00:00Z"
-			m["priority"] = "bulk"
-			m["max_attempts"] = 5
-			m["request_id"] = "req-1"
-			m["trace_id"] = "trace-1"
-			sub(m, "audience")["sms"] = []any{"+1 (415) 555-0123", "+14155550123", "+44 20 7183 8750"}
-			sub(sub(m, "content"), "email")["html"] = "<p>It is on its way.</p>"
-			sub(sub(m, "content"), "sms")["body"] = "Commande expédiée 📦 {€}"
-		})},
-		{"ValidUsersOnly", "", `{"notification_type":"a","producer":"p","idempotency_key":"k","channels":["webhook"],"audience":{"user_ids":["1","2"]},"content":{"webhook":[1,"two",{"3":null}]}}`},
-		{"NotJSON", CodeNotJSON, `{"producer":"shop",`},
-		{"NotUTF8", CodeNotJSON, "{\"producer\":\"\xff\"}"},
-		{"NotAnObject", CodeWrongShape, `["order.shipped"]`},
-		{"UnknownField", CodeWrongShape, entryWith(func(m map[string]any) { m["colour"] = "red" })},
-		{"WrongType", CodeWrongShape, entryWith(func(m map[string]any) { m["channels"] = "sms" })},
-		{"EntryTooLarge", CodeTooLarge, `{"producer":"` + strings.Repeat("p", 4096) + `"}`},
-		{"PayloadTooLarge", CodeTooLarge, entryWith(func(m map[string]any) {
-			sub(sub(m, "content"), "email")["text"] = strings.Repeat("t", 600)
-		})},
-		{"Empty", CodeMissingField, `{}`},
-		{"BadPriority", CodeInvalidField, entryWith(func(m map[string]any) { m["priority"] = "urgent" })},
-		{"BadTime", CodeInvalidField, entryWith(func(m map[string]any) { m["send_at"] = "tomorrow" })},
-		{"UnknownChannel", CodeUnknownChannel, entryWith(func(m map[string]any) { m["channels"] = []any{"sms", "email", "webhook", "push"} })},
-		{"InvalidPhone", CodeInvalidPhone, entryWith(func(m map[string]any) { sub(m, "audience")["sms"] = []any{"0123"} })},
-		{"InvalidEmail", CodeInvalidEmail, entryWith(func(m map[string]any) { sub(m, "audience")["email"] = []any{"ops.example.com"} })},
-		{"InvalidURL", CodeInvalidURL, entryWith(func(m map[string]any) { sub(m, "audience")["webhook"] = []any{"ftp://example.com"} })},
-		{"MissingContent", CodeMissingContent, entryWith(func(m map[string]any) { delete(sub(m, "content"), "webhook") })},
-		{"SMSTooLong", CodeSMSTooLong, entryWith(func(m map[string]any) {
-			sub(sub(m, "content"), "sms")["body"] = strings.Repeat("a", 307)
-		})},
-		{"SendAtTooFar", CodeScheduleOutOfRange, entryWith(func(m map[string]any) { m["send_at"] = "2026-03-03T00:00:00Z" })},
-		{"ExpiredAlready", CodeScheduleOutOfRange, entryWith(func(m map[string]any) { m["expires_at"] = "2026-03-01T11:00:00Z" })},
-		{"TooManyRoutes", CodeTooManyRoutes, entryWith(func(m map[string]any) {
-			sub(m, "audience")["user_ids"] = []any{"1", "2", "3"}
-		})},
-		{"NULEverywhere", CodeWrongShape, `{"a\u0000":"\u0000","producer":"p\u0000"}`},
-		{"DeepAndHuge", CodeInvalidField, entryWith(func(m map[string]any) {
-			sub(m, "content")["webhook"] = json.RawMessage(strings.Repeat("[", 70) + "1e99999" + strings.Repeat("]", 70))
-		})},
-	}
-}
 
 // fuzzCorpusDir holds further seed inputs, and any failing input the fuzzer
 // finds; go test runs them all. Files named accepted_* must validate.
@@ -110,8 +31,8 @@ const fuzzCorpusDir = "testdata/fuzz/FuzzDecodeValidate"
 // DecodeRaw, Validate, RawFields and PartialFields must never panic, must
 // refuse only with declared codes and must keep what they produce storable.
 func FuzzDecodeValidate(f *testing.F) {
-	for _, s := range fuzzSeeds() {
-		f.Add([]byte(s.body))
+	for _, s := range intaketest.Seeds() {
+		f.Add([]byte(s.Body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		requireJSONBSafe(t, RawFields(body))
@@ -268,15 +189,15 @@ func corpusFiles(t *testing.T) map[string][]byte {
 func TestFuzzSeedsProduceTheirDeclaredCodes(t *testing.T) {
 	t.Parallel()
 
-	for _, s := range fuzzSeeds() {
-		t.Run(s.name, func(t *testing.T) {
+	for _, s := range intaketest.Seeds() {
+		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			codes := seedCodes(t, []byte(s.body))
-			if s.want == "" {
+			codes := seedCodes(t, []byte(s.Body))
+			if s.Want == "" {
 				require.Empty(t, codes, "seed must be accepted")
 				return
 			}
-			require.Contains(t, codes, s.want)
+			require.Contains(t, codes, s.Want)
 		})
 	}
 }
@@ -285,8 +206,8 @@ func TestFuzzSeedCorpusCoversEveryFailureCode(t *testing.T) {
 	t.Parallel()
 
 	covered := map[string]bool{}
-	for _, s := range fuzzSeeds() {
-		for _, c := range seedCodes(t, []byte(s.body)) {
+	for _, s := range intaketest.Seeds() {
+		for _, c := range seedCodes(t, []byte(s.Body)) {
 			covered[c] = true
 		}
 	}

@@ -1,7 +1,16 @@
-// Package intake turns intents into stored notifications: it validates an
-// intent, computes its fingerprint, fans it out into routes and accepts it
-// idempotently. Both doors use it: the Go client at the module root and the
-// SQL intake table drained by the intake worker.
+// Package intake is the first step of herald's data flow: it checks an
+// intent and plans it, touching no database. DecodeRaw reads a raw entry
+// of the SQL intake (herald.intake) into an Intent. Validate refuses a bad
+// intent with every field error it finds, each with a stable failure code,
+// or returns it normalized (names trimmed, phone numbers in E.164, e-mail
+// domains lower-cased, duplicate recipients dropped), with its canonical
+// content JSON, its request fingerprint and one route plan per (delivery
+// channel, recipient), SMS segments counted.
+//
+// Both doors use it: the Go client at the module root and the intake
+// worker of package accept, which then store what it validated through
+// accept.Accept. Canonical JSON and the fingerprint's encoding are package
+// canonjson's.
 package intake
 
 import (

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // trickyURLs sit on either side of normalizeURL's fast path.
@@ -82,8 +83,8 @@ func TestNormalizeListMatchesReference(t *testing.T) {
 // Validate and checks the webhook content and the fingerprint of what
 // Validate accepts against the encoding/json reference.
 func FuzzValidateMatchesReference(f *testing.F) {
-	for _, s := range fuzzSeeds() {
-		f.Add([]byte(s.body))
+	for _, s := range intaketest.Seeds() {
+		f.Add([]byte(s.Body))
 	}
 	for _, in := range []*Intent{validIntent(), benchIntent(3)} {
 		body, err := json.Marshal(in)

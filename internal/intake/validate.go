@@ -372,6 +372,14 @@ func checkName(errs *errorList, field, s string) string {
 	return s
 }
 
+// ValidProducer reports whether producer is a name Validate accepts as an
+// intent's producer (surrounding space aside).
+func ValidProducer(producer string) bool {
+	var errs errorList
+	checkName(&errs, "producer", producer)
+	return len(errs) == 0
+}
+
 func isNameRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
 		r == '.' || r == '_' || r == ':' || r == '-'

@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // testNow is the validation clock of every test in this package.
-var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var testNow = intaketest.Now
 
 // validIntent returns an intent that passes Validate: one user and one
 // direct address on each of the three channels.

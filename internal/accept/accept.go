@@ -1,4 +1,13 @@
-package intake
+// Package accept stores validated intents: Accept writes each as one
+// record plus its routes, idempotently (the UNIQUE (producer,
+// idempotency_key) constraint decides), in one statement that may also
+// send the dispatchers' wake-up hint. It is the one way into the records
+// and routes tables, for both doors: the Go client at the module root
+// calls Accept with what package intake validated, and the Worker drains
+// the SQL intake (herald.intake), validating each entry with package
+// intake, accepting the valid ones through Accept and recording the others
+// in malformed_intents.
+package accept
 
 import (
 	"cmp"
@@ -11,16 +20,17 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 )
 
 // DefaultIdempotencyWindow is how long an idempotency key stays reserved
-// when AcceptParams.IdempotencyWindow is zero: 48 hours, as the SMS
+// when Params.IdempotencyWindow is zero: 48 hours, as the SMS
 // orchestrator kept its Redis keys.
 const DefaultIdempotencyWindow = 48 * time.Hour
 
-// AcceptParams configures one Accept call.
-type AcceptParams struct {
+// Params configures one Accept call.
+type Params struct {
 	// Now is the acceptance time written to records and routes; zero means
 	// the database's now().
 	Now time.Time
@@ -72,7 +82,7 @@ type keyHolder struct {
 // serialization error instead, which the caller retries. An error means
 // nothing was accepted by this call (in a transaction, the transaction is
 // then aborted).
-func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams) ([]Outcome, error) {
+func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params) ([]Outcome, error) {
 	out := make([]Outcome, len(vs))
 	if len(vs) == 0 {
 		return out, nil
@@ -153,7 +163,7 @@ func Accept(ctx context.Context, db store.DBTX, vs []*Validated, p AcceptParams)
 
 // insertParams lays out the intents vs[firsts] as RecordInsertMany's
 // column arrays, with a fresh UUIDv7 notification id each.
-func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordInsertManyParams, error) {
+func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordInsertManyParams, error) {
 	n := len(firsts)
 	nRoutes := 0
 	for _, i := range firsts {
@@ -245,7 +255,7 @@ func insertParams(vs []*Validated, firsts []int, p AcceptParams) (store.RecordIn
 
 // HintChannel returns the payload of the wake.RoutesTopic hint for the
 // routes of vs: their delivery channel if they share one, else "".
-func HintChannel(vs []*Validated) string {
+func HintChannel(vs []*intake.Validated) string {
 	ch := ""
 	for _, v := range vs {
 		for _, r := range v.Routes {

@@ -1,4 +1,4 @@
-package intake
+package accept
 
 import (
 	"context"
@@ -8,13 +8,33 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
+// Fixtures shared with package intake's tests.
+var (
+	testNow    = intaketest.Now
+	fuzzLimits = intake.Limits(intaketest.Limits)
+)
+
+const validEntry = intaketest.ValidEntry
+
+// validIntent returns validEntry decoded: the valid intent of intake's
+// tests, one user and one direct address on each of the three channels.
+func validIntent() *intake.Intent {
+	in, err := intake.DecodeRaw([]byte(validEntry), intake.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	return in
+}
+
 // mustValidate validates in at testNow.
-func mustValidate(t *testing.T, in *Intent) *Validated {
+func mustValidate(t *testing.T, in *intake.Intent) *intake.Validated {
 	t.Helper()
-	v, err := Validate(in, Limits{}, testNow)
+	v, err := intake.Validate(in, intake.Limits{}, testNow)
 	require.NoError(t, err)
 	return v
 }
@@ -38,11 +58,11 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
-		mutate   func(*Intent)
+		mutate   func(*intake.Intent)
 		conflict bool
 	}{
-		{"SameRequestIsDuplicate", func(*Intent) {}, false},
-		{"OtherRequestIsConflict", func(in *Intent) { in.Content.SMS.Body = "changed" }, true},
+		{"SameRequestIsDuplicate", func(*intake.Intent) {}, false},
+		{"OtherRequestIsConflict", func(in *intake.Intent) { in.Content.SMS.Body = "changed" }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -52,7 +72,7 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 			tx, err := pool.Begin(ctx)
 			require.NoError(t, err)
 			defer tx.Rollback(ctx)
-			first, err := Accept(ctx, tx, []*Validated{mustValidate(t, validIntent())}, AcceptParams{})
+			first, err := Accept(ctx, tx, []*intake.Validated{mustValidate(t, validIntent())}, Params{})
 			require.NoError(t, err)
 
 			second := validIntent()
@@ -63,7 +83,7 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 			}
 			done := make(chan result)
 			go func() {
-				out, err := Accept(ctx, pool, []*Validated{mustValidate(t, second)}, AcceptParams{})
+				out, err := Accept(ctx, pool, []*intake.Validated{mustValidate(t, second)}, Params{})
 				done <- result{out, err}
 			}()
 			waitForLockWaiter(t, pool) // the second insert waits for the first
@@ -81,17 +101,17 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 
 func TestAcceptOfNothingSendsNothing(t *testing.T) {
 	t.Parallel()
-	out, err := Accept(context.Background(), nil, nil, AcceptParams{})
+	out, err := Accept(context.Background(), nil, nil, Params{})
 	require.NoError(t, err)
 	require.Empty(t, out)
 }
 
 func TestHintChannelNamesTheOneChannelOrNone(t *testing.T) {
 	t.Parallel()
-	sms := &Validated{Routes: []RoutePlan{{Channel: "sms"}, {Channel: "sms"}}}
-	mixed := &Validated{Routes: []RoutePlan{{Channel: "sms"}, {Channel: "email"}}}
-	require.Equal(t, "sms", HintChannel([]*Validated{sms, sms}))
-	require.Empty(t, HintChannel([]*Validated{sms, mixed}))
+	sms := &intake.Validated{Routes: []intake.RoutePlan{{Channel: "sms"}, {Channel: "sms"}}}
+	mixed := &intake.Validated{Routes: []intake.RoutePlan{{Channel: "sms"}, {Channel: "email"}}}
+	require.Equal(t, "sms", HintChannel([]*intake.Validated{sms, sms}))
+	require.Empty(t, HintChannel([]*intake.Validated{sms, mixed}))
 	require.Empty(t, HintChannel(nil))
 }
 
@@ -102,8 +122,8 @@ func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
-	batch := func(keys ...string) []*Validated {
-		var vs []*Validated
+	batch := func(keys ...string) []*intake.Validated {
+		var vs []*intake.Validated
 		for _, k := range keys {
 			in := validIntent()
 			in.IdempotencyKey = k
@@ -115,7 +135,7 @@ func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
 	txA, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer txA.Rollback(ctx)
-	_, err = Accept(ctx, txA, batch("a"), AcceptParams{})
+	_, err = Accept(ctx, txA, batch("a"), Params{})
 	require.NoError(t, err)
 
 	type result struct {
@@ -124,11 +144,11 @@ func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
 	}
 	done := make(chan result)
 	go func() {
-		out, err := Accept(ctx, pool, batch("b", "a"), AcceptParams{})
+		out, err := Accept(ctx, pool, batch("b", "a"), Params{})
 		done <- result{out, err}
 	}()
 	waitForLockWaiter(t, pool)
-	_, err = Accept(ctx, txA, batch("b"), AcceptParams{})
+	_, err = Accept(ctx, txA, batch("b"), Params{})
 	require.NoError(t, err, "no deadlock")
 	require.NoError(t, txA.Commit(ctx))
 	r := <-done

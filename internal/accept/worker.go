@@ -1,4 +1,4 @@
-package intake
+package accept
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/wake"
@@ -26,7 +27,7 @@ const (
 	// DefaultWorkerBatchSize is the default WorkerConfig.BatchSize.
 	DefaultWorkerBatchSize = 500
 	// DefaultWorkerBatchBytes is the default WorkerConfig.BatchBytes: 8 MiB,
-	// 32 entries of the largest size Limits allow by default.
+	// 32 entries of the largest size intake.Limits allow by default.
 	DefaultWorkerBatchBytes = 8 << 20
 	// DefaultWorkerPollInterval is the default WorkerConfig.PollInterval.
 	DefaultWorkerPollInterval = time.Second
@@ -67,7 +68,7 @@ type WorkerConfig struct {
 	// connection). Default 1s.
 	PollInterval time.Duration
 	// Limits bounds the entries; zero fields take the defaults.
-	Limits Limits
+	Limits intake.Limits
 	// IdempotencyWindow is how long keys stay reserved; default 48 hours.
 	IdempotencyWindow time.Duration
 	// ResultFunc, if set, is called once per entry with its producer ("" if
@@ -107,7 +108,7 @@ type Worker struct {
 	batch      int
 	batchBytes int
 	poll       time.Duration
-	limits     Limits
+	limits     intake.Limits
 	window     time.Duration
 	result     func(producer, result string)
 	now        func() time.Time
@@ -241,10 +242,10 @@ func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err er
 
 // intakeEntry is one entry taken off the intake. body is the entry's whole
 // body, or only its first characters if size, the whole body's length in
-// bytes, exceeds Limits.MaxEntryBytes: the claim never loads more of a body
-// it must refuse as too_large. submittedBy is the database login that
-// inserted it; trusted says whether that login may submit in any producer's
-// name (a member of herald_relay, or of the intake's owner).
+// bytes, exceeds Limits.MaxEntryBytes: the claim never loads more of a
+// body it must refuse as too_large. submittedBy is the database login that
+// inserted it; trusted says whether that login may submit in any
+// producer's name (a member of herald_relay, or of the intake's owner).
 type intakeEntry struct {
 	id          int64
 	body        string
@@ -320,7 +321,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	q := store.New()
 	rows, err := q.IntakeTakeByID(ctx, tx, store.IntakeTakeByIDParams{
-		ID: id, MaxEntryBytes: int32(w.limits.MaxEntryBytes), ExcerptChars: rawFieldsExcerpt,
+		ID: id, MaxEntryBytes: int32(w.limits.MaxEntryBytes), ExcerptChars: intake.RawFieldsExcerpt,
 	})
 	if err != nil {
 		return fmt.Errorf("take intake entry %d: %w", id, err)
@@ -337,7 +338,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 			msg += ", constraint " + pgErr.ConstraintName
 		}
 	}
-	ntype, producer, key := PartialFields([]byte(e.body))
+	ntype, producer, key := intake.PartialFields([]byte(e.body))
 	var now *time.Time // nil: the database's clock
 	if w.now != nil {
 		t := w.now()
@@ -348,7 +349,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		NotificationTypes: []string{ntype},
 		Producers:         []string{producer},
 		IdempotencyKeys:   []string{key},
-		FailureCodes:      []string{CodeRejectedByDatabase},
+		FailureCodes:      []string{intake.CodeRejectedByDatabase},
 		FailureMessages:   []string{msg},
 		RawFields:         [][]byte{w.rawFields(e)},
 		SubmittedBys:      []string{e.submittedBy},
@@ -360,7 +361,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		return fmt.Errorf("commit setting intake entry %d aside: %w", id, err)
 	}
 	w.logger.WarnContext(ctx, "intake entry refused by the database, set aside", slog.Int64("intake_id", e.id),
-		slog.String("failure_code", CodeRejectedByDatabase), slog.String("producer", metricProducer(producer)))
+		slog.String("failure_code", intake.CodeRejectedByDatabase), slog.String("producer", metricProducer(producer)))
 	if w.result != nil {
 		w.result(metricProducer(producer), ResultMalformed)
 	}
@@ -384,7 +385,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		MaxEntries:    int32(limit),
 		MaxBatchBytes: int64(w.batchBytes),
 		MaxEntryBytes: int32(w.limits.MaxEntryBytes),
-		ExcerptChars:  rawFieldsExcerpt,
+		ExcerptChars:  intake.RawFieldsExcerpt,
 	})
 	if err != nil {
 		return 0, 0, 0, false, 0, fmt.Errorf("claim intake batch: %w", err)
@@ -410,24 +411,17 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		sqlNow = now
 	}
 	var (
-		valid   []*Validated
+		valid   []*intake.Validated
 		from    []int // valid[j] came from entries[from[j]]
 		bad     []malformedEntry
 		results = make([]resultOf, 0, len(entries))
 	)
-	vs := make([]*Validated, len(entries))
-	errs := make([]error, len(entries))
-	forEach(len(entries), func(i int) {
-		if entries[i].size > w.limits.MaxEntryBytes {
-			errs[i] = tooLarge(entries[i].size, w.limits.MaxEntryBytes)
-			return
-		}
-		in, err := DecodeRaw([]byte(entries[i].body), w.limits)
-		if err == nil {
-			vs[i], err = Validate(in, w.limits, now)
-		}
-		errs[i] = err
-	})
+	bodies := make([]string, len(entries))
+	sizes := make([]int, len(entries))
+	for i, e := range entries {
+		bodies[i], sizes[i] = e.body, e.size
+	}
+	vs, errs := intake.DecodeValidateMany(bodies, sizes, w.limits, now)
 	for i, e := range entries {
 		if errs[i] != nil {
 			bad = append(bad, refused(e, errs[i]))
@@ -444,7 +438,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	if len(valid) > 0 {
 		// One hint per batch transaction: batching already debounces it.
 		hint := HintChannel(valid)
-		outcomes, err := Accept(ctx, tx, valid, AcceptParams{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
+		outcomes, err := Accept(ctx, tx, valid, Params{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
 		if err != nil {
 			return 0, 0, 0, false, firstID, fmt.Errorf("accept intake batch: %w", err)
 		}
@@ -454,9 +448,9 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			case o.Conflict:
 				bad = append(bad, malformedEntry{
 					entry: entries[from[j]],
-					code:  CodeIdempotencyConflict,
+					code:  intake.CodeIdempotencyConflict,
 					message: fmt.Sprintf("idempotency key already used by notification %s for a different request (%s)",
-						o.NotificationID, CodeIdempotencyConflict),
+						o.NotificationID, intake.CodeIdempotencyConflict),
 					ntype:    v.Intent.NotificationType,
 					producer: v.Intent.Producer,
 					key:      v.Intent.IdempotencyKey,
@@ -487,9 +481,9 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			p.SubmittedBys = append(p.SubmittedBys, b.entry.submittedBy)
 			result, producer := ResultMalformed, b.producer
 			switch b.code {
-			case CodeIdempotencyConflict:
+			case intake.CodeIdempotencyConflict:
 				result = ResultConflict
-			case CodeProducerMismatch:
+			case intake.CodeProducerMismatch:
 				producer = b.entry.submittedBy // counted against the login, not the producer it named
 			}
 			results = append(results, resultOf{metricProducer(producer), result})
@@ -514,22 +508,15 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	return accepted, len(bad), len(entries), more, firstID, nil
 }
 
-// tooLarge is DecodeRaw's refusal of an entry of size bytes over limit,
-// for an entry whose body the claim did not load.
-func tooLarge(size, limit int) error {
-	return &ValidationError{Errors: []FieldError{{Code: CodeTooLarge,
-		Message: fmt.Sprintf("entry is %d bytes; the limit is %d", size, limit)}}}
-}
-
-// rawFields returns e's malformed_intents.raw_fields: RawFields of its body
-// or, for an entry over Limits.MaxEntryBytes whose body the claim loaded
-// only the start of, what RawFields returns for an entry over 256 KiB: its
-// first 4 KiB, marked truncated, and its size.
+// rawFields returns e's malformed_intents.raw_fields: intake.RawFields of
+// its body or, for an entry over Limits.MaxEntryBytes whose body the claim
+// loaded only the start of, what intake.RawFields returns for an entry
+// over 256 KiB: its first 4 KiB, marked truncated, and its size.
 func (w *Worker) rawFields(e intakeEntry) []byte {
 	if e.size <= w.limits.MaxEntryBytes {
-		return RawFields([]byte(e.body))
+		return intake.RawFields([]byte(e.body))
 	}
-	n := min(len(e.body), rawFieldsExcerpt)
+	n := min(len(e.body), intake.RawFieldsExcerpt)
 	// Cut at a rune boundary (at most 3 bytes back), as RawFields does.
 	for i := 0; i < 3 && n < len(e.body) && !utf8.RuneStart(e.body[n]); i++ {
 		n--
@@ -541,13 +528,13 @@ func (w *Worker) rawFields(e intakeEntry) []byte {
 
 // mismatched returns the malformed record of entry e, valid as v, whose
 // producer is not the login that inserted it, an untrusted one.
-func mismatched(e intakeEntry, v *Validated) malformedEntry {
+func mismatched(e intakeEntry, v *intake.Validated) malformedEntry {
 	return malformedEntry{
 		entry: e,
-		code:  CodeProducerMismatch,
+		code:  intake.CodeProducerMismatch,
 		message: fmt.Sprintf("the entry names producer %q but was inserted by database login %q, which may submit only "+
 			"in its own name; a member of herald_relay may submit in any producer's name (%s)",
-			v.Intent.Producer, e.submittedBy, CodeProducerMismatch),
+			v.Intent.Producer, e.submittedBy, intake.CodeProducerMismatch),
 		ntype:    v.Intent.NotificationType,
 		producer: v.Intent.Producer,
 		key:      v.Intent.IdempotencyKey,
@@ -556,12 +543,12 @@ func mismatched(e intakeEntry, v *Validated) malformedEntry {
 
 // refused returns the malformed record of entry e refused with err.
 func refused(e intakeEntry, err error) malformedEntry {
-	m := malformedEntry{entry: e, code: CodeInvalidField, message: err.Error()}
-	var ve *ValidationError
+	m := malformedEntry{entry: e, code: intake.CodeInvalidField, message: err.Error()}
+	var ve *intake.ValidationError
 	if errors.As(err, &ve) && ve.Code() != "" {
 		m.code = ve.Code()
 	}
-	m.ntype, m.producer, m.key = PartialFields([]byte(e.body))
+	m.ntype, m.producer, m.key = intake.PartialFields([]byte(e.body))
 	return m
 }
 
@@ -569,8 +556,7 @@ func refused(e intakeEntry, err error) malformedEntry {
 // else "": the metrics label of a malformed entry must not take whatever
 // text the entry held.
 func metricProducer(producer string) string {
-	var errs errorList
-	if checkName(&errs, "producer", producer); len(errs) > 0 {
+	if !intake.ValidProducer(producer) {
 		return ""
 	}
 	return producer

@@ -1,4 +1,4 @@
-package intake
+package accept
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/intake/intaketest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
@@ -90,24 +92,24 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 		}
 	})
 
-	seeds := fuzzSeeds()
+	seeds := intaketest.Seeds()
 	want := map[int]string{} // intake id → expected failure code
 	wantAccepted := 0
 	id := 0
 	for _, s := range seeds {
-		if !utf8.ValidString(s.body) || strings.Contains(s.body, "\x00") {
+		if !utf8.ValidString(s.Body) || strings.Contains(s.Body, "\x00") {
 			continue // a text column cannot hold it: PostgreSQL refuses the INSERT
 		}
-		b.insert(t, s.body)
+		b.insert(t, s.Body)
 		id++ // identity values, in insertion order
 		switch {
-		case s.name == "ValidWithEveryField":
+		case s.Name == "ValidWithEveryField":
 			// Same key as Valid, different request: a conflict.
-			want[id] = CodeIdempotencyConflict
-		case s.want == "":
+			want[id] = intake.CodeIdempotencyConflict
+		case s.Want == "":
 			wantAccepted++
 		default:
-			want[id] = s.want
+			want[id] = s.Want
 		}
 	}
 	b.insert(t, validEntry) // a retry of Valid: accepted as a duplicate
@@ -137,7 +139,7 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 		require.True(t, json.Valid(m.RawFields))
 		require.Equal(t, testNow, m.RecordedAt.UTC())
 		covered[code] = true
-		if code == CodeIdempotencyConflict {
+		if code == intake.CodeIdempotencyConflict {
 			require.Contains(t, m.FailureMessage, validID, "a conflict names the existing notification")
 			require.Equal(t, "shop", m.Producer)
 			require.Equal(t, "order-9-shipped", m.IdempotencyKey)
@@ -147,8 +149,8 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 	// rejected_by_database and producer_mismatch have tests of their own:
 	// they need a database that refuses what the validator accepts, and a
 	// producer's login.
-	require.ElementsMatch(t, slices.DeleteFunc(Codes(), func(c string) bool {
-		return c == CodeRejectedByDatabase || c == CodeProducerMismatch
+	require.ElementsMatch(t, slices.DeleteFunc(intake.Codes(), func(c string) bool {
+		return c == intake.CodeRejectedByDatabase || c == intake.CodeProducerMismatch
 	}),
 		keys(covered), "every failure code is exercised")
 }
@@ -228,7 +230,7 @@ func TestWorkerHelperProcess(t *testing.T) {
 func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupWorker(t, func(c *WorkerConfig) { c.NowFunc = nil; c.Limits = Limits{} })
+	b := setupWorker(t, func(c *WorkerConfig) { c.NowFunc = nil; c.Limits = intake.Limits{} })
 
 	const n = 250
 	bodies := make([]string, n)
@@ -293,7 +295,7 @@ func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T)
 	var code, msg, key string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT failure_code, failure_message, idempotency_key
 		FROM herald.malformed_intents WHERE failure_code <> 'not_json'`).Scan(&code, &msg, &key))
-	require.Equal(t, CodeRejectedByDatabase, code)
+	require.Equal(t, intake.CodeRejectedByDatabase, code)
 	require.Equal(t, "p", key)
 	require.Contains(t, msg, "no_poison", "the message names what refused it")
 	require.Contains(t, msg, "SQLSTATE 23514")
@@ -340,7 +342,7 @@ func TestWorkerBatchLoadsAtMostBatchBytesAndOnlyTheStartOfAnOversizedBody(t *tes
 			loaded += len(e.body)
 			if e.size > maxEntry {
 				require.Greater(t, e.size, 1<<20, "an oversized entry keeps its true size")
-				require.LessOrEqual(t, len(e.body), rawFieldsExcerpt*utf8.UTFMax, "only the start of an oversized body is loaded")
+				require.LessOrEqual(t, len(e.body), intake.RawFieldsExcerpt*utf8.UTFMax, "only the start of an oversized body is loaded")
 			} else {
 				require.Len(t, e.body, e.size)
 			}
@@ -380,15 +382,15 @@ func TestWorkerTakesAnEntryLargerThanBatchBytesInABatchOfItsOwn(t *testing.T) {
 func TestWorkerRecordsAnOversizedEntryAsIfItHadLoadedItWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setupWorker(t, func(c *WorkerConfig) { c.Limits = Limits{} })
+	b := setupWorker(t, func(c *WorkerConfig) { c.Limits = intake.Limits{} })
 	// Over the default 256 KiB, in two-byte characters, with the 4 KiB cut
 	// falling inside one: the worker, which loads only the start, must
 	// record exactly what DecodeRaw and RawFields make of the whole body.
 	body := `{"notification_type": "big.one", "producer": "shop", "pad": "` + strings.Repeat("é", 150_000) + `"}`
-	if utf8.RuneStart(body[rawFieldsExcerpt]) {
+	if utf8.RuneStart(body[intake.RawFieldsExcerpt]) {
 		body = strings.Replace(body, `"pad"`, `"padding"`, 1)
 	}
-	require.False(t, utf8.RuneStart(body[rawFieldsExcerpt]))
+	require.False(t, utf8.RuneStart(body[intake.RawFieldsExcerpt]))
 	b.insert(t, body)
 
 	_, malformed, err := b.worker.DrainOnce(ctx)
@@ -396,11 +398,11 @@ func TestWorkerRecordsAnOversizedEntryAsIfItHadLoadedItWhole(t *testing.T) {
 	require.Equal(t, 1, malformed)
 	m, err := store.New().MalformedIntentGet(ctx, b.pool, "intake:1")
 	require.NoError(t, err)
-	_, wantErr := DecodeRaw([]byte(body), Limits{})
+	_, wantErr := intake.DecodeRaw([]byte(body), intake.Limits{})
 	require.Error(t, wantErr)
-	require.Equal(t, CodeTooLarge, m.FailureCode)
+	require.Equal(t, intake.CodeTooLarge, m.FailureCode)
 	require.Equal(t, wantErr.Error(), m.FailureMessage)
-	require.JSONEq(t, string(RawFields([]byte(body))), string(m.RawFields))
+	require.JSONEq(t, string(intake.RawFields([]byte(body))), string(m.RawFields))
 	require.Equal(t, "shop", m.Producer)
 	require.Equal(t, "big.one", m.NotificationType)
 }
