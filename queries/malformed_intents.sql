@@ -21,7 +21,7 @@ FROM (
     -- Arrays unnested side by side run in step; a shorter (or NULL) one is
     -- padded with NULLs.
     SELECT
-        unnest(@stream_entry_ids::text[]) AS stream_entry_id,
+        unnest(@entry_refs::text[]) AS stream_entry_id,
         unnest(@notification_types::text[]) AS notification_type,
         unnest(@producers::text[]) AS producer,
         unnest(@idempotency_keys::text[]) AS idempotency_key,
@@ -32,10 +32,10 @@ FROM (
 ) AS e;
 
 -- name: MalformedIntentGet :one
--- One malformed entry by its stream entry id.
+-- One malformed entry by its intake entry's reference, "intake:<id>".
 SELECT *
 FROM herald.malformed_intents
-WHERE stream_entry_id = @stream_entry_id;
+WHERE stream_entry_id = @entry_ref;
 
 -- name: MalformedIntentList :many
 -- One page of malformed intake entries, newest first, along
@@ -49,7 +49,7 @@ WHERE (sqlc.narg('producer')::text IS NULL OR m.producer = sqlc.narg('producer')
     AND (sqlc.narg('since')::timestamptz IS NULL OR m.recorded_at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('after_recorded_at')::timestamptz IS NULL
         OR (m.recorded_at, m.stream_entry_id)
-            < (sqlc.narg('after_recorded_at')::timestamptz, sqlc.narg('after_stream_entry_id')::text))
+            < (sqlc.narg('after_recorded_at')::timestamptz, sqlc.narg('after_entry_ref')::text))
 ORDER BY m.recorded_at DESC, m.stream_entry_id DESC
 LIMIT @max::integer;
 

@@ -71,7 +71,7 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 	tw := newTable(m.Stdout)
 	fmt.Fprintln(tw, "RECORDED\tID\tCODE\tPRODUCER\tTYPE\tMESSAGE")
 	for _, e := range page.Malformed {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(e.RecordedAt), e.StreamEntryID, e.FailureCode,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", stamp(e.RecordedAt), e.EntryRef, e.FailureCode,
 			dash(e.Producer), dash(e.NotificationType), clip(e.FailureMessage, 70))
 	}
 	if err := tw.Flush(); err != nil {
@@ -107,7 +107,7 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 		return writeJSON(m.Stdout, e)
 	}
 	if err := printFields(m.Stdout, [][2]string{
-		{"id", e.StreamEntryID},
+		{"id", e.EntryRef},
 		{"recorded", stamp(e.RecordedAt)},
 		{"code", e.FailureCode},
 		{"message", e.FailureMessage},

@@ -14,7 +14,7 @@ func TestMalformedListAndShow(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	require.NoError(t, store.New().MalformedIntentInsertMany(context.Background(), b.pool, store.MalformedIntentInsertManyParams{
-		StreamEntryIds:    []string{"intake:1", "intake:2", "intake:3"},
+		EntryRefs:         []string{"intake:1", "intake:2", "intake:3"},
 		NotificationTypes: []string{"", "order.shipped", "order.shipped"},
 		Producers:         []string{"", "shop", "billing"},
 		IdempotencyKeys:   []string{"", "k2", "k3"},
@@ -28,7 +28,7 @@ func TestMalformedListAndShow(t *testing.T) {
 	require.Len(t, page.Malformed, 3)
 	runJSON(t, b.env, &page, "malformed", "list", "--code", "missing_field", "--producer", "shop")
 	require.Len(t, page.Malformed, 1)
-	require.Equal(t, "intake:2", page.Malformed[0].StreamEntryID)
+	require.Equal(t, "intake:2", page.Malformed[0].EntryRef)
 
 	var first, second operator.MalformedPage
 	runJSON(t, b.env, &first, "malformed", "list", "--limit", "2")

@@ -254,6 +254,10 @@ type intakeEntry struct {
 	trusted     bool
 }
 
+// entryRef returns the reference of intake entry id, "intake:<id>", by
+// which malformed_intents keeps it (in its stream_entry_id column).
+func entryRef(id int64) string { return "intake:" + strconv.FormatInt(id, 10) }
+
 // malformedEntry is an intake entry refused by the validator or the accept
 // path.
 type malformedEntry struct {
@@ -345,7 +349,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		now = &t
 	}
 	if err := q.MalformedIntentInsertMany(ctx, tx, store.MalformedIntentInsertManyParams{
-		StreamEntryIds:    []string{"intake:" + strconv.FormatInt(e.id, 10)},
+		EntryRefs:         []string{entryRef(e.id)},
 		NotificationTypes: []string{ntype},
 		Producers:         []string{producer},
 		IdempotencyKeys:   []string{key},
@@ -471,7 +475,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			p.Now = &sqlNow
 		}
 		for _, b := range bad {
-			p.StreamEntryIds = append(p.StreamEntryIds, "intake:"+strconv.FormatInt(b.entry.id, 10))
+			p.EntryRefs = append(p.EntryRefs, entryRef(b.entry.id))
 			p.NotificationTypes = append(p.NotificationTypes, b.ntype)
 			p.Producers = append(p.Producers, b.producer)
 			p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)

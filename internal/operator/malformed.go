@@ -13,7 +13,9 @@ import (
 // RawFields, set by MalformedIntent only, is what the entry held, made
 // jsonb-safe.
 type Malformed struct {
-	StreamEntryID    string          `json:"stream_entry_id"`
+	// EntryRef is the intake entry's reference, "intake:<id>" (in JSON and
+	// SQL, stream_entry_id, the seed schema's name).
+	EntryRef         string          `json:"stream_entry_id"`
 	RecordedAt       time.Time       `json:"recorded_at"`
 	FailureCode      string          `json:"failure_code"`
 	FailureMessage   string          `json:"failure_message"`
@@ -53,7 +55,7 @@ func (o *Operator) MalformedIntents(ctx context.Context, f MalformedFilter, limi
 	}
 	if c != nil {
 		p.AfterRecordedAt = optTime(c.At)
-		p.AfterStreamEntryID = &c.ID
+		p.AfterEntryRef = &c.ID
 	}
 	rows, err := o.q.MalformedIntentList(ctx, o.pool, p)
 	if err != nil {
@@ -62,7 +64,7 @@ func (o *Operator) MalformedIntents(ctx context.Context, f MalformedFilter, limi
 	page := &MalformedPage{Malformed: make([]Malformed, len(rows))}
 	for i, r := range rows {
 		page.Malformed[i] = Malformed{
-			StreamEntryID:    r.StreamEntryID,
+			EntryRef:         r.EntryRef,
 			RecordedAt:       r.RecordedAt,
 			FailureCode:      r.FailureCode,
 			FailureMessage:   r.FailureMessage,
@@ -73,20 +75,20 @@ func (o *Operator) MalformedIntents(ctx context.Context, f MalformedFilter, limi
 	}
 	if len(rows) == int(p.Max) {
 		last := page.Malformed[len(rows)-1]
-		page.Next = cursor{At: last.RecordedAt, ID: last.StreamEntryID}.encode()
+		page.Next = cursor{At: last.RecordedAt, ID: last.EntryRef}.encode()
 	}
 	return page, nil
 }
 
 // MalformedIntent returns one malformed entry with its raw fields. It
 // returns ErrNotFound when there is none with that id.
-func (o *Operator) MalformedIntent(ctx context.Context, streamEntryID string) (*Malformed, error) {
-	r, err := o.q.MalformedIntentGet(ctx, o.pool, streamEntryID)
+func (o *Operator) MalformedIntent(ctx context.Context, entryRef string) (*Malformed, error) {
+	r, err := o.q.MalformedIntentGet(ctx, o.pool, entryRef)
 	if err != nil {
-		return nil, fmt.Errorf("malformed intent %s: %w", streamEntryID, notFound(err, "read"))
+		return nil, fmt.Errorf("malformed intent %s: %w", entryRef, notFound(err, "read"))
 	}
 	return &Malformed{
-		StreamEntryID:    r.StreamEntryID,
+		EntryRef:         r.EntryRef,
 		RecordedAt:       r.RecordedAt,
 		FailureCode:      r.FailureCode,
 		FailureMessage:   r.FailureMessage,

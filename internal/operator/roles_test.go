@@ -107,7 +107,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 	refs := operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Producer: "shop", Dead: true})
 	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Producer: "billing"})
 	require.NoError(t, b.q.MalformedIntentInsertMany(ctx, b.pool, store.MalformedIntentInsertManyParams{
-		StreamEntryIds: []string{"intake:1"}, NotificationTypes: []string{""}, Producers: []string{"shop"},
+		EntryRefs: []string{"intake:1"}, NotificationTypes: []string{""}, Producers: []string{"shop"},
 		IdempotencyKeys: []string{""}, FailureCodes: []string{"invalid_json"}, FailureMessages: []string{"bad"},
 		RawFields: [][]byte{[]byte(`{"body":"{"}`)},
 	}))

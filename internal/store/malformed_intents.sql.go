@@ -44,12 +44,12 @@ FROM herald.malformed_intents
 WHERE stream_entry_id = $1
 `
 
-// One malformed entry by its stream entry id.
-func (q *Queries) MalformedIntentGet(ctx context.Context, db DBTX, streamEntryID string) (HeraldMalformedIntent, error) {
-	row := db.QueryRow(ctx, malformedIntentGet, streamEntryID)
+// One malformed entry by its intake entry's reference, "intake:<id>".
+func (q *Queries) MalformedIntentGet(ctx context.Context, db DBTX, entryRef string) (HeraldMalformedIntent, error) {
+	row := db.QueryRow(ctx, malformedIntentGet, entryRef)
 	var i HeraldMalformedIntent
 	err := row.Scan(
-		&i.StreamEntryID,
+		&i.EntryRef,
 		&i.NotificationType,
 		&i.Producer,
 		&i.IdempotencyKey,
@@ -89,7 +89,7 @@ FROM (
 
 type MalformedIntentInsertManyParams struct {
 	Now               *time.Time
-	StreamEntryIds    []string
+	EntryRefs         []string
 	NotificationTypes []string
 	Producers         []string
 	IdempotencyKeys   []string
@@ -111,7 +111,7 @@ type MalformedIntentInsertManyParams struct {
 func (q *Queries) MalformedIntentInsertMany(ctx context.Context, db DBTX, arg MalformedIntentInsertManyParams) error {
 	_, err := db.Exec(ctx, malformedIntentInsertMany,
 		arg.Now,
-		arg.StreamEntryIds,
+		arg.EntryRefs,
 		arg.NotificationTypes,
 		arg.Producers,
 		arg.IdempotencyKeys,
@@ -139,16 +139,16 @@ LIMIT $6::integer
 `
 
 type MalformedIntentListParams struct {
-	Producer           *string
-	FailureCode        *string
-	Since              *time.Time
-	AfterRecordedAt    *time.Time
-	AfterStreamEntryID *string
-	Max                int32
+	Producer        *string
+	FailureCode     *string
+	Since           *time.Time
+	AfterRecordedAt *time.Time
+	AfterEntryRef   *string
+	Max             int32
 }
 
 type MalformedIntentListRow struct {
-	StreamEntryID    string
+	EntryRef         string
 	RecordedAt       time.Time
 	FailureCode      string
 	FailureMessage   string
@@ -165,7 +165,7 @@ func (q *Queries) MalformedIntentList(ctx context.Context, db DBTX, arg Malforme
 		arg.FailureCode,
 		arg.Since,
 		arg.AfterRecordedAt,
-		arg.AfterStreamEntryID,
+		arg.AfterEntryRef,
 		arg.Max,
 	)
 	if err != nil {
@@ -176,7 +176,7 @@ func (q *Queries) MalformedIntentList(ctx context.Context, db DBTX, arg Malforme
 	for rows.Next() {
 		var i MalformedIntentListRow
 		if err := rows.Scan(
-			&i.StreamEntryID,
+			&i.EntryRef,
 			&i.RecordedAt,
 			&i.FailureCode,
 			&i.FailureMessage,

@@ -68,7 +68,7 @@ type HeraldIntake struct {
 }
 
 type HeraldMalformedIntent struct {
-	StreamEntryID    string
+	EntryRef         string
 	NotificationType string
 	Producer         string
 	IdempotencyKey   string
@@ -80,7 +80,7 @@ type HeraldMalformedIntent struct {
 }
 
 type HeraldMalformedView struct {
-	StreamEntryID    string
+	EntryRef         string
 	RecordedAt       time.Time
 	FailureCode      string
 	FailureMessage   string

@@ -69,6 +69,6 @@ ORDER BY d.channel, d.failure_classification;
 -- it inserted.
 SELECT failure_code, count(*)::bigint AS malformed
 FROM herald.malformed_intents
-WHERE stream_entry_id = ANY(@stream_entry_ids::text[])
+WHERE stream_entry_id = ANY(@entry_refs::text[])
 GROUP BY failure_code
 ORDER BY failure_code;

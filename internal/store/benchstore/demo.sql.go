@@ -105,8 +105,8 @@ type MalformedIntentCountByEntryIDsRow struct {
 
 // The demo's malformed intents, by failure code, among the intake entries
 // it inserted.
-func (q *Queries) MalformedIntentCountByEntryIDs(ctx context.Context, db DBTX, streamEntryIds []string) ([]MalformedIntentCountByEntryIDsRow, error) {
-	rows, err := db.Query(ctx, malformedIntentCountByEntryIDs, streamEntryIds)
+func (q *Queries) MalformedIntentCountByEntryIDs(ctx context.Context, db DBTX, entryRefs []string) ([]MalformedIntentCountByEntryIDsRow, error) {
+	rows, err := db.Query(ctx, malformedIntentCountByEntryIDs, entryRefs)
 	if err != nil {
 		return nil, err
 	}
