@@ -251,7 +251,7 @@ SELECT coalesce(extract(epoch FROM least(
 
 -- name: RouteNotifyDispatchers :exec
 -- The trailing wake-up hint of the accept path's debounce window, on the
--- NOTIFY channel herald_routes that dispatchers LISTEN on; the payload is the
+-- NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
 -- delivery channel of the new routes, or '' for several. (The leading hint
 -- rides RecordInsertMany.)
 SELECT pg_notify('herald_routes', @channel::text);

@@ -202,7 +202,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordI
 		RouteExpiresAts:          make([]time.Time, 0, nRoutes),
 		RouteSmsEncodings:        make([]string, 0, nRoutes),
 		RouteSmsSegments:         make([]int16, 0, nRoutes),
-		NotifyChannel:            p.Notify,
+		HintPayload:              p.Notify,
 	}
 	for _, i := range firsts {
 		v := vs[i]

@@ -196,7 +196,7 @@ func (w *Worker) listen(ctx context.Context, woken chan<- struct{}, listening ch
 	}
 	pglisten.Run(ctx, pglisten.Config{
 		ConnConfig: w.pool.Config().ConnConfig,
-		Channel:    wake.IntakeTopic,
+		Topic:      wake.IntakeTopic,
 		NotifyFunc: func(string) { signal() },
 		ConnectedFunc: func(first bool) {
 			attempted()

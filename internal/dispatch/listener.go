@@ -30,7 +30,7 @@ func (d *Dispatcher) wakeChannel(name string) {
 func (d *Dispatcher) listen(ctx context.Context) {
 	pglisten.Run(ctx, pglisten.Config{
 		ConnConfig:    d.pool.Config().ConnConfig,
-		Channel:       wake.RoutesTopic,
+		Topic:         wake.RoutesTopic,
 		NotifyFunc:    d.wakeChannel,
 		ConnectedFunc: func(bool) { d.Wake() },
 		FailedFunc: func(err error, retryIn time.Duration) {

@@ -16,8 +16,10 @@ type Config struct {
 	// ConnConfig is the connection to open, outside any pool: a LISTEN
 	// connection is held for the process's life and must not starve a pool.
 	ConnConfig *pgx.ConnConfig
-	// Channel is the NOTIFY channel to LISTEN on.
-	Channel string
+	// Topic is the NOTIFY topic to LISTEN on (what PostgreSQL calls a
+	// channel; herald keeps that word for delivery channels), e.g.
+	// wake.RoutesTopic.
+	Topic string
 	// NotifyFunc is called with each notification's payload.
 	NotifyFunc func(payload string)
 	// ConnectedFunc, if set, is called each time LISTEN succeeds; first is
@@ -75,7 +77,7 @@ func listenOnce(ctx context.Context, cfg Config, connected func()) error {
 	}()
 	// SQL in Go, the commented exception: LISTEN takes an identifier, not a
 	// parameter, so sqlc has nothing to generate for it.
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{cfg.Channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{cfg.Topic}.Sanitize()); err != nil {
 		return err
 	}
 	connected()

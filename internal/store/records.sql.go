@@ -378,10 +378,10 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    -- The dispatchers' wake-up hint on channel herald_routes, sent only when
-    -- the caller asks (the leading edge of its debounce window; NULL means
-    -- no hint). Postgres delivers it at commit, so it rides the caller's
-    -- transaction, and only if a record was inserted (a batch of
+    -- The dispatchers' wake-up hint on NOTIFY topic herald_routes, sent
+    -- only when the caller asks (the leading edge of its debounce window;
+    -- NULL means no hint). Postgres delivers it at commit, so it rides the
+    -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
     -- final SELECT joins it.
     SELECT count(pg_notify('herald_routes', $28::text)) AS hints
@@ -421,7 +421,7 @@ type RecordInsertManyParams struct {
 	RouteExpiresAts          []time.Time
 	RouteSmsEncodings        []string
 	RouteSmsSegments         []int16
-	NotifyChannel            *string
+	HintPayload              *string
 }
 
 type RecordInsertManyRow struct {
@@ -483,7 +483,7 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 		arg.RouteExpiresAts,
 		arg.RouteSmsEncodings,
 		arg.RouteSmsSegments,
-		arg.NotifyChannel,
+		arg.HintPayload,
 	)
 	if err != nil {
 		return nil, err

@@ -636,7 +636,7 @@ SELECT pg_notify('herald_routes', $1::text)
 `
 
 // The trailing wake-up hint of the accept path's debounce window, on the
-// NOTIFY channel herald_routes that dispatchers LISTEN on; the payload is the
+// NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
 // delivery channel of the new routes, or ” for several. (The leading hint
 // rides RecordInsertMany.)
 func (q *Queries) RouteNotifyDispatchers(ctx context.Context, db DBTX, channel string) error {
