@@ -29,7 +29,9 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- ---------------------------------------------------------------------------
 
 -- name: RouteClaimDue :many
--- Claims up to @max due routes of one channel and takes a lease on them, in
+-- Claims up to @max due routes of one channel's lane ('' is the channel's
+-- own queue; a capped provider's name is that provider's paced queue, see
+-- migration 00007) and takes a lease on them, in
 -- one statement (one short implicit transaction): status 'claimed', the
 -- attempt counted now (attempt_count is the fence every completion checks),
 -- and next_attempt_at moved to the lease's end, so a route whose worker dies
@@ -37,7 +39,7 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 --
 -- The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
 -- (in this process or another) never wait on each other and never claim the
--- same route. It reads routes_due_idx (channel, priority, next_attempt_at) as
+-- same route. It reads routes_due_idx (channel, lane, priority, next_attempt_at) as
 -- two tight range scans, one per priority (0 transactional, 1 bulk), each
 -- starting at the oldest due entry and stopping at `now`: a single scan ordered
 -- by (priority, next_attempt_at) with `next_attempt_at <= now` would have to
@@ -81,6 +83,7 @@ WITH due AS (
         SELECT notification_id, route_id
         FROM herald.routes
         WHERE channel = @channel::text
+            AND lane = @lane::text
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
@@ -93,6 +96,7 @@ WITH due AS (
         SELECT notification_id, route_id
         FROM herald.routes
         WHERE channel = @channel::text
+            AND lane = @lane::text
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
@@ -115,9 +119,85 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
 RETURNING
     r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
     r.max_attempts, rec.producer,
-    r.priority, r.sms_encoding, r.sms_segments,
+    r.priority, r.sms_encoding, r.sms_segments, r.providers,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at;
+
+-- name: RouteLockDue :many
+-- The first half of the claim of a channel that has a capped provider (see
+-- RouteClaimLocked): locks up to @max due routes of the channel's own queue
+-- (lane '') as RouteClaimDue's due CTE does, FOR UPDATE SKIP LOCKED, and
+-- returns them with what delivery needs, changing nothing. The caller's
+-- transaction holds the locks while it resolves recipients and routes each
+-- route (in memory, no delivery), then claims or parks each in one
+-- statement and commits: a route bound for a capped provider is written
+-- once to reach its provider's lane, never claimed and released.
+WITH due AS (
+    SELECT * FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = @channel::text
+            AND lane = ''
+            AND priority = 0
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT @max::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p0
+    UNION ALL
+    SELECT * FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = @channel::text
+            AND lane = ''
+            AND priority = 1
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT @max::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p1
+    LIMIT @max::integer
+)
+SELECT
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count,
+    r.max_attempts, rec.producer,
+    r.priority, r.sms_encoding, r.sms_segments, r.providers,
+    (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
+FROM herald.routes AS r
+JOIN herald.records AS rec ON rec.notification_id = r.notification_id
+WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
+    AND (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due);
+
+-- name: RouteClaimLocked :many
+-- The second half of that claim: for each route locked by RouteLockDue in
+-- this transaction, either claims it as RouteClaimDue does (status
+-- 'claimed', the attempt counted, next_attempt_at the lease's end) or, when
+-- park is set, moves it into @lanes' lane due after delay_seconds without
+-- an attempt. Commits asynchronously, as RouteClaimDue does and for the
+-- same reason. Returns the claimed routes' attempt and lease end.
+UPDATE herald.routes AS r
+SET status = CASE WHEN d.park THEN r.status ELSE 'claimed' END,
+    attempt_count = CASE WHEN d.park THEN r.attempt_count ELSE r.attempt_count + 1 END,
+    lane = d.lane,
+    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs =>
+        CASE WHEN d.park THEN d.delay_seconds ELSE @lease_seconds::float8 END),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@parks::boolean[]) AS park,
+        unnest(@lanes::text[]) AS lane,
+        unnest(@delay_seconds::float8[]) AS delay_seconds
+) AS d
+WHERE r.notification_id = ANY(@notification_ids::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+RETURNING r.notification_id, r.route_id, r.attempt_count, r.next_attempt_at AS lease_until, d.park::boolean AS parked;
 
 -- name: RouteCompleteMany :many
 -- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
@@ -149,7 +229,8 @@ WITH done AS (
         unnest(@max_attempts::integer[]) AS max_attempts,
         unnest(@resolved_emails::text[]) AS resolved_email,
         unnest(@resolved_locales::text[]) AS resolved_locale,
-        unnest(@provider_message_ids::text[]) AS provider_message_id
+        unnest(@provider_message_ids::text[]) AS provider_message_id,
+        unnest(@providers::text[]) AS provider
 ),
 updated AS (
     UPDATE herald.routes AS r
@@ -172,6 +253,8 @@ updated AS (
         resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
+        providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
+        lane = '',
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
@@ -191,10 +274,10 @@ updated AS (
 dead_lettered AS (
     INSERT INTO herald.dead_letters (
         notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
-        failure_classification, failure_message, recovery_hint, created_at
+        failure_classification, failure_message, recovery_hint, created_at, provider
     )
     SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce(sqlc.narg('now')::timestamptz, now())
+        d.classification, d.message, d.recovery_hint, coalesce(sqlc.narg('now')::timestamptz, now()), d.provider
     FROM updated AS u
     JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
@@ -206,7 +289,8 @@ dead_lettered AS (
         failure_classification = excluded.failure_classification,
         failure_message = excluded.failure_message,
         recovery_hint = excluded.recovery_hint,
-        created_at = excluded.created_at
+        created_at = excluded.created_at,
+        provider = excluded.provider
     RETURNING 1
 )
 SELECT notification_id, route_id FROM updated;
@@ -236,17 +320,59 @@ WHERE r.notification_id = ANY(@notification_ids::text[])
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     AND r.next_attempt_at = d.lease_until;
 
+-- name: RouteParkMany :execrows
+-- Moves claimed routes into a lane without an attempt, due after
+-- delay_seconds, their attempt handed back as a release does: into a capped
+-- provider's lane, where that provider's paced loop claims them (the one
+-- write a capped route pays for waiting), or back into the channel's own
+-- queue ('') later, when every provider its rule names has an open circuit.
+-- Fenced like a completion.
+UPDATE herald.routes AS r
+SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
+    attempt_count = r.attempt_count - 1,
+    lane = d.lane,
+    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.delay_seconds),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@attempts::integer[]) AS attempt,
+        unnest(@lease_untils::timestamptz[]) AS lease_until,
+        unnest(@lanes::text[]) AS lane,
+        unnest(@delay_seconds::float8[]) AS delay_seconds
+) AS d
+-- Written for the planner as RouteCompleteMany is.
+WHERE r.notification_id = ANY(@notification_ids::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+    AND r.next_attempt_at = d.lease_until;
+
+-- name: RouteLaneReset :execrows
+-- Moves the waiting routes of a channel's lanes back into the channel's own
+-- queue, for every lane not in @keep (a provider that lost its cap or was
+-- removed): they are routed afresh at their next claim. Claimed routes keep
+-- their lane until their completion, which clears it.
+UPDATE herald.routes
+SET lane = '', updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE channel = @channel::text
+    AND lane <> ''
+    AND NOT (lane = ANY(@keep::text[]))
+    AND next_attempt_at IS NOT NULL
+    AND status <> 'claimed';
+
 -- name: RouteNextDue :one
--- How many seconds until the next route of one channel comes due (a lease's
+-- How many seconds until the next route of one channel's lane comes due (a lease's
 -- end counts: an expired lease makes its route due again), measured on the
 -- database's clock so app and database clocks need not agree; negative when
 -- something is due already, +Infinity when nothing is scheduled. Two
 -- index-only probes of routes_due_idx, one per priority.
 SELECT coalesce(extract(epoch FROM least(
     (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = @channel::text AND priority = 0 AND next_attempt_at IS NOT NULL),
+        WHERE channel = @channel::text AND lane = @lane::text AND priority = 0 AND next_attempt_at IS NOT NULL),
     (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = @channel::text AND priority = 1 AND next_attempt_at IS NOT NULL)
+        WHERE channel = @channel::text AND lane = @lane::text AND priority = 1 AND next_attempt_at IS NOT NULL)
 ) - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds;
 
 -- name: RouteNotifyDispatchers :exec

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,11 +38,16 @@ const (
 // userRefPrefix marks a recipient_ref resolved through herald.recipients.
 const userRefPrefix = "user:"
 
-// channelLoop claims and delivers the routes of one channel.
+// channelLoop claims and delivers the routes of one channel's lane: the
+// channel's own queue (lane ”), or a capped provider's paced queue (lane
+// is the provider's name; see lane.go).
 type channelLoop struct {
 	d    *Dispatcher
 	name string
+	lane string
 	cfg  ChannelConfig
+	// stop ends a lane loop whose provider lost its cap or was removed.
+	stop context.CancelFunc
 	// slots holds one token per delivery in flight: its capacity is the
 	// channel's Concurrency.
 	slots chan struct{}
@@ -55,15 +61,20 @@ type channelLoop struct {
 	prog *progress
 }
 
-func newChannelLoop(d *Dispatcher, name string, cfg ChannelConfig) *channelLoop {
+func newChannelLoop(d *Dispatcher, name, lane string, cfg ChannelConfig) *channelLoop {
+	part := "channel loop"
+	if lane != "" {
+		part = "lane loop " + lane
+	}
 	return &channelLoop{
 		d:     d,
 		name:  name,
+		lane:  lane,
 		cfg:   cfg,
 		slots: make(chan struct{}, cfg.Concurrency),
 		freed: make(chan struct{}, 1),
 		wake:  make(chan struct{}, 1),
-		prog:  newProgress(d, "channel loop", name),
+		prog:  newProgress(d, part, name),
 	}
 }
 
@@ -116,12 +127,23 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		// after shutdown began is released instead (start).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
 		l.prog.begin()
-		claimed, err := l.d.q.RouteClaimDue(cctx, l.d.pool, store.RouteClaimDueParams{
-			Now:          l.d.now(),
-			LeaseSeconds: l.cfg.Lease.Seconds(),
-			Max:          int32(want),
-			Channel:      l.name,
-		})
+		var claimed []store.RouteClaimDueRow
+		var jobs []job
+		var err error
+		if l.lane == "" && l.d.plane.cur.Load().hasCappedProvider(l.name) {
+			jobs, err = l.claimRouted(cctx, want)
+			for i := range jobs {
+				claimed = append(claimed, jobs[i].row)
+			}
+		} else {
+			claimed, err = l.d.q.RouteClaimDue(cctx, l.d.pool, store.RouteClaimDueParams{
+				Now:          l.d.now(),
+				LeaseSeconds: l.cfg.Lease.Seconds(),
+				Max:          int32(want),
+				Channel:      l.name,
+				Lane:         l.lane,
+			})
+		}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -139,7 +161,12 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		if l.d.afterClaim != nil {
 			l.d.afterClaim(len(claimed))
 		}
-		if err := l.start(ctx, deliverCtx, claimed); err != nil {
+		if jobs != nil {
+			err = l.startRouted(ctx, deliverCtx, jobs)
+		} else {
+			err = l.start(ctx, deliverCtx, claimed)
+		}
+		if err != nil {
 			if !backoff() {
 				return
 			}
@@ -189,7 +216,7 @@ func (l *channelLoop) gather(ctx context.Context) int {
 // idle sleeps until a wake-up, the next due route, or the poll interval.
 func (l *channelLoop) idle(ctx context.Context) {
 	wait := l.d.poll
-	secs, err := l.d.q.RouteNextDue(ctx, l.d.pool, store.RouteNextDueParams{Now: l.d.now(), Channel: l.name})
+	secs, err := l.d.q.RouteNextDue(ctx, l.d.pool, store.RouteNextDueParams{Now: l.d.now(), Channel: l.name, Lane: l.lane})
 	if err != nil {
 		if ctx.Err() != nil {
 			return
@@ -220,6 +247,13 @@ type job struct {
 	email   string
 	locale  string
 	outcome *completion // set when the route is settled without delivery
+	// provider delivers the route; nil on a channel without providers
+	// (the channel's Deliverer does).
+	provider *Provider
+	// park, when set, moves the route into a lane instead (park.go).
+	park *parking
+	// slotAt is when a capped provider's paced send may go (lane loops).
+	slotAt time.Time
 }
 
 // start resolves a claimed batch and starts its deliveries; routes that
@@ -246,10 +280,40 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 		}
 		return err
 	}
+	l.route(jobs)
+	l.parkAll(jobs)
+	return l.launch(ctx, deliverCtx, jobs)
+}
+
+// launch paces (lane loops) and starts the deliveries of a resolved,
+// routed batch; settled routes go to the completer. On a pacing error the
+// deliverable routes are released.
+func (l *channelLoop) launch(ctx, deliverCtx context.Context, jobs []job) error {
+	if err := l.pace(ctx, jobs); err != nil {
+		l.prog.fail(opPace, err, 0)
+		var back []store.RouteClaimDueRow
+		for i := range jobs {
+			if jobs[i].outcome == nil && jobs[i].park == nil {
+				back = append(back, jobs[i].row)
+			}
+		}
+		if rerr := l.d.release(l.name, back); rerr != nil {
+			l.prog.fail(opRelease, rerr, 0)
+		}
+		for i := range jobs {
+			if jobs[i].outcome != nil {
+				l.d.completer.add(*jobs[i].outcome)
+			}
+		}
+		return err
+	}
 	for i := range jobs {
 		j := &jobs[i]
 		if j.outcome != nil {
 			l.d.completer.add(*j.outcome)
+			continue
+		}
+		if j.park != nil {
 			continue
 		}
 		l.slots <- struct{}{} // never blocks: the claim took at most the free slots
@@ -263,6 +327,11 @@ func (l *channelLoop) start(ctx, deliverCtx context.Context, claimed []store.Rou
 // channel's content, and the address from the recipient directory for
 // "user:<id>" routes (one lookup for the whole batch).
 func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDueRow) ([]job, error) {
+	return l.resolveIn(ctx, l.d.pool, claimed)
+}
+
+// resolveIn is resolve on db: the pool, or claimRouted's transaction.
+func (l *channelLoop) resolveIn(ctx context.Context, db store.DBTX, claimed []store.RouteClaimDueRow) ([]job, error) {
 	// A user id is looked up in its notification's producer's directory,
 	// then in the shared one: user "42" of one producer is not another's.
 	var lookup store.RecipientGetManyParams
@@ -275,7 +344,7 @@ func (l *channelLoop) resolve(ctx context.Context, claimed []store.RouteClaimDue
 	type userKey struct{ producer, id string }
 	users := map[userKey]store.RecipientGetManyRow{}
 	if len(lookup.UserIds) > 0 {
-		rows, err := l.d.q.RecipientGetMany(ctx, l.d.pool, lookup)
+		rows, err := l.d.q.RecipientGetMany(ctx, db, lookup)
 		if err != nil {
 			return nil, fmt.Errorf("look up recipients: %w", err)
 		}
@@ -384,12 +453,16 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 	case status == "dead_letter":
 		outcome = channel.Permanent.String()
 	}
+	var lease time.Time // set by claimRouted after its claim, when nil here
+	if j.row.LeaseUntil != nil {
+		lease = *j.row.LeaseUntil
+	}
 	return &completion{
 		channel:        l.name,
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
 		attempt:        j.row.AttemptCount,
-		leaseUntil:     *j.row.LeaseUntil,
+		leaseUntil:     lease,
 		status:         status,
 		classification: class,
 		message:        msg,
@@ -412,13 +485,36 @@ func (l *channelLoop) deliver(ctx context.Context, j *job) {
 		}
 		l.inflight.Done()
 	}()
-	actx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-	out := l.safeDeliver(actx, &j.msg)
+	pr := j.provider
+	if !j.slotAt.IsZero() && !l.waitSlot(ctx, j) {
+		// Shutdown before the slot came: the attempt fails transiently,
+		// as any delivery canceled at shutdown does.
+		l.d.completer.add(l.outcomeToCompletion(j, channel.Outcome{Class: channel.Transient,
+			Classification: channel.ClassCanceled, Message: "shut down while waiting for the provider's cap"}))
+		return
+	}
+	deliverer, timeout := l.cfg.Deliverer, l.cfg.Timeout
+	if pr != nil {
+		if !pr.acquire(ctx) {
+			l.d.completer.add(l.outcomeToCompletion(j, channel.Outcome{Class: channel.Transient,
+				Classification: channel.ClassCanceled, Message: "shut down while waiting for a provider slot"}))
+			return
+		}
+		defer pr.releaseSlot()
+		deliverer, timeout = pr.Deliverer, cmp.Or(pr.Timeout, timeout)
+	}
+	began := time.Now()
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	out := l.safeDeliver(actx, deliverer, &j.msg)
 	cancel()
+	if pr != nil {
+		l.d.health.record(pr.Name, out.Class, time.Since(began))
+		l.d.metrics.ProviderAttempt(pr.Name, out.Class.String(), time.Since(began))
+	}
 	l.d.completer.add(l.outcomeToCompletion(j, out))
 }
 
-func (l *channelLoop) safeDeliver(ctx context.Context, msg *channel.Message) (out channel.Outcome) {
+func (l *channelLoop) safeDeliver(ctx context.Context, deliverer channel.Deliverer, msg *channel.Message) (out channel.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.d.log.Error("deliverer panicked", "channel", l.name, "notification_id", msg.NotificationID,
@@ -431,7 +527,12 @@ func (l *channelLoop) safeDeliver(ctx context.Context, msg *channel.Message) (ou
 			}
 		}
 	}()
-	return l.cfg.Deliverer.Deliver(ctx, msg)
+	if deliverer == nil {
+		return channel.Outcome{Class: channel.Permanent, Classification: ClassNoRoute,
+			Message:      "channel " + l.name + " has no provider in this process",
+			RecoveryHint: "configure the channel in herald serve's file or give it providers with `herald providers apply`, then replay"}
+	}
+	return deliverer.Deliver(ctx, msg)
 }
 
 // outcomeToCompletion maps a classified outcome onto the route's next
@@ -451,6 +552,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		resolvedLocale: j.locale,
 		providerID:     out.ProviderMessageID,
 		acceptedAt:     j.row.AcceptedAt,
+		provider:       j.providerName(),
 		traceID:        j.row.TraceID,
 		metricOutcome:  out.Class.String(),
 	}
@@ -471,6 +573,11 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		}
 		c.status = "failed"
 		c.delay = l.cfg.Backoff.Delay(int(j.row.AttemptCount), out.RetryAfter)
+		if l.failsOver(j) {
+			// Another provider of the route's rule takes the next attempt
+			// at once: the backoff waits only once every one has failed.
+			c.delay = out.RetryAfter
+		}
 	default: // Permanent, and any class a channel invents
 		c.status = "dead_letter"
 		if c.hint == "" {

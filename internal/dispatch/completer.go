@@ -29,7 +29,10 @@ type completion struct {
 	resolvedEmail  string
 	resolvedLocale string
 	providerID     string
-	acceptedAt     time.Time
+	// provider took the attempt: '' on a channel without providers, and
+	// for a route settled without delivery.
+	provider   string
+	acceptedAt time.Time
 	// traceID continues the producer's trace in the route's log lines.
 	traceID string
 	// metricOutcome labels herald_route_attempts_total.
@@ -142,6 +145,7 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 		p.ResolvedEmails = append(p.ResolvedEmails, x.resolvedEmail)
 		p.ResolvedLocales = append(p.ResolvedLocales, x.resolvedLocale)
 		p.ProviderMessageIds = append(p.ProviderMessageIds, x.providerID)
+		p.Providers = append(p.Providers, x.provider)
 	}
 	delay := minCompleteDelay
 	var rows []store.RouteCompleteManyRow

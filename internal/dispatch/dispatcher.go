@@ -75,6 +75,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -170,6 +171,9 @@ type Config struct {
 	// Metrics records attempts, publications and dead letters; nil records
 	// nothing.
 	Metrics *metrics.Metrics
+	// Plane is the delivery plane to start with: providers and routing.
+	// Nil: none until SetPlane, every channel delivered by its Deliverer.
+	Plane *Plane
 	// NowFunc, if set, is the clock every statement uses instead of the
 	// database's now(): for tests that move time forward.
 	NowFunc func() time.Time
@@ -195,8 +199,11 @@ type ChannelConfig struct {
 }
 
 func (c *Config) validate() error {
-	if len(c.Channels) == 0 {
-		return errors.New("Channels must configure at least one channel")
+	if len(c.Channels) == 0 && (c.Plane == nil || len(c.Plane.Providers) == 0) {
+		return errors.New("Channels must configure at least one channel, or Plane a provider")
+	}
+	if c.Plane != nil && len(c.Plane.Providers) > 0 && c.Plane.PickFunc == nil {
+		return errors.New("Plane.PickFunc is required with providers")
 	}
 	for name, ch := range c.Channels {
 		if name == "" {
@@ -258,10 +265,21 @@ type Dispatcher struct {
 	batchSize int
 	poll      time.Duration
 	grace     time.Duration
+	// loops are the channel loops (lane '') and the lanes' loops; loopsMu
+	// guards it and progress, which grow when the plane gains a channel or
+	// a capped provider.
+	loopsMu   sync.RWMutex
 	loops     []*channelLoop
 	completer *completer
-	running   atomic.Bool
-	closed    atomic.Bool
+	// plane is the delivery plane: providers and routing (plane.go).
+	plane *planeState
+	// health counts outcomes per provider until the next flush (health.go).
+	health *healthCounts
+	// defaults is the ChannelConfig of a channel the plane adds that
+	// Channels does not configure.
+	defaults ChannelConfig
+	running  atomic.Bool
+	closed   atomic.Bool
 
 	lockTimeout, statementTimeout, stallTimeout time.Duration
 	// progress has one entry per channel loop and completer worker, fixed
@@ -310,13 +328,14 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 		stallTimeout:     cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
 	}
 	d.completer = newCompleter(d, cmp.Or(cfg.CompletionBuffer, 4*d.batchSize))
+	d.plane = newPlaneState()
+	d.health = newHealthCounts()
+	d.defaults = ChannelConfig{}.withDefaults()
 	for name, ch := range cfg.Channels {
-		ch.Concurrency = cmp.Or(ch.Concurrency, DefaultConcurrency)
-		ch.MaxAttempts = cmp.Or(ch.MaxAttempts, DefaultMaxAttempts)
-		ch.Timeout = cmp.Or(ch.Timeout, DefaultTimeout)
-		ch.Lease = cmp.Or(ch.Lease, ch.Timeout+30*time.Second)
-		ch.Backoff = ch.Backoff.withDefaults()
-		d.loops = append(d.loops, newChannelLoop(d, name, ch))
+		d.loops = append(d.loops, newChannelLoop(d, name, "", ch.withDefaults()))
+	}
+	if cfg.Plane != nil {
+		d.SetPlane(cfg.Plane)
 	}
 	own, err := pgxpool.NewWithConfig(context.Background(), d.poolConfig(pool.Config()))
 	if err != nil {
@@ -324,6 +343,16 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 	}
 	d.pool = own
 	return d, nil
+}
+
+// withDefaults fills ch's zero fields with the defaults.
+func (ch ChannelConfig) withDefaults() ChannelConfig {
+	ch.Concurrency = cmp.Or(ch.Concurrency, DefaultConcurrency)
+	ch.MaxAttempts = cmp.Or(ch.MaxAttempts, DefaultMaxAttempts)
+	ch.Timeout = cmp.Or(ch.Timeout, DefaultTimeout)
+	ch.Lease = cmp.Or(ch.Lease, ch.Timeout+30*time.Second)
+	ch.Backoff = ch.Backoff.withDefaults()
+	return ch
 }
 
 // poolConfig turns a copy of the caller's pool configuration into the
@@ -336,7 +365,7 @@ func (d *Dispatcher) poolConfig(cfg *pgxpool.Config) *pgxpool.Config {
 	params := cfg.ConnConfig.RuntimeParams
 	params["lock_timeout"] = fmt.Sprintf("%dms", d.lockTimeout.Milliseconds())
 	params["statement_timeout"] = fmt.Sprintf("%dms", d.statementTimeout.Milliseconds())
-	cfg.MaxConns = int32(len(d.loops) + completerWorkers)
+	cfg.MaxConns = int32(len(d.loops) + completerWorkers + planeConns)
 	cfg.MinConns, cfg.MinIdleConns = 0, 0
 	return cfg
 }
@@ -378,7 +407,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	for _, l := range d.loops {
 		loops.Go(func() { l.run(ctx, deliverCtx) })
 	}
-	d.log.Info("dispatcher started", "channels", len(d.loops), "batch_size", d.batchSize,
+	configured := len(d.loops)
+	loops.Go(func() { d.supervise(ctx, deliverCtx, &loops) })
+	loops.Go(func() { d.runHealth(ctx) })
+	d.log.Info("dispatcher started", "channels", configured, "batch_size", d.batchSize,
 		"lock_timeout", d.lockTimeout, "statement_timeout", d.statementTimeout, "stall_timeout", d.stallTimeout)
 
 	<-ctx.Done()
@@ -386,7 +418,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	drained := make(chan struct{})
 	go func() {
 		loops.Wait()
-		for _, l := range d.loops {
+		d.loopsMu.RLock()
+		all := slices.Clone(d.loops)
+		d.loopsMu.RUnlock()
+		for _, l := range all {
 			l.inflight.Wait()
 		}
 		close(drained)
@@ -420,6 +455,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // Wake makes every channel loop claim now instead of sleeping: for
 // producers in the same process that just wrote due routes.
 func (d *Dispatcher) Wake() {
+	d.loopsMu.RLock()
+	defer d.loopsMu.RUnlock()
 	for _, l := range d.loops {
 		l.wakeUp()
 	}

@@ -12,6 +12,8 @@ import (
 // when it names none this dispatcher has (the payload is "" when the
 // producer wrote routes of several channels).
 func (d *Dispatcher) wakeChannel(name string) {
+	d.loopsMu.RLock()
+	defer d.loopsMu.RUnlock()
 	for _, l := range d.loops {
 		if l.name == name {
 			l.wakeUp()

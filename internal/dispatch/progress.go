@@ -20,6 +20,9 @@ const (
 	opComplete = "complete"
 	opRelease  = "release"
 	opNextDue  = "next_due"
+	opPark     = "park"
+	opPace     = "pace"
+	opHealth   = "health"
 )
 
 // opEffect says, per op, what its failure means for the routes: the hint
@@ -29,6 +32,9 @@ var opEffect = map[string]string{
 	opResolve:  "the claimed routes are released and claimed again",
 	opComplete: "the outcomes wait in memory and are written again; routes whose leases end first are delivered again",
 	opRelease:  "the routes come due again when their leases end",
+	opPark:     "the routes come due again in their channel's queue when their leases end",
+	opPace:     "the capped provider's claimed routes are released and claimed again",
+	opHealth:   "provider health and circuits are not shared until it succeeds",
 }
 
 // timeoutKind returns "lock" for a statement the database canceled by
@@ -75,11 +81,16 @@ type progress struct {
 	failures int
 	lastOp   string
 	lastErr  error
+	// retired is set when its loop stopped for good (a lane loop whose
+	// provider lost its cap): CheckProgress skips it.
+	retired atomic.Bool
 }
 
 func newProgress(d *Dispatcher, part, channel string) *progress {
 	p := &progress{d: d, part: part, channel: channel}
+	d.loopsMu.Lock()
 	d.progress = append(d.progress, p)
+	d.loopsMu.Unlock()
 	return p
 }
 
@@ -204,7 +215,12 @@ func (d *Dispatcher) CheckProgress() error {
 	now := time.Now()
 	var worst time.Duration
 	var reason string
+	d.loopsMu.RLock()
+	defer d.loopsMu.RUnlock()
 	for _, p := range d.progress {
+		if p.retired.Load() {
+			continue
+		}
 		if age, why := p.stalledFor(now); age > d.stallTimeout && age > worst {
 			worst, reason = age, why
 		}

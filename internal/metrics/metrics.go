@@ -39,6 +39,14 @@ type Metrics struct {
 	// (claim, resolve, complete, release, next_due) and channel. A
 	// completion batch that mixes channels counts once for each.
 	DispatchDBTimeouts *prometheus.CounterVec
+	// ProviderAttempts, ProviderLatency, ProviderCircuitOpen and
+	// ProviderThrottledWaits are the delivery plane's provider health:
+	// attempts by outcome, attempt latency, circuit state and routes that
+	// waited for a throughput cap, per provider.
+	ProviderAttempts       *prometheus.CounterVec
+	ProviderLatency        *prometheus.HistogramVec
+	ProviderCircuitOpen    *prometheus.GaugeVec
+	ProviderThrottledWaits *prometheus.CounterVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -81,9 +89,27 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_dispatch_db_timeouts_total",
 			Help: "Dispatcher statements canceled by the database's lock_timeout (timeout=lock) or statement_timeout (timeout=statement), by op (claim, resolve, complete, release, next_due) and channel.",
 		}, []string{"op", "channel", "timeout"}),
+		ProviderAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_provider_attempts_total",
+			Help: "Delivery attempts per provider, by outcome (delivered, transient, permanent, skip).",
+		}, []string{"provider", "outcome"}),
+		ProviderLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_provider_latency_seconds",
+			Help:    "How long one delivery attempt took at a provider, by provider.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"provider"}),
+		ProviderCircuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_provider_circuit_open",
+			Help: "1 while a provider's circuit is open (its rules fail over), else 0, as this process last read it.",
+		}, []string{"provider"}),
+		ProviderThrottledWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_provider_throttled_waits_total",
+			Help: "Routes that waited for a provider's throughput cap (moved into its paced queue), by provider.",
+		}, []string{"provider"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
-		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts)
+		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts,
+		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits)
 	return m
 }
 
@@ -101,6 +127,33 @@ func (m *Metrics) InFlight(channel string, delta int) {
 func (m *Metrics) DispatchDBTimeout(op, channel, timeout string) {
 	if m != nil {
 		m.DispatchDBTimeouts.WithLabelValues(op, channel, timeout).Inc()
+	}
+}
+
+// ProviderAttempt records one attempt at provider: its outcome class and
+// how long it took.
+func (m *Metrics) ProviderAttempt(provider, outcome string, took time.Duration) {
+	if m != nil {
+		m.ProviderAttempts.WithLabelValues(provider, outcome).Inc()
+		m.ProviderLatency.WithLabelValues(provider).Observe(took.Seconds())
+	}
+}
+
+// ProviderCircuit records whether provider's circuit is open.
+func (m *Metrics) ProviderCircuit(provider string, open bool) {
+	if m != nil {
+		v := 0.0
+		if open {
+			v = 1
+		}
+		m.ProviderCircuitOpen.WithLabelValues(provider).Set(v)
+	}
+}
+
+// ProviderThrottled records n routes waiting for provider's cap.
+func (m *Metrics) ProviderThrottled(provider string, n int) {
+	if m != nil {
+		m.ProviderThrottledWaits.WithLabelValues(provider).Add(float64(n))
 	}
 }
 

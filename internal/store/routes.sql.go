@@ -205,6 +205,7 @@ WITH due AS (
         SELECT notification_id, route_id
         FROM herald.routes
         WHERE channel = $4::text
+            AND lane = $5::text
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
@@ -217,6 +218,7 @@ WITH due AS (
         SELECT notification_id, route_id
         FROM herald.routes
         WHERE channel = $4::text
+            AND lane = $5::text
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
@@ -239,7 +241,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
 RETURNING
     r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
     r.max_attempts, rec.producer,
-    r.priority, r.sms_encoding, r.sms_segments,
+    r.priority, r.sms_encoding, r.sms_segments, r.providers,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
 `
@@ -249,6 +251,7 @@ type RouteClaimDueParams struct {
 	LeaseSeconds float64
 	Max          int32
 	Channel      string
+	Lane         string
 }
 
 type RouteClaimDueRow struct {
@@ -262,6 +265,7 @@ type RouteClaimDueRow struct {
 	Priority         int16
 	SmsEncoding      string
 	SmsSegments      int16
+	Providers        []string
 	Expired          bool
 	NotificationType string
 	PayloadJson      string
@@ -274,7 +278,9 @@ type RouteClaimDueRow struct {
 // Dispatcher (internal/dispatch): claim, complete, release, next due, and
 // the wake-up hint.
 // ---------------------------------------------------------------------------
-// Claims up to @max due routes of one channel and takes a lease on them, in
+// Claims up to @max due routes of one channel's lane (” is the channel's
+// own queue; a capped provider's name is that provider's paced queue, see
+// migration 00007) and takes a lease on them, in
 // one statement (one short implicit transaction): status 'claimed', the
 // attempt counted now (attempt_count is the fence every completion checks),
 // and next_attempt_at moved to the lease's end, so a route whose worker dies
@@ -282,7 +288,7 @@ type RouteClaimDueRow struct {
 //
 // The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
 // (in this process or another) never wait on each other and never claim the
-// same route. It reads routes_due_idx (channel, priority, next_attempt_at) as
+// same route. It reads routes_due_idx (channel, lane, priority, next_attempt_at) as
 // two tight range scans, one per priority (0 transactional, 1 bulk), each
 // starting at the oldest due entry and stopping at `now`: a single scan ordered
 // by (priority, next_attempt_at) with `next_attempt_at <= now` would have to
@@ -327,6 +333,7 @@ func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueP
 		arg.LeaseSeconds,
 		arg.Max,
 		arg.Channel,
+		arg.Lane,
 	)
 	if err != nil {
 		return nil, err
@@ -346,12 +353,94 @@ func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueP
 			&i.Priority,
 			&i.SmsEncoding,
 			&i.SmsSegments,
+			&i.Providers,
 			&i.Expired,
 			&i.NotificationType,
 			&i.PayloadJson,
 			&i.TraceID,
 			&i.RequestID,
 			&i.AcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeClaimLocked = `-- name: RouteClaimLocked :many
+UPDATE herald.routes AS r
+SET status = CASE WHEN d.park THEN r.status ELSE 'claimed' END,
+    attempt_count = CASE WHEN d.park THEN r.attempt_count ELSE r.attempt_count + 1 END,
+    lane = d.lane,
+    next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs =>
+        CASE WHEN d.park THEN d.delay_seconds ELSE $2::float8 END),
+    updated_at = coalesce($1::timestamptz, now())
+FROM (
+    SELECT
+        unnest($3::text[]) AS notification_id,
+        unnest($4::text[]) AS route_id,
+        unnest($5::boolean[]) AS park,
+        unnest($6::text[]) AS lane,
+        unnest($7::float8[]) AS delay_seconds
+) AS d
+WHERE r.notification_id = ANY($3::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+RETURNING r.notification_id, r.route_id, r.attempt_count, r.next_attempt_at AS lease_until, d.park::boolean AS parked
+`
+
+type RouteClaimLockedParams struct {
+	Now             *time.Time
+	LeaseSeconds    float64
+	NotificationIds []string
+	RouteIds        []string
+	Parks           []bool
+	Lanes           []string
+	DelaySeconds    []float64
+}
+
+type RouteClaimLockedRow struct {
+	NotificationID string
+	RouteID        string
+	AttemptCount   int32
+	LeaseUntil     *time.Time
+	Parked         bool
+}
+
+// The second half of that claim: for each route locked by RouteLockDue in
+// this transaction, either claims it as RouteClaimDue does (status
+// 'claimed', the attempt counted, next_attempt_at the lease's end) or, when
+// park is set, moves it into @lanes' lane due after delay_seconds without
+// an attempt. Commits asynchronously, as RouteClaimDue does and for the
+// same reason. Returns the claimed routes' attempt and lease end.
+func (q *Queries) RouteClaimLocked(ctx context.Context, db DBTX, arg RouteClaimLockedParams) ([]RouteClaimLockedRow, error) {
+	rows, err := db.Query(ctx, routeClaimLocked,
+		arg.Now,
+		arg.LeaseSeconds,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.Parks,
+		arg.Lanes,
+		arg.DelaySeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteClaimLockedRow{}
+	for rows.Next() {
+		var i RouteClaimLockedRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.AttemptCount,
+			&i.LeaseUntil,
+			&i.Parked,
 		); err != nil {
 			return nil, err
 		}
@@ -378,30 +467,33 @@ WITH done AS (
         unnest($10::integer[]) AS max_attempts,
         unnest($11::text[]) AS resolved_email,
         unnest($12::text[]) AS resolved_locale,
-        unnest($13::text[]) AS provider_message_id
+        unnest($13::text[]) AS provider_message_id,
+        unnest($14::text[]) AS provider
 ),
 updated AS (
     UPDATE herald.routes AS r
     SET status = d.status,
         next_attempt_at = CASE WHEN d.status = 'failed'
-            THEN coalesce($14::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+            THEN coalesce($15::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
         published_at = CASE WHEN d.status = 'published'
-            THEN coalesce($14::timestamptz, now()) ELSE r.published_at END,
+            THEN coalesce($15::timestamptz, now()) ELSE r.published_at END,
         dead_lettered_at = CASE WHEN d.status = 'dead_letter'
-            THEN coalesce($14::timestamptz, now()) ELSE r.dead_lettered_at END,
+            THEN coalesce($15::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
-            THEN coalesce($14::timestamptz, now()) ELSE r.skipped_at END,
+            THEN coalesce($15::timestamptz, now()) ELSE r.skipped_at END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
             THEN r.last_error_message ELSE d.message END,
         last_error_at = CASE WHEN d.status = 'published'
-            THEN r.last_error_at ELSE coalesce($14::timestamptz, now()) END,
+            THEN r.last_error_at ELSE coalesce($15::timestamptz, now()) END,
         resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
         resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
-        updated_at = coalesce($14::timestamptz, now())
+        providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
+        lane = '',
+        updated_at = coalesce($15::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
     -- key, and the fence is one expression ("the attempt of a claimed
@@ -420,10 +512,10 @@ updated AS (
 dead_lettered AS (
     INSERT INTO herald.dead_letters (
         notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
-        failure_classification, failure_message, recovery_hint, created_at
+        failure_classification, failure_message, recovery_hint, created_at, provider
     )
     SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce($14::timestamptz, now())
+        d.classification, d.message, d.recovery_hint, coalesce($15::timestamptz, now()), d.provider
     FROM updated AS u
     JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
@@ -435,7 +527,8 @@ dead_lettered AS (
         failure_classification = excluded.failure_classification,
         failure_message = excluded.failure_message,
         recovery_hint = excluded.recovery_hint,
-        created_at = excluded.created_at
+        created_at = excluded.created_at,
+        provider = excluded.provider
     RETURNING 1
 )
 SELECT notification_id, route_id FROM updated
@@ -455,6 +548,7 @@ type RouteCompleteManyParams struct {
 	ResolvedEmails     []string
 	ResolvedLocales    []string
 	ProviderMessageIds []string
+	Providers          []string
 	Now                *time.Time
 }
 
@@ -493,6 +587,7 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 		arg.ResolvedEmails,
 		arg.ResolvedLocales,
 		arg.ProviderMessageIds,
+		arg.Providers,
 		arg.Now,
 	)
 	if err != nil {
@@ -546,9 +641,37 @@ func (q *Queries) RouteDueIndexLeftoverList(ctx context.Context, db DBTX) ([]str
 	return items, nil
 }
 
+const routeLaneReset = `-- name: RouteLaneReset :execrows
+UPDATE herald.routes
+SET lane = '', updated_at = coalesce($1::timestamptz, now())
+WHERE channel = $2::text
+    AND lane <> ''
+    AND NOT (lane = ANY($3::text[]))
+    AND next_attempt_at IS NOT NULL
+    AND status <> 'claimed'
+`
+
+type RouteLaneResetParams struct {
+	Now     *time.Time
+	Channel string
+	Keep    []string
+}
+
+// Moves the waiting routes of a channel's lanes back into the channel's own
+// queue, for every lane not in @keep (a provider that lost its cap or was
+// removed): they are routed afresh at their next claim. Claimed routes keep
+// their lane until their completion, which clears it.
+func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneResetParams) (int64, error) {
+	result, err := db.Exec(ctx, routeLaneReset, arg.Now, arg.Channel, arg.Keep)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -594,6 +717,119 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.SmsSegments,
 			&i.ProviderMessageID,
 			&i.CanceledAt,
+			&i.Lane,
+			&i.Providers,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeLockDue = `-- name: RouteLockDue :many
+WITH due AS (
+    SELECT notification_id, route_id FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = $3::text
+            AND lane = ''
+            AND priority = 0
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce($1::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT $2::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p0
+    UNION ALL
+    SELECT notification_id, route_id FROM (
+        SELECT notification_id, route_id
+        FROM herald.routes
+        WHERE channel = $3::text
+            AND lane = ''
+            AND priority = 1
+            AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce($1::timestamptz, now())
+        ORDER BY next_attempt_at
+        LIMIT $2::integer
+        FOR UPDATE SKIP LOCKED
+    ) AS p1
+    LIMIT $2::integer
+)
+SELECT
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count,
+    r.max_attempts, rec.producer,
+    r.priority, r.sms_encoding, r.sms_segments, r.providers,
+    (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
+    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
+FROM herald.routes AS r
+JOIN herald.records AS rec ON rec.notification_id = r.notification_id
+WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
+    AND (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
+`
+
+type RouteLockDueParams struct {
+	Now     *time.Time
+	Max     int32
+	Channel string
+}
+
+type RouteLockDueRow struct {
+	NotificationID   string
+	RouteID          string
+	RecipientRef     string
+	AttemptCount     int32
+	MaxAttempts      int32
+	Producer         string
+	Priority         int16
+	SmsEncoding      string
+	SmsSegments      int16
+	Providers        []string
+	Expired          bool
+	NotificationType string
+	PayloadJson      string
+	TraceID          string
+	RequestID        string
+	AcceptedAt       time.Time
+}
+
+// The first half of the claim of a channel that has a capped provider (see
+// RouteClaimLocked): locks up to @max due routes of the channel's own queue
+// (lane ”) as RouteClaimDue's due CTE does, FOR UPDATE SKIP LOCKED, and
+// returns them with what delivery needs, changing nothing. The caller's
+// transaction holds the locks while it resolves recipients and routes each
+// route (in memory, no delivery), then claims or parks each in one
+// statement and commits: a route bound for a capped provider is written
+// once to reach its provider's lane, never claimed and released.
+func (q *Queries) RouteLockDue(ctx context.Context, db DBTX, arg RouteLockDueParams) ([]RouteLockDueRow, error) {
+	rows, err := db.Query(ctx, routeLockDue, arg.Now, arg.Max, arg.Channel)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteLockDueRow{}
+	for rows.Next() {
+		var i RouteLockDueRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.RecipientRef,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.Producer,
+			&i.Priority,
+			&i.SmsEncoding,
+			&i.SmsSegments,
+			&i.Providers,
+			&i.Expired,
+			&i.NotificationType,
+			&i.PayloadJson,
+			&i.TraceID,
+			&i.RequestID,
+			&i.AcceptedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -608,24 +844,25 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 const routeNextDue = `-- name: RouteNextDue :one
 SELECT coalesce(extract(epoch FROM least(
     (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = $1::text AND priority = 0 AND next_attempt_at IS NOT NULL),
+        WHERE channel = $1::text AND lane = $2::text AND priority = 0 AND next_attempt_at IS NOT NULL),
     (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = $1::text AND priority = 1 AND next_attempt_at IS NOT NULL)
-) - coalesce($2::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
+        WHERE channel = $1::text AND lane = $2::text AND priority = 1 AND next_attempt_at IS NOT NULL)
+) - coalesce($3::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
 `
 
 type RouteNextDueParams struct {
 	Channel string
+	Lane    string
 	Now     *time.Time
 }
 
-// How many seconds until the next route of one channel comes due (a lease's
+// How many seconds until the next route of one channel's lane comes due (a lease's
 // end counts: an expired lease makes its route due again), measured on the
 // database's clock so app and database clocks need not agree; negative when
 // something is due already, +Infinity when nothing is scheduled. Two
 // index-only probes of routes_due_idx, one per priority.
 func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDueParams) (float64, error) {
-	row := db.QueryRow(ctx, routeNextDue, arg.Channel, arg.Now)
+	row := db.QueryRow(ctx, routeNextDue, arg.Channel, arg.Lane, arg.Now)
 	var seconds float64
 	err := row.Scan(&seconds)
 	return seconds, err
@@ -642,6 +879,62 @@ SELECT pg_notify('herald_routes', $1::text)
 func (q *Queries) RouteNotifyDispatchers(ctx context.Context, db DBTX, channel string) error {
 	_, err := db.Exec(ctx, routeNotifyDispatchers, channel)
 	return err
+}
+
+const routeParkMany = `-- name: RouteParkMany :execrows
+UPDATE herald.routes AS r
+SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
+    attempt_count = r.attempt_count - 1,
+    lane = d.lane,
+    next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs => d.delay_seconds),
+    updated_at = coalesce($1::timestamptz, now())
+FROM (
+    SELECT
+        unnest($2::text[]) AS notification_id,
+        unnest($3::text[]) AS route_id,
+        unnest($4::integer[]) AS attempt,
+        unnest($5::timestamptz[]) AS lease_until,
+        unnest($6::text[]) AS lane,
+        unnest($7::float8[]) AS delay_seconds
+) AS d
+WHERE r.notification_id = ANY($2::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
+    AND r.next_attempt_at = d.lease_until
+`
+
+type RouteParkManyParams struct {
+	Now             *time.Time
+	NotificationIds []string
+	RouteIds        []string
+	Attempts        []int32
+	LeaseUntils     []time.Time
+	Lanes           []string
+	DelaySeconds    []float64
+}
+
+// Moves claimed routes into a lane without an attempt, due after
+// delay_seconds, their attempt handed back as a release does: into a capped
+// provider's lane, where that provider's paced loop claims them (the one
+// write a capped route pays for waiting), or back into the channel's own
+// queue (”) later, when every provider its rule names has an open circuit.
+// Fenced like a completion.
+// Written for the planner as RouteCompleteMany is.
+func (q *Queries) RouteParkMany(ctx context.Context, db DBTX, arg RouteParkManyParams) (int64, error) {
+	result, err := db.Exec(ctx, routeParkMany,
+		arg.Now,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.Attempts,
+		arg.LeaseUntils,
+		arg.Lanes,
+		arg.DelaySeconds,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const routeReleaseLeases = `-- name: RouteReleaseLeases :execrows

@@ -1,0 +1,184 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/heraldhq/herald/internal/channel"
+)
+
+// Plane is the delivery plane the dispatcher routes by: the providers of
+// each channel and the routing that picks one per route. The engine builds
+// it from herald.providers and herald.routing_rules and swaps in a new one
+// (SetPlane) whenever they change; a channel the Plane has no providers for
+// is delivered by its ChannelConfig.Deliverer, as before providers existed,
+// and its routes record no provider.
+type Plane struct {
+	// Version is herald.routing_state's version the Plane was built from.
+	Version int64
+	// Providers maps each provider's name ("sms/acme") to it.
+	Providers map[string]*Provider
+	// PickFunc chooses the provider of one resolved route of a channel
+	// that has providers. Required when Providers is not empty.
+	PickFunc func(ch string, in PickInput) PickResult
+}
+
+// Provider is one named instance of a driver for one channel.
+type Provider struct {
+	Name    string
+	Channel string
+	// Deliverer delivers the provider's messages. Required.
+	Deliverer channel.Deliverer
+	// Concurrency bounds this process's deliveries in flight through the
+	// provider; 0 takes the channel's.
+	Concurrency int
+	// CapPerSecond bounds submissions per second across every serve
+	// process; 0 is no cap. A capped provider's routes wait in its lane and
+	// a loop of their own paces them (see lane.go).
+	CapPerSecond int
+	// Timeout bounds one attempt; 0 takes the channel's.
+	Timeout time.Duration
+
+	// sem bounds deliveries in flight (uncapped providers; a capped one's
+	// lane loop has slots of its own). Made by SetPlane.
+	sem chan struct{}
+}
+
+// PickInput is what routing knows of a route once its recipient is
+// resolved.
+type PickInput struct {
+	// Destination is the resolved address (E.164 phone, e-mail address,
+	// URL).
+	Destination      string
+	Producer         string
+	NotificationType string
+	// Priority is "transactional" or "bulk".
+	Priority string
+	// Tried lists the providers of the route's earlier attempts, in
+	// order; the last is the one that failed last.
+	Tried []string
+	// IsOpen reports whether a provider's circuit is open.
+	IsOpen func(provider string) bool
+}
+
+// PickResult is routing's answer for one route.
+type PickResult struct {
+	// Provider is the provider to use ('' with NoRules or NoRoute).
+	Provider string
+	// NoRules: the channel has no rules; with one provider that provider is
+	// used, otherwise the route has no route.
+	NoRules bool
+	// NoRoute: no rule matches; Message and Hint say why and what to fix.
+	NoRoute       bool
+	Message, Hint string
+	// AllOpen: every provider the matching rule names has an open circuit;
+	// Provider is the one that would be used.
+	AllOpen bool
+	// WrapAround: every provider of the rule has been tried since the
+	// route's last success; a retry after this pick waits its backoff
+	// rather than failing over at once.
+	WrapAround bool
+}
+
+// planeState holds the current Plane and what the loops need of it.
+type planeState struct {
+	cur atomic.Pointer[Plane]
+	// changed is closed and replaced by SetPlane, so supervisors wait on it.
+	mu      sync.Mutex
+	changed chan struct{}
+
+	// open maps the providers whose circuit is open to when it closes, as
+	// last read from herald.provider_circuits.
+	open atomic.Pointer[map[string]time.Time]
+}
+
+func newPlaneState() *planeState {
+	s := &planeState{changed: make(chan struct{})}
+	s.cur.Store(&Plane{})
+	empty := map[string]time.Time{}
+	s.open.Store(&empty)
+	return s
+}
+
+// SetPlane replaces the dispatcher's delivery plane; routes claimed from
+// now on are routed by p. Safe to call at any time, from any goroutine.
+func (d *Dispatcher) SetPlane(p *Plane) {
+	if p == nil {
+		p = &Plane{}
+	}
+	old := d.plane.cur.Load()
+	for name, pr := range p.Providers {
+		// Keep a provider's semaphore across reloads while its concurrency
+		// holds, so deliveries in flight stay counted.
+		if o, ok := old.Providers[name]; ok && o.sem != nil && cap(o.sem) == pr.Concurrency && pr.sem == nil {
+			pr.sem = o.sem
+		}
+		if pr.sem == nil && pr.Concurrency > 0 {
+			pr.sem = make(chan struct{}, pr.Concurrency)
+		}
+	}
+	d.plane.cur.Store(p)
+	d.plane.mu.Lock()
+	close(d.plane.changed)
+	d.plane.changed = make(chan struct{})
+	d.plane.mu.Unlock()
+}
+
+// Plane returns the dispatcher's current delivery plane.
+func (d *Dispatcher) Plane() *Plane { return d.plane.cur.Load() }
+
+// planeChanged returns a channel closed at the next SetPlane.
+func (d *Dispatcher) planeChanged() <-chan struct{} {
+	d.plane.mu.Lock()
+	defer d.plane.mu.Unlock()
+	return d.plane.changed
+}
+
+// isOpen reports whether provider's circuit is open now.
+func (d *Dispatcher) isOpen(provider string) bool {
+	until, ok := (*d.plane.open.Load())[provider]
+	return ok && time.Now().Before(until)
+}
+
+// channelProviders returns the names of ch's providers in p.
+func (p *Plane) channelProviders(ch string) []string {
+	var out []string
+	for name, pr := range p.Providers {
+		if pr.Channel == ch {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// hasChannel reports whether p has providers for ch.
+func (p *Plane) hasChannel(ch string) bool {
+	for _, pr := range p.Providers {
+		if pr.Channel == ch {
+			return true
+		}
+	}
+	return false
+}
+
+// acquire takes one of the provider's delivery slots, or returns false
+// when ctx ends first. A provider without a semaphore is unbounded here.
+func (pr *Provider) acquire(ctx context.Context) bool {
+	if pr.sem == nil {
+		return true
+	}
+	select {
+	case pr.sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (pr *Provider) releaseSlot() {
+	if pr.sem != nil {
+		<-pr.sem
+	}
+}

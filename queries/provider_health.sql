@@ -1,0 +1,29 @@
+-- Queries of herald.provider_health: recent outcomes per provider, in
+-- two-second buckets, that every serve process adds its own counts to.
+
+-- name: ProviderHealthAdd :exec
+-- Adds one process's counts since its last flush, one row per provider,
+-- into the current bucket: one statement a flush, not a write per attempt.
+INSERT INTO herald.provider_health AS h (
+    provider, bucket, delivered, transient, permanent, throttled, latency_seconds_sum, latency_seconds_max
+)
+SELECT
+    unnest(@providers::text[]),
+    date_bin('2 seconds', coalesce(sqlc.narg('now')::timestamptz, now()), timestamptz 'epoch'),
+    unnest(@delivered::bigint[]),
+    unnest(@transient::bigint[]),
+    unnest(@permanent::bigint[]),
+    unnest(@throttled::bigint[]),
+    unnest(@latency_sums::float8[]),
+    unnest(@latency_maxes::float8[])
+ON CONFLICT (provider, bucket) DO UPDATE
+SET delivered = h.delivered + excluded.delivered,
+    transient = h.transient + excluded.transient,
+    permanent = h.permanent + excluded.permanent,
+    throttled = h.throttled + excluded.throttled,
+    latency_seconds_sum = h.latency_seconds_sum + excluded.latency_seconds_sum,
+    latency_seconds_max = greatest(h.latency_seconds_max, excluded.latency_seconds_max);
+
+-- name: ProviderHealthDeleteBefore :execrows
+-- Forgets buckets older than @before (a day, by default).
+DELETE FROM herald.provider_health WHERE bucket < @before::timestamptz;
