@@ -216,14 +216,10 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	results := make([]SubmitResult, len(ins))
 	valid := make([]*intake.Validated, 0, len(ins))
 	index := make([]int, 0, len(ins)) // valid[j] is ins[index[j]]
-	internal := make([]*intake.Intent, len(ins))
-	for i, in := range ins {
-		internal[i] = in.toInternal()
-	}
-	vs, errs := intake.ValidateMany(internal, c.limits, now)
+	vs, errs := intake.ValidateMany(ins, c.limits, now)
 	for i, v := range vs {
 		if errs[i] != nil {
-			results[i].Err = publicError(errs[i])
+			results[i].Err = errs[i]
 			continue
 		}
 		valid = append(valid, v)
@@ -394,9 +390,9 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	for i, r := range routes {
 		n.Routes[i] = Route{
 			ID:                r.RouteID,
-			Channel:           r.Channel,
+			Channel:           Channel(r.Channel),
 			RecipientRef:      r.RecipientRef,
-			Status:            r.Status,
+			Status:            RouteStatus(r.Status),
 			Attempts:          int(r.AttemptCount),
 			MaxAttempts:       int(r.MaxAttempts),
 			NextAttemptAt:     r.NextAttemptAt,
@@ -461,7 +457,7 @@ func (c *Client) cancel(ctx context.Context, db store.DBTX, id string, opts *Can
 		return nil, fmt.Errorf("cancel notification: %w", notFound(err))
 	}
 	for _, r := range rows {
-		res.Canceled = append(res.Canceled, CanceledRoute{RouteID: r.RouteID, Channel: r.Channel})
+		res.Canceled = append(res.Canceled, CanceledRoute{RouteID: r.RouteID, Channel: Channel(r.Channel)})
 	}
 	c.logger.DebugContext(ctx, "notification canceled", slog.String("notification_id", id), slog.Int("routes", len(res.Canceled)))
 	return res, nil
@@ -489,9 +485,9 @@ func (c *Client) UpsertSharedRecipient(ctx context.Context, r Recipient) error {
 }
 
 func (c *Client) upsertRecipient(ctx context.Context, r Recipient, owner *string) error {
-	v, err := intake.ValidateRecipient(intake.Recipient(r))
+	v, err := intake.ValidateRecipient(r)
 	if err != nil {
-		return publicError(err)
+		return err
 	}
 	var sqlNow *time.Time // nil: the database's clock
 	if c.now != nil {

@@ -213,7 +213,7 @@ func TestSubmitRefusesAnInvalidIntentNamingFieldAndRule(t *testing.T) {
 	_, err := b.client.Submit(ctx, in)
 	var verr *herald.ValidationError
 	require.ErrorAs(t, err, &verr)
-	got := map[string]string{}
+	got := map[string]herald.Code{}
 	for _, fe := range verr.Errors {
 		got[fe.Field] = fe.Code
 	}
@@ -534,11 +534,11 @@ func TestUpsertRecipientStoresNormalizedEntryAndReplacesIt(t *testing.T) {
 	err := b.client.UpsertRecipient(ctx, herald.Recipient{Phone: "0415", Email: "nope", WebhookURL: "ftp://x", OptedOut: []string{"fax"}})
 	var verr *herald.ValidationError
 	require.ErrorAs(t, err, &verr)
-	got := map[string]string{}
+	got := map[string]herald.Code{}
 	for _, fe := range verr.Errors {
 		got[fe.Field] = fe.Code
 	}
-	require.Equal(t, map[string]string{
+	require.Equal(t, map[string]herald.Code{
 		"user_id": herald.CodeMissingField, "phone": herald.CodeInvalidPhone, "email": herald.CodeInvalidEmail,
 		"webhook_url": herald.CodeInvalidURL, "opted_out[0]": herald.CodeUnknownChannel,
 	}, got)

@@ -32,7 +32,8 @@
 //     [email] (RFC 5322, stored as a bare address with the domain
 //     lower-cased) and Webhook [webhook] (absolute http or https URLs
 //     without userinfo).
-//   - Channels [channels], required: any of "sms", "email", "webhook".
+//   - Channels [channels], required: any of "sms", "email", "webhook" (the
+//     values of [ChannelSMS], [ChannelEmail] and [ChannelWebhook]).
 //     Each user id gets one route per channel; a direct address must belong
 //     to a listed channel.
 //   - Content [content]: per listed channel, and only for listed channels:

@@ -2,6 +2,8 @@ package herald
 
 import (
 	"time"
+
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // Receipt is what Submit returns for an accepted intent.
@@ -29,28 +31,6 @@ type SubmitResult struct {
 	Err error
 }
 
-// Route states, as Route.Status reports them.
-const (
-	// RouteStatusPending: waiting to be claimed, at NextAttemptAt.
-	RouteStatusPending = "pending"
-	// RouteStatusClaimed: a dispatcher is delivering it; its lease ends at
-	// NextAttemptAt.
-	RouteStatusClaimed = "claimed"
-	// RouteStatusFailed: the last attempt failed transiently; it is retried
-	// at NextAttemptAt.
-	RouteStatusFailed = "failed"
-	// RouteStatusPublished: delivered (terminal).
-	RouteStatusPublished = "published"
-	// RouteStatusDeadLetter: undeliverable or out of attempts; kept in
-	// herald.dead_letters for an operator (terminal until replayed).
-	RouteStatusDeadLetter = "dead_letter"
-	// RouteStatusSkipped: no address for the channel, or the user opted out
-	// (terminal).
-	RouteStatusSkipped = "skipped"
-	// RouteStatusCanceled: canceled before delivery (terminal).
-	RouteStatusCanceled = "canceled"
-)
-
 // Notification is an accepted intent with the state of each of its routes,
 // as Client.Get returns it.
 type Notification struct {
@@ -67,7 +47,7 @@ type Notification struct {
 	// Channels are the intent's channels.
 	Channels []string
 	// Priority is PriorityTransactional or PriorityBulk.
-	Priority string
+	Priority Priority
 	// Content is the intent's content as it was stored: normalized, its
 	// webhook body in canonical JSON.
 	Content Content
@@ -91,12 +71,12 @@ type Notification struct {
 type Route struct {
 	// ID is "<channel>:<12 hex digits>", deterministic for the recipient.
 	ID string
-	// Channel is "sms", "email" or "webhook".
-	Channel string
+	// Channel is ChannelSMS, ChannelEmail or ChannelWebhook.
+	Channel Channel
 	// RecipientRef is "user:<id>" for a directory user, else the address.
 	RecipientRef string
 	// Status is one of the RouteStatus constants.
-	Status string
+	Status RouteStatus
 	// Attempts is the number of delivery attempts made so far.
 	Attempts int
 	// MaxAttempts is the attempt budget; 0 means the channel's default.
@@ -138,28 +118,19 @@ type CancelResult struct {
 
 // CanceledRoute is one route Cancel canceled.
 type CanceledRoute struct {
+	// RouteID is the route's id.
 	RouteID string
-	Channel string
+	// Channel is the route's delivery channel.
+	Channel Channel
 }
 
 // Recipient is one user's entry in the recipient directory, which routes
-// addressed to a user id resolve through at delivery time. Empty addresses
-// mean the user has none for that channel (the route is skipped).
-type Recipient struct {
-	// UserID is the id intents name in Audience.UserIDs. Required.
-	UserID string
-	// Email is an RFC 5322 address.
-	Email string
-	// Phone is an international number with a leading "+"; stored in E.164.
-	Phone string
-	// WebhookURL is an absolute http or https URL.
-	WebhookURL string
-	// Locale is a language tag such as "pt-BR".
-	Locale string
-	// OptedOut lists the channels the user opted out of; their routes are
-	// skipped.
-	OptedOut []string
-}
+// addressed to a user id resolve through at delivery time: its UserID
+// (required), Email, Phone, WebhookURL, Locale and the channels, by name,
+// it OptedOut of. Empty addresses mean the user has none for that channel
+// (the route is skipped). Client.UpsertRecipient states the rules each
+// field is validated with.
+type Recipient = heraldtype.Recipient
 
 // CancelOpts are Client.Cancel's optional arguments.
 type CancelOpts struct {

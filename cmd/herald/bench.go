@@ -182,7 +182,7 @@ func benchSubmitter(pool *pgxpool.Pool) (bench.SubmitFunc, error) {
 	return func(ctx context.Context, batch []intake.Intent) error {
 		ins := make([]*herald.Intent, len(batch))
 		for i := range batch {
-			ins[i] = publicIntent(&batch[i])
+			ins[i] = &batch[i]
 		}
 		res, err := c.SubmitMany(ctx, ins)
 		if err != nil {
@@ -195,17 +195,4 @@ func benchSubmitter(pool *pgxpool.Pool) (bench.SubmitFunc, error) {
 		}
 		return nil
 	}, nil
-}
-
-func publicIntent(in *intake.Intent) *herald.Intent {
-	return &herald.Intent{
-		NotificationType: in.NotificationType,
-		Producer:         in.Producer,
-		IdempotencyKey:   in.IdempotencyKey,
-		Audience:         herald.Audience{UserIDs: in.Audience.UserIDs, Webhook: in.Audience.Webhook},
-		Channels:         in.Channels,
-		Content:          herald.Content{Webhook: in.Content.Webhook},
-		Priority:         in.Priority,
-		MaxAttempts:      in.MaxAttempts,
-	}
 }

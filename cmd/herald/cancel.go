@@ -65,7 +65,7 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 			Canceled       []route `json:"canceled"`
 		}{NotificationID: res.NotificationID, Canceled: []route{}}
 		for _, r := range res.Canceled {
-			out.Canceled = append(out.Canceled, route{r.RouteID, r.Channel})
+			out.Canceled = append(out.Canceled, route{r.RouteID, string(r.Channel)})
 		}
 		return writeJSON(m.Stdout, out)
 	}

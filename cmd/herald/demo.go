@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
@@ -90,8 +90,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 }
 
 // demoClient is the public client as internal/demo uses it (internal
-// packages do not import the module root). Intents cross over in their JSON
-// form, which both sides share; errors keep the client's message and match
+// packages do not import the module root). Intents and recipients are
+// heraldtype's on both sides; errors keep the client's message and match
 // the demo's sentinels.
 type demoClient struct{ c *herald.Client }
 
@@ -104,18 +104,7 @@ func newDemoClient(pool *pgxpool.Pool, cfg *demo.ClientConfig) (demo.Client, err
 }
 
 func (d demoClient) SubmitMany(ctx context.Context, ins []*intake.Intent) ([]demo.Result, error) {
-	pub := make([]*herald.Intent, len(ins))
-	for i, in := range ins {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, err
-		}
-		pub[i] = new(herald.Intent)
-		if err := json.Unmarshal(b, pub[i]); err != nil {
-			return nil, err
-		}
-	}
-	res, err := d.c.SubmitMany(ctx, pub)
+	res, err := d.c.SubmitMany(ctx, ins)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +118,11 @@ func (d demoClient) SubmitMany(ctx context.Context, ins []*intake.Intent) ([]dem
 	return out, nil
 }
 
-func (d demoClient) UpsertRecipient(ctx context.Context, r intake.Recipient, shared bool) error {
+func (d demoClient) UpsertRecipient(ctx context.Context, r heraldtype.Recipient, shared bool) error {
 	if shared {
-		return demoErr(d.c.UpsertSharedRecipient(ctx, herald.Recipient(r)))
+		return demoErr(d.c.UpsertSharedRecipient(ctx, r))
 	}
-	return demoErr(d.c.UpsertRecipient(ctx, herald.Recipient(r)))
+	return demoErr(d.c.UpsertRecipient(ctx, r))
 }
 
 func (d demoClient) Get(ctx context.Context, id string) error {

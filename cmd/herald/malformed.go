@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/operator"
 )
 
@@ -36,7 +36,8 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("malformed list", &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	producer := fs.String("producer", "", "only this producer")
-	code := fs.String("code", "", "only this failure code: "+strings.Join(intake.Codes(), ", "))
+	codes := failureCodes()
+	code := fs.String("code", "", "only this failure code: "+strings.Join(codes, ", "))
 	sinceFlag := fs.String("since", "", "only entries from this long ago (30m, 24h) or since this time (RFC 3339)")
 	limit := bindLimit(fs)
 	after := fs.String("after", "", "the cursor printed under the previous page")
@@ -46,8 +47,8 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 	if err := checkLimit(*limit); err != nil {
 		return err
 	}
-	if *code != "" && !slices.Contains(intake.Codes(), *code) {
-		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(*code), strings.Join(intake.Codes(), ", "))}
+	if *code != "" && !slices.Contains(codes, *code) {
+		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(*code), strings.Join(codes, ", "))}
 	}
 	since, err := parseSince(*sinceFlag, time.Now())
 	if err != nil {
@@ -124,4 +125,13 @@ func malformedShow(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "  %s\n", b)
 	}
 	return nil
+}
+
+// failureCodes returns every failure code, as -code accepts it.
+func failureCodes() []string {
+	var out []string
+	for _, c := range heraldtype.Codes() {
+		out = append(out, string(c))
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
@@ -262,7 +263,7 @@ func entryRef(id int64) string { return "intake:" + strconv.FormatInt(id, 10) }
 // path.
 type malformedEntry struct {
 	entry    intakeEntry
-	code     string
+	code     heraldtype.Code
 	message  string
 	producer string // set for an idempotency conflict, else dug out of the body
 	key      string
@@ -353,7 +354,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		NotificationTypes: []string{ntype},
 		Producers:         []string{producer},
 		IdempotencyKeys:   []string{key},
-		FailureCodes:      []string{intake.CodeRejectedByDatabase},
+		FailureCodes:      []string{string(heraldtype.CodeRejectedByDatabase)},
 		FailureMessages:   []string{msg},
 		RawFields:         [][]byte{w.rawFields(e)},
 		SubmittedBys:      []string{e.submittedBy},
@@ -365,7 +366,7 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 		return fmt.Errorf("commit setting intake entry %d aside: %w", id, err)
 	}
 	w.logger.WarnContext(ctx, "intake entry refused by the database, set aside", slog.Int64("intake_id", e.id),
-		slog.String("failure_code", intake.CodeRejectedByDatabase), slog.String("producer", metricProducer(producer)))
+		slog.String("failure_code", string(heraldtype.CodeRejectedByDatabase)), slog.String("producer", metricProducer(producer)))
 	if w.result != nil {
 		w.result(metricProducer(producer), ResultMalformed)
 	}
@@ -452,9 +453,9 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			case o.Conflict:
 				bad = append(bad, malformedEntry{
 					entry: entries[from[j]],
-					code:  intake.CodeIdempotencyConflict,
+					code:  heraldtype.CodeIdempotencyConflict,
 					message: fmt.Sprintf("idempotency key already used by notification %s for a different request (%s)",
-						o.NotificationID, intake.CodeIdempotencyConflict),
+						o.NotificationID, heraldtype.CodeIdempotencyConflict),
 					ntype:    v.Intent.NotificationType,
 					producer: v.Intent.Producer,
 					key:      v.Intent.IdempotencyKey,
@@ -479,15 +480,15 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			p.NotificationTypes = append(p.NotificationTypes, b.ntype)
 			p.Producers = append(p.Producers, b.producer)
 			p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)
-			p.FailureCodes = append(p.FailureCodes, b.code)
+			p.FailureCodes = append(p.FailureCodes, string(b.code))
 			p.FailureMessages = append(p.FailureMessages, b.message)
 			p.RawFields = append(p.RawFields, w.rawFields(b.entry))
 			p.SubmittedBys = append(p.SubmittedBys, b.entry.submittedBy)
 			result, producer := ResultMalformed, b.producer
 			switch b.code {
-			case intake.CodeIdempotencyConflict:
+			case heraldtype.CodeIdempotencyConflict:
 				result = ResultConflict
-			case intake.CodeProducerMismatch:
+			case heraldtype.CodeProducerMismatch:
 				producer = b.entry.submittedBy // counted against the login, not the producer it named
 			}
 			results = append(results, resultOf{metricProducer(producer), result})
@@ -501,7 +502,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	}
 	for _, b := range bad {
 		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.id),
-			slog.String("failure_code", b.code), slog.String("producer", b.producer),
+			slog.String("failure_code", string(b.code)), slog.String("producer", b.producer),
 			slog.String("submitted_by", b.entry.submittedBy))
 	}
 	if w.result != nil {
@@ -535,10 +536,10 @@ func (w *Worker) rawFields(e intakeEntry) []byte {
 func mismatched(e intakeEntry, v *intake.Validated) malformedEntry {
 	return malformedEntry{
 		entry: e,
-		code:  intake.CodeProducerMismatch,
+		code:  heraldtype.CodeProducerMismatch,
 		message: fmt.Sprintf("the entry names producer %q but was inserted by database login %q, which may submit only "+
 			"in its own name; a member of herald_relay may submit in any producer's name (%s)",
-			v.Intent.Producer, e.submittedBy, intake.CodeProducerMismatch),
+			v.Intent.Producer, e.submittedBy, heraldtype.CodeProducerMismatch),
 		ntype:    v.Intent.NotificationType,
 		producer: v.Intent.Producer,
 		key:      v.Intent.IdempotencyKey,
@@ -547,8 +548,8 @@ func mismatched(e intakeEntry, v *intake.Validated) malformedEntry {
 
 // refused returns the malformed record of entry e refused with err.
 func refused(e intakeEntry, err error) malformedEntry {
-	m := malformedEntry{entry: e, code: intake.CodeInvalidField, message: err.Error()}
-	var ve *intake.ValidationError
+	m := malformedEntry{entry: e, code: heraldtype.CodeInvalidField, message: err.Error()}
+	var ve *heraldtype.ValidationError
 	if errors.As(err, &ve) && ve.Code() != "" {
 		m.code = ve.Code()
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
@@ -88,7 +88,7 @@ func TestWorkerSetsAsideAProducerLoginsEntryInAnotherProducersNameAndAcceptsItsO
 
 	m, err := store.New().MalformedIntentGet(ctx, b.pool, "intake:1")
 	require.NoError(t, err)
-	require.Equal(t, intake.CodeProducerMismatch, m.FailureCode)
+	require.Equal(t, string(heraldtype.CodeProducerMismatch), m.FailureCode)
 	require.Equal(t, name, m.SubmittedBy)
 	require.Equal(t, "shop", m.Producer, "the producer the entry named")
 	require.Equal(t, "forged", m.IdempotencyKey)
@@ -99,7 +99,7 @@ func TestWorkerSetsAsideAProducerLoginsEntryInAnotherProducersNameAndAcceptsItsO
 	// policy matches submitted_by).
 	var code string
 	require.NoError(t, asProducer.QueryRow(ctx, `SELECT failure_code FROM herald.malformed_intents`).Scan(&code))
-	require.Equal(t, intake.CodeProducerMismatch, code)
+	require.Equal(t, string(heraldtype.CodeProducerMismatch), code)
 }
 
 func TestWorkerAcceptsARelayLoginsEntriesInAnyProducersName(t *testing.T) {
@@ -132,7 +132,7 @@ func TestWorkerTreatsTheEntriesOfALoginDroppedSinceAsUntrusted(t *testing.T) {
 	require.Equal(t, 1, malformed)
 	m, err := store.New().MalformedIntentGet(ctx, b.pool, "intake:1")
 	require.NoError(t, err)
-	require.Equal(t, intake.CodeProducerMismatch, m.FailureCode)
+	require.Equal(t, string(heraldtype.CodeProducerMismatch), m.FailureCode)
 	require.Equal(t, relay, m.SubmittedBy)
 }
 
@@ -157,7 +157,7 @@ func TestWorkerRecordsTheInsertingLoginOnEveryMalformedRow(t *testing.T) {
 	require.Equal(t, 4, malformed)
 
 	for id, want := range map[int][2]string{
-		1: {intake.CodeNotJSON, owner}, 2: {intake.CodeNotJSON, name}, 3: {intake.CodeRejectedByDatabase, name}, 4: {intake.CodeTooLarge, name},
+		1: {string(heraldtype.CodeNotJSON), owner}, 2: {string(heraldtype.CodeNotJSON), name}, 3: {string(heraldtype.CodeRejectedByDatabase), name}, 4: {string(heraldtype.CodeTooLarge), name},
 	} {
 		m, err := store.New().MalformedIntentGet(ctx, b.pool, fmt.Sprintf("intake:%d", id))
 		require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 	"github.com/heraldhq/herald/internal/pgtemp"
@@ -105,7 +106,7 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 		switch {
 		case s.Name == "ValidWithEveryField":
 			// Same key as Valid, different request: a conflict.
-			want[id] = intake.CodeIdempotencyConflict
+			want[id] = string(heraldtype.CodeIdempotencyConflict)
 		case s.Want == "":
 			wantAccepted++
 		default:
@@ -139,7 +140,7 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 		require.True(t, json.Valid(m.RawFields))
 		require.Equal(t, testNow, m.RecordedAt.UTC())
 		covered[code] = true
-		if code == intake.CodeIdempotencyConflict {
+		if code == string(heraldtype.CodeIdempotencyConflict) {
 			require.Contains(t, m.FailureMessage, validID, "a conflict names the existing notification")
 			require.Equal(t, "shop", m.Producer)
 			require.Equal(t, "order-9-shipped", m.IdempotencyKey)
@@ -149,8 +150,12 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 	// rejected_by_database and producer_mismatch have tests of their own:
 	// they need a database that refuses what the validator accepts, and a
 	// producer's login.
-	require.ElementsMatch(t, slices.DeleteFunc(intake.Codes(), func(c string) bool {
-		return c == intake.CodeRejectedByDatabase || c == intake.CodeProducerMismatch
+	var codes []string
+	for _, c := range heraldtype.Codes() {
+		codes = append(codes, string(c))
+	}
+	require.ElementsMatch(t, slices.DeleteFunc(codes, func(c string) bool {
+		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch)
 	}),
 		keys(covered), "every failure code is exercised")
 }
@@ -295,7 +300,7 @@ func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T)
 	var code, msg, key string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT failure_code, failure_message, idempotency_key
 		FROM herald.malformed_intents WHERE failure_code <> 'not_json'`).Scan(&code, &msg, &key))
-	require.Equal(t, intake.CodeRejectedByDatabase, code)
+	require.Equal(t, string(heraldtype.CodeRejectedByDatabase), code)
 	require.Equal(t, "p", key)
 	require.Contains(t, msg, "no_poison", "the message names what refused it")
 	require.Contains(t, msg, "SQLSTATE 23514")
@@ -400,7 +405,7 @@ func TestWorkerRecordsAnOversizedEntryAsIfItHadLoadedItWhole(t *testing.T) {
 	require.NoError(t, err)
 	_, wantErr := intake.DecodeRaw([]byte(body), intake.Limits{})
 	require.Error(t, wantErr)
-	require.Equal(t, intake.CodeTooLarge, m.FailureCode)
+	require.Equal(t, string(heraldtype.CodeTooLarge), m.FailureCode)
 	require.Equal(t, wantErr.Error(), m.FailureMessage)
 	require.JSONEq(t, string(intake.RawFields([]byte(body))), string(m.RawFields))
 	require.Equal(t, "shop", m.Producer)

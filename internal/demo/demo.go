@@ -38,6 +38,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -64,7 +65,7 @@ type Client interface {
 	SubmitMany(ctx context.Context, intents []*intake.Intent) ([]Result, error)
 	// UpsertRecipient writes r in the shared directory when shared, else
 	// in the client's login's own.
-	UpsertRecipient(ctx context.Context, r intake.Recipient, shared bool) error
+	UpsertRecipient(ctx context.Context, r heraldtype.Recipient, shared bool) error
 	// Get reads notification id.
 	Get(ctx context.Context, id string) error
 	// Cancel cancels notification id, for reason.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 )
 
@@ -92,7 +93,7 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool, newClient func(*pg
 	if err != nil {
 		return nil, fmt.Errorf("isolation probe: submit as shop: %w", err)
 	}
-	if err := shop.UpsertRecipient(ctx, intake.Recipient{UserID: "u-isolation", WebhookURL: "https://shop.example.com/hook"}, false); err != nil {
+	if err := shop.UpsertRecipient(ctx, heraldtype.Recipient{UserID: "u-isolation", WebhookURL: "https://shop.example.com/hook"}, false); err != nil {
 		return nil, fmt.Errorf("isolation probe: shop's directory entry: %w", err)
 	}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
@@ -45,8 +46,8 @@ func (w *workload) userID(i int) string { return fmt.Sprintf("u%04d", i) }
 // e-mail, every 50th has a mailbox that bounces (a dead letter), every 30th
 // is greylisted once (a retry), and every 67th has a number the provider
 // cannot reach (a dead letter).
-func (w *workload) recipient(i int) intake.Recipient {
-	r := intake.Recipient{
+func (w *workload) recipient(i int) heraldtype.Recipient {
+	r := heraldtype.Recipient{
 		UserID: w.userID(i),
 		Email:  fmt.Sprintf("user%04d@example.test", i),
 		Phone:  fmt.Sprintf("+1415555%04d", 1000+i),
@@ -116,7 +117,7 @@ func (w *workload) submit(ctx context.Context, client Client, pool *pgxpool.Pool
 	batch = append(batch, &intake.Intent{
 		NotificationType: "newsletter.weekly", Producer: "marketing",
 		IdempotencyKey: w.runID + ":newsletter", Audience: intake.Audience{UserIDs: all},
-		Channels: []string{"email"}, Priority: intake.PriorityBulk,
+		Channels: []string{"email"}, Priority: heraldtype.PriorityBulk,
 		Content:   intake.Content{Email: &intake.EmailContent{Subject: "This week at the shop", HTML: "<h1>New arrivals</h1><p>…</p>"}},
 		RequestID: w.reqID("newsletter", 0),
 	})
@@ -315,7 +316,7 @@ func (w *workload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *Summa
 	for _, mi := range mals {
 		sum.Malformed += mi.Malformed
 		sum.MalformedByCode = append(sum.MalformedByCode, Count{Key: mi.FailureCode, Count: mi.Malformed})
-		if mi.FailureCode == intake.CodeIdempotencyConflict {
+		if mi.FailureCode == string(heraldtype.CodeIdempotencyConflict) {
 			sum.Conflicts += int(mi.Malformed)
 		}
 	}

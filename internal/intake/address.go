@@ -11,13 +11,15 @@ import (
 	"unicode/utf8"
 
 	"github.com/nyaruka/phonenumbers"
+
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // normalizeList normalizes each element of list with norm, which returns
 // the normalized value or a code and message. Invalid elements are
 // reported as field[i]; duplicates after normalization are dropped, keeping
 // the first.
-func normalizeList(errs *errorList, field string, list []string, norm func(string) (string, string, string)) []string {
+func normalizeList(errs *errorList, field string, list []string, norm func(string) (string, heraldtype.Code, string)) []string {
 	var out []string // stays nil if no element is valid: the fingerprint tells nil from empty
 	var seen map[string]bool
 	for i, s := range list {
@@ -50,36 +52,36 @@ func normalizeList(errs *errorList, field string, list []string, norm func(strin
 
 // normalizePhone returns s in E.164. It requires a leading "+" (herald
 // never guesses a region) and a number libphonenumber calls valid.
-func normalizePhone(s string) (string, string, string) {
+func normalizePhone(s string) (string, heraldtype.Code, string) {
 	const want = "want an international number with a leading +, e.g. +14155550123"
 	if !strings.HasPrefix(s, "+") {
-		return "", CodeInvalidPhone, "phone number has no leading +; " + want
+		return "", heraldtype.CodeInvalidPhone, "phone number has no leading +; " + want
 	}
 	num, err := phonenumbers.Parse(s, "ZZ")
 	if err != nil || !phonenumbers.IsValidNumber(num) {
-		return "", CodeInvalidPhone, "not a valid phone number; " + want
+		return "", heraldtype.CodeInvalidPhone, "not a valid phone number; " + want
 	}
 	if num.GetExtension() != "" {
 		// E.164 has no extensions: dropping it would text the switchboard.
-		return "", CodeInvalidPhone, "phone number has an extension, which no SMS can be delivered to; give the number without it"
+		return "", heraldtype.CodeInvalidPhone, "phone number has an extension, which no SMS can be delivered to; give the number without it"
 	}
 	return phonenumbers.Format(num, phonenumbers.E164), "", ""
 }
 
 // normalizeEmail returns the bare addr-spec of s as net/mail parses it,
 // with the domain lower-cased and the local part quoted only if it must be.
-func normalizeEmail(s string) (string, string, string) {
+func normalizeEmail(s string) (string, heraldtype.Code, string) {
 	const bad = "not a valid e-mail address"
 	if s == "" || !utf8.ValidString(s) || hasControl(s) {
-		return "", CodeInvalidEmail, bad
+		return "", heraldtype.CodeInvalidEmail, bad
 	}
 	a, err := mail.ParseAddress(s)
 	if err != nil {
-		return "", CodeInvalidEmail, bad
+		return "", heraldtype.CodeInvalidEmail, bad
 	}
 	at := strings.LastIndexByte(a.Address, '@')
 	if at <= 0 || at == len(a.Address)-1 {
-		return "", CodeInvalidEmail, bad
+		return "", heraldtype.CodeInvalidEmail, bad
 	}
 	local, domain := a.Address[:at], strings.ToLower(a.Address[at+1:])
 	// Address.String quotes the local part when needed and, with no name,
@@ -87,7 +89,7 @@ func normalizeEmail(s string) (string, string, string) {
 	out := (&mail.Address{Address: local + "@" + domain}).String()
 	out = strings.TrimSuffix(strings.TrimPrefix(out, "<"), ">")
 	if len(out) > maxEmailLen {
-		return "", CodeInvalidEmail, fmt.Sprintf("e-mail address is longer than %d bytes", maxEmailLen)
+		return "", heraldtype.CodeInvalidEmail, fmt.Sprintf("e-mail address is longer than %d bytes", maxEmailLen)
 	}
 	return out, "", ""
 }
@@ -95,35 +97,35 @@ func normalizeEmail(s string) (string, string, string) {
 // normalizeURL returns s with its scheme and host lower-cased, if it is an
 // absolute http or https URL with a host, no userinfo and, if it names a
 // port, one in 1..65535.
-func normalizeURL(s string) (string, string, string) {
+func normalizeURL(s string) (string, heraldtype.Code, string) {
 	if len(s) <= maxURLLen && isPlainURL(s) {
 		return s, "", "" // what the parse below returns, without the parse
 	}
 	if utf8.RuneCountInString(s) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+		return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
 	if !utf8.ValidString(s) {
-		return "", CodeInvalidURL, "URL is not valid UTF-8"
+		return "", heraldtype.CodeInvalidURL, "URL is not valid UTF-8"
 	}
 	u, err := url.Parse(s)
 	if err != nil || s == "" {
-		return "", CodeInvalidURL, "not a valid URL"
+		return "", heraldtype.CodeInvalidURL, "not a valid URL"
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", CodeInvalidURL, "URL scheme must be http or https"
+		return "", heraldtype.CodeInvalidURL, "URL scheme must be http or https"
 	case u.Opaque != "" || u.Hostname() == "":
-		return "", CodeInvalidURL, "URL has no host"
+		return "", heraldtype.CodeInvalidURL, "URL has no host"
 	case u.User != nil:
-		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
+		return "", heraldtype.CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
 	case !validPort(u.Port()):
-		return "", CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(u.Port()))
+		return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(u.Port()))
 	}
 	u.Host = strings.ToLower(u.Host)
 	out := u.String()
 	if utf8.RuneCountInString(out) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+		return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
 	return out, "", ""
 }

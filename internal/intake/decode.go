@@ -12,10 +12,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // DecodeRaw decodes one raw intake entry into an Intent, for Validate. It
-// refuses, with a *ValidationError listing every problem it finds:
+// refuses, with a *heraldtype.ValidationError listing every problem it finds:
 //   - an entry over lim.MaxEntryBytes: too_large;
 //   - an entry that is not JSON or not UTF-8: not_json;
 //   - JSON that is not an object, or holds an unknown or repeated field, or
@@ -38,10 +39,10 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		return nil, tooLarge(len(body), lim.MaxEntryBytes)
 	}
 	if !utf8.Valid(body) {
-		return nil, &ValidationError{Errors: []FieldError{{Code: CodeNotJSON, Message: "entry is not valid UTF-8"}}}
+		return nil, &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Code: heraldtype.CodeNotJSON, Message: "entry is not valid UTF-8"}}}
 	}
 	if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {
-		return nil, &ValidationError{Errors: []FieldError{{Code: CodeNotJSON, Message: "entry is not JSON: " + err.Error()}}}
+		return nil, &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Code: heraldtype.CodeNotJSON, Message: "entry is not JSON: " + err.Error()}}}
 	}
 	var d rawDecoder
 	in := &Intent{}
@@ -50,10 +51,10 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"producer":          d.str(&in.Producer),
 		"idempotency_key":   d.str(&in.IdempotencyKey),
 		"channels":          d.strs(&in.Channels),
-		"occurred_at":       d.time(&in.OccurredAt, CodeInvalidField),
-		"send_at":           d.time(&in.SendAt, CodeInvalidField),
-		"expires_at":        d.time(&in.ExpiresAt, CodeScheduleOutOfRange),
-		"priority":          d.str(&in.Priority),
+		"occurred_at":       d.time(&in.OccurredAt, heraldtype.CodeInvalidField),
+		"send_at":           d.time(&in.SendAt, heraldtype.CodeInvalidField),
+		"expires_at":        d.time(&in.ExpiresAt, heraldtype.CodeScheduleOutOfRange),
+		"priority":          d.str((*string)(&in.Priority)),
 		"max_attempts":      d.int(&in.MaxAttempts),
 		"request_id":        d.str(&in.RequestID),
 		"trace_id":          d.str(&in.TraceID),
@@ -101,7 +102,7 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 
 // tooLarge is DecodeRaw's refusal of an entry of size bytes, over limit.
 func tooLarge(size, limit int) error {
-	return &ValidationError{Errors: []FieldError{{Code: CodeTooLarge,
+	return &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Code: heraldtype.CodeTooLarge,
 		Message: fmt.Sprintf("entry is %d bytes; the limit is %d", size, limit)}}}
 }
 
@@ -119,36 +120,36 @@ func (d *rawDecoder) object(path string, raw json.RawMessage, fields map[string]
 	}
 	if kind := jsonKind(raw); kind != "object" {
 		if path == "" {
-			d.errs.add("", CodeWrongShape, "entry must be a JSON object, not %s", kind)
+			d.errs.add("", heraldtype.CodeWrongShape, "entry must be a JSON object, not %s", kind)
 		} else {
-			d.errs.add(path, CodeWrongShape, "must be an object, not %s", kind)
+			d.errs.add(path, heraldtype.CodeWrongShape, "must be an object, not %s", kind)
 		}
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
-		d.errs.add(path, CodeNotJSON, "%v", err)
+		d.errs.add(path, heraldtype.CodeNotJSON, "%v", err)
 		return false
 	}
 	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			d.errs.add(path, CodeNotJSON, "%v", err)
+			d.errs.add(path, heraldtype.CodeNotJSON, "%v", err)
 			return false
 		}
 		key, _ := tok.(string)
 		var val json.RawMessage
 		if err := dec.Decode(&val); err != nil {
-			d.errs.add(path, CodeNotJSON, "%v", err)
+			d.errs.add(path, heraldtype.CodeNotJSON, "%v", err)
 			return false
 		}
 		field := joinPath(path, key)
 		switch f, ok := fields[key]; {
 		case !ok:
-			d.errs.add(field, CodeWrongShape, "unknown field")
+			d.errs.add(field, heraldtype.CodeWrongShape, "unknown field")
 		case seen[key]:
-			d.errs.add(field, CodeWrongShape, "field appears twice")
+			d.errs.add(field, heraldtype.CodeWrongShape, "field appears twice")
 		default:
 			seen[key] = true
 			f(field, val)
@@ -171,7 +172,7 @@ func (d *rawDecoder) decodeString(path string, raw json.RawMessage) (string, boo
 		return "", false
 	}
 	if kind := jsonKind(raw); kind != "string" {
-		d.errs.add(path, CodeWrongShape, "must be a string, not %s", kind)
+		d.errs.add(path, heraldtype.CodeWrongShape, "must be a string, not %s", kind)
 		return "", false
 	}
 	// Unquote decodes as encoding/json does, and says whether it put a
@@ -179,11 +180,11 @@ func (d *rawDecoder) decodeString(path string, raw json.RawMessage) (string, boo
 	b, replaced, err := canonjson.Unquote(raw)
 	switch {
 	case err != nil:
-		d.errs.add(path, CodeWrongShape, "must be a string: %v", err)
+		d.errs.add(path, heraldtype.CodeWrongShape, "must be a string: %v", err)
 		return "", false
 	case replaced:
 		// The entry is valid UTF-8, so this is an escape.
-		d.errs.add(path, CodeInvalidField, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not a character")
+		d.errs.add(path, heraldtype.CodeInvalidField, "holds an unpaired surrogate escape (\\ud800-\\udfff), which is not a character")
 		return "", false
 	}
 	return string(b), true
@@ -196,19 +197,19 @@ func (d *rawDecoder) strs(dst *[]string) func(string, json.RawMessage) {
 			return
 		}
 		if kind := jsonKind(raw); kind != "array" {
-			d.errs.add(path, CodeWrongShape, "must be an array of strings, not %s", kind)
+			d.errs.add(path, heraldtype.CodeWrongShape, "must be an array of strings, not %s", kind)
 			return
 		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(raw, &elems); err != nil {
-			d.errs.add(path, CodeWrongShape, "must be an array of strings: %v", err)
+			d.errs.add(path, heraldtype.CodeWrongShape, "must be an array of strings: %v", err)
 			return
 		}
 		out := make([]string, 0, len(elems))
 		for i, e := range elems {
 			elemPath := fmt.Sprintf("%s[%d]", path, i)
 			if isNull(e) {
-				d.errs.add(elemPath, CodeWrongShape, "must be a string, not null")
+				d.errs.add(elemPath, heraldtype.CodeWrongShape, "must be a string, not null")
 				continue
 			}
 			if s, ok := d.decodeString(elemPath, e); ok {
@@ -222,7 +223,7 @@ func (d *rawDecoder) strs(dst *[]string) func(string, json.RawMessage) {
 // time returns a field function that decodes an RFC 3339 time into dst. A
 // time at the zero instant is refused with zeroCode: in an Intent it would
 // read as no time at all.
-func (d *rawDecoder) time(dst *time.Time, zeroCode string) func(string, json.RawMessage) {
+func (d *rawDecoder) time(dst *time.Time, zeroCode heraldtype.Code) func(string, json.RawMessage) {
 	return func(path string, raw json.RawMessage) {
 		s, ok := d.decodeString(path, raw)
 		if !ok || s == "" {
@@ -230,11 +231,11 @@ func (d *rawDecoder) time(dst *time.Time, zeroCode string) func(string, json.Raw
 		}
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
-			d.errs.add(path, CodeInvalidField, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+			d.errs.add(path, heraldtype.CodeInvalidField, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
 			return
 		}
 		if off, ok := rfc3339Offset(s); !ok {
-			d.errs.add(path, CodeInvalidField, "has the time zone offset %s; RFC 3339 allows -23:59 to +23:59", off)
+			d.errs.add(path, heraldtype.CodeInvalidField, "has the time zone offset %s; RFC 3339 allows -23:59 to +23:59", off)
 			return
 		}
 		if t.IsZero() {
@@ -264,15 +265,15 @@ func (d *rawDecoder) int(dst *int) func(string, json.RawMessage) {
 			return
 		}
 		if kind := jsonKind(raw); kind != "number" {
-			d.errs.add(path, CodeWrongShape, "must be an integer, not %s", kind)
+			d.errs.add(path, heraldtype.CodeWrongShape, "must be an integer, not %s", kind)
 			return
 		}
 		n, err := strconv.ParseInt(string(raw), 10, 32)
 		switch {
 		case errors.Is(err, strconv.ErrRange):
-			d.errs.add(path, CodeInvalidField, "integer out of range")
+			d.errs.add(path, heraldtype.CodeInvalidField, "integer out of range")
 		case err != nil:
-			d.errs.add(path, CodeWrongShape, "must be an integer, not %s", quoteShort(string(raw)))
+			d.errs.add(path, heraldtype.CodeWrongShape, "must be an integer, not %s", quoteShort(string(raw)))
 		default:
 			*dst = int(n)
 		}

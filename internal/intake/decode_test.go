@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
@@ -30,7 +31,7 @@ func TestDecodeRawReadsWhatJSONMarshalOfIntentWrites(t *testing.T) {
 	want.OccurredAt = time.Date(2026, 2, 28, 23, 59, 59, 123456789, time.UTC)
 	want.SendAt = testNow.Add(time.Hour)
 	want.ExpiresAt = testNow.Add(2 * time.Hour)
-	want.Priority = PriorityBulk
+	want.Priority = heraldtype.PriorityBulk
 	want.MaxAttempts = 7
 	want.RequestID = "req-1"
 	want.TraceID = "trace-1"
@@ -61,66 +62,66 @@ func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
 		body      string
 		lim       Limits
 		wantField string
-		wantCode  string
+		wantCode  heraldtype.Code
 	}{
-		{"OverMaxEntryBytes", validEntry, Limits{MaxEntryBytes: 100}, "", CodeTooLarge},
-		{"OverDefaultMaxEntryBytes", `{"x":"` + strings.Repeat("a", 256<<10) + `"}`, Limits{}, "", CodeTooLarge},
-		{"Empty", ``, Limits{}, "", CodeNotJSON},
-		{"Whitespace", " \n", Limits{}, "", CodeNotJSON},
-		{"PlainText", `order 9 shipped`, Limits{}, "", CodeNotJSON},
-		{"Truncated", `{"producer":"shop",`, Limits{}, "", CodeNotJSON},
-		{"TrailingGarbage", `{} {}`, Limits{}, "", CodeNotJSON},
-		{"InvalidUTF8", "{\"producer\":\"sh\xffop\"}", Limits{}, "", CodeNotJSON},
-		{"ByteOrderMark", "\uFEFF{}", Limits{}, "", CodeNotJSON},
-		{"SingleQuotes", `{'producer':'shop'}`, Limits{}, "", CodeNotJSON},
-		{"TopLevelArray", `[{"producer":"shop"}]`, Limits{}, "", CodeWrongShape},
-		{"TopLevelNull", `null`, Limits{}, "", CodeWrongShape},
-		{"TopLevelString", `"order.shipped"`, Limits{}, "", CodeWrongShape},
-		{"TopLevelNumber", `42`, Limits{}, "", CodeWrongShape},
-		{"UnknownField", `{"prodcuer":"shop"}`, Limits{}, "prodcuer", CodeWrongShape},
-		{"UnknownFieldWithNULKey", `{"a\u0000":1}`, Limits{}, "a\uFFFD", CodeWrongShape},
-		{"UnknownFieldLongKeyIsCut", `{"` + strings.Repeat("k", 100) + `":1}`, Limits{}, strings.Repeat("k", 63) + "…", CodeWrongShape},
-		{"FieldNameCaseMatters", `{"Producer":"shop"}`, Limits{}, "Producer", CodeWrongShape},
-		{"RepeatedField", `{"producer":"shop","producer":"shop"}`, Limits{}, "producer", CodeWrongShape},
-		{"StringFieldGivenNumber", `{"producer":7}`, Limits{}, "producer", CodeWrongShape},
-		{"StringFieldGivenObject", `{"idempotency_key":{"k":1}}`, Limits{}, "idempotency_key", CodeWrongShape},
-		{"ChannelsGivenString", `{"channels":"sms"}`, Limits{}, "channels", CodeWrongShape},
-		{"ChannelElementNumber", `{"channels":["sms",2]}`, Limits{}, "channels[1]", CodeWrongShape},
-		{"ChannelElementNull", `{"channels":[null]}`, Limits{}, "channels[0]", CodeWrongShape},
-		{"AudienceGivenArray", `{"audience":["42"]}`, Limits{}, "audience", CodeWrongShape},
-		{"AudienceUnknownList", `{"audience":{"phone":["+14155550123"]}}`, Limits{}, "audience.phone", CodeWrongShape},
-		{"AudienceListOfObjects", `{"audience":{"email":[{"address":"a@example.com"}]}}`, Limits{}, "audience.email[0]", CodeWrongShape},
-		{"ContentGivenString", `{"content":"hi"}`, Limits{}, "content", CodeWrongShape},
-		{"ContentUnknownChannel", `{"content":{"push":{}}}`, Limits{}, "content.push", CodeWrongShape},
-		{"SMSContentGivenString", `{"content":{"sms":"hi"}}`, Limits{}, "content.sms", CodeWrongShape},
-		{"SMSContentUnknownField", `{"content":{"sms":{"text":"hi"}}}`, Limits{}, "content.sms.text", CodeWrongShape},
-		{"EmailSubjectGivenNumber", `{"content":{"email":{"subject":1}}}`, Limits{}, "content.email.subject", CodeWrongShape},
-		{"MaxAttemptsGivenString", `{"max_attempts":"3"}`, Limits{}, "max_attempts", CodeWrongShape},
-		{"MaxAttemptsFraction", `{"max_attempts":1.5}`, Limits{}, "max_attempts", CodeWrongShape},
-		{"MaxAttemptsExponent", `{"max_attempts":1e1}`, Limits{}, "max_attempts", CodeWrongShape},
-		{"MaxAttemptsBoolean", `{"max_attempts":true}`, Limits{}, "max_attempts", CodeWrongShape},
-		{"MaxAttemptsOverflow", `{"max_attempts":99999999999}`, Limits{}, "max_attempts", CodeInvalidField},
-		{"SendAtGivenNumber", `{"send_at":1767225600}`, Limits{}, "send_at", CodeWrongShape},
-		{"SendAtNotRFC3339", `{"send_at":"tomorrow"}`, Limits{}, "send_at", CodeInvalidField},
-		{"SendAtWithoutZone", `{"send_at":"2026-03-01T12:00:00"}`, Limits{}, "send_at", CodeInvalidField},
-		{"ExpiresAtDateOnly", `{"expires_at":"2026-03-01"}`, Limits{}, "expires_at", CodeInvalidField},
+		{"OverMaxEntryBytes", validEntry, Limits{MaxEntryBytes: 100}, "", heraldtype.CodeTooLarge},
+		{"OverDefaultMaxEntryBytes", `{"x":"` + strings.Repeat("a", 256<<10) + `"}`, Limits{}, "", heraldtype.CodeTooLarge},
+		{"Empty", ``, Limits{}, "", heraldtype.CodeNotJSON},
+		{"Whitespace", " \n", Limits{}, "", heraldtype.CodeNotJSON},
+		{"PlainText", `order 9 shipped`, Limits{}, "", heraldtype.CodeNotJSON},
+		{"Truncated", `{"producer":"shop",`, Limits{}, "", heraldtype.CodeNotJSON},
+		{"TrailingGarbage", `{} {}`, Limits{}, "", heraldtype.CodeNotJSON},
+		{"InvalidUTF8", "{\"producer\":\"sh\xffop\"}", Limits{}, "", heraldtype.CodeNotJSON},
+		{"ByteOrderMark", "\uFEFF{}", Limits{}, "", heraldtype.CodeNotJSON},
+		{"SingleQuotes", `{'producer':'shop'}`, Limits{}, "", heraldtype.CodeNotJSON},
+		{"TopLevelArray", `[{"producer":"shop"}]`, Limits{}, "", heraldtype.CodeWrongShape},
+		{"TopLevelNull", `null`, Limits{}, "", heraldtype.CodeWrongShape},
+		{"TopLevelString", `"order.shipped"`, Limits{}, "", heraldtype.CodeWrongShape},
+		{"TopLevelNumber", `42`, Limits{}, "", heraldtype.CodeWrongShape},
+		{"UnknownField", `{"prodcuer":"shop"}`, Limits{}, "prodcuer", heraldtype.CodeWrongShape},
+		{"UnknownFieldWithNULKey", `{"a\u0000":1}`, Limits{}, "a\uFFFD", heraldtype.CodeWrongShape},
+		{"UnknownFieldLongKeyIsCut", `{"` + strings.Repeat("k", 100) + `":1}`, Limits{}, strings.Repeat("k", 63) + "…", heraldtype.CodeWrongShape},
+		{"FieldNameCaseMatters", `{"Producer":"shop"}`, Limits{}, "Producer", heraldtype.CodeWrongShape},
+		{"RepeatedField", `{"producer":"shop","producer":"shop"}`, Limits{}, "producer", heraldtype.CodeWrongShape},
+		{"StringFieldGivenNumber", `{"producer":7}`, Limits{}, "producer", heraldtype.CodeWrongShape},
+		{"StringFieldGivenObject", `{"idempotency_key":{"k":1}}`, Limits{}, "idempotency_key", heraldtype.CodeWrongShape},
+		{"ChannelsGivenString", `{"channels":"sms"}`, Limits{}, "channels", heraldtype.CodeWrongShape},
+		{"ChannelElementNumber", `{"channels":["sms",2]}`, Limits{}, "channels[1]", heraldtype.CodeWrongShape},
+		{"ChannelElementNull", `{"channels":[null]}`, Limits{}, "channels[0]", heraldtype.CodeWrongShape},
+		{"AudienceGivenArray", `{"audience":["42"]}`, Limits{}, "audience", heraldtype.CodeWrongShape},
+		{"AudienceUnknownList", `{"audience":{"phone":["+14155550123"]}}`, Limits{}, "audience.phone", heraldtype.CodeWrongShape},
+		{"AudienceListOfObjects", `{"audience":{"email":[{"address":"a@example.com"}]}}`, Limits{}, "audience.email[0]", heraldtype.CodeWrongShape},
+		{"ContentGivenString", `{"content":"hi"}`, Limits{}, "content", heraldtype.CodeWrongShape},
+		{"ContentUnknownChannel", `{"content":{"push":{}}}`, Limits{}, "content.push", heraldtype.CodeWrongShape},
+		{"SMSContentGivenString", `{"content":{"sms":"hi"}}`, Limits{}, "content.sms", heraldtype.CodeWrongShape},
+		{"SMSContentUnknownField", `{"content":{"sms":{"text":"hi"}}}`, Limits{}, "content.sms.text", heraldtype.CodeWrongShape},
+		{"EmailSubjectGivenNumber", `{"content":{"email":{"subject":1}}}`, Limits{}, "content.email.subject", heraldtype.CodeWrongShape},
+		{"MaxAttemptsGivenString", `{"max_attempts":"3"}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
+		{"MaxAttemptsFraction", `{"max_attempts":1.5}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
+		{"MaxAttemptsExponent", `{"max_attempts":1e1}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
+		{"MaxAttemptsBoolean", `{"max_attempts":true}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
+		{"MaxAttemptsOverflow", `{"max_attempts":99999999999}`, Limits{}, "max_attempts", heraldtype.CodeInvalidField},
+		{"SendAtGivenNumber", `{"send_at":1767225600}`, Limits{}, "send_at", heraldtype.CodeWrongShape},
+		{"SendAtNotRFC3339", `{"send_at":"tomorrow"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
+		{"SendAtWithoutZone", `{"send_at":"2026-03-01T12:00:00"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
+		{"ExpiresAtDateOnly", `{"expires_at":"2026-03-01"}`, Limits{}, "expires_at", heraldtype.CodeInvalidField},
 		// The zero instant would read as "no time" in the Intent.
-		{"ExpiresAtZeroTime", `{"expires_at":"0001-01-01T00:00:00Z"}`, Limits{}, "expires_at", CodeScheduleOutOfRange},
-		{"ExpiresAtZeroInstantWithOffset", `{"expires_at":"0001-01-01T01:30:00+01:30"}`, Limits{}, "expires_at", CodeScheduleOutOfRange},
-		{"SendAtZeroTime", `{"send_at":"0001-01-01T00:00:00Z"}`, Limits{}, "send_at", CodeInvalidField},
-		{"OccurredAtZeroTime", `{"occurred_at":"0001-01-01T00:00:00.000Z"}`, Limits{}, "occurred_at", CodeInvalidField},
+		{"ExpiresAtZeroTime", `{"expires_at":"0001-01-01T00:00:00Z"}`, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
+		{"ExpiresAtZeroInstantWithOffset", `{"expires_at":"0001-01-01T01:30:00+01:30"}`, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
+		{"SendAtZeroTime", `{"send_at":"0001-01-01T00:00:00Z"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
+		{"OccurredAtZeroTime", `{"occurred_at":"0001-01-01T00:00:00.000Z"}`, Limits{}, "occurred_at", heraldtype.CodeInvalidField},
 		// time.Parse takes offsets up to +24:00 and minutes up to 60.
-		{"SendAtOffsetPlus24", `{"send_at":"2026-03-01T12:00:00+24:00"}`, Limits{}, "send_at", CodeInvalidField},
-		{"ExpiresAtOffsetMinus24", `{"expires_at":"2026-03-02T12:00:00-24:00"}`, Limits{}, "expires_at", CodeInvalidField},
-		{"OccurredAtOffsetMinute60", `{"occurred_at":"2026-03-01T12:00:00+23:60"}`, Limits{}, "occurred_at", CodeInvalidField},
-		{"OccurredAtOffsetMinute60UnderAnHour", `{"occurred_at":"2026-03-01T12:00:00-05:60"}`, Limits{}, "occurred_at", CodeInvalidField},
+		{"SendAtOffsetPlus24", `{"send_at":"2026-03-01T12:00:00+24:00"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
+		{"ExpiresAtOffsetMinus24", `{"expires_at":"2026-03-02T12:00:00-24:00"}`, Limits{}, "expires_at", heraldtype.CodeInvalidField},
+		{"OccurredAtOffsetMinute60", `{"occurred_at":"2026-03-01T12:00:00+23:60"}`, Limits{}, "occurred_at", heraldtype.CodeInvalidField},
+		{"OccurredAtOffsetMinute60UnderAnHour", `{"occurred_at":"2026-03-01T12:00:00-05:60"}`, Limits{}, "occurred_at", heraldtype.CodeInvalidField},
 		// encoding/json would decode these as U+FFFD.
-		{"SMSBodyLoneSurrogate", `{"content":{"sms":{"body":"code \ud800"}}}`, Limits{}, "content.sms.body", CodeInvalidField},
-		{"SMSBodyLowSurrogateFirst", `{"content":{"sms":{"body":"\ude00\ud83d"}}}`, Limits{}, "content.sms.body", CodeInvalidField},
-		{"EmailTextHighSurrogateWithoutLow", `{"content":{"email":{"text":"\ud83d\u0041"}}}`, Limits{}, "content.email.text", CodeInvalidField},
-		{"EmailSubjectLoneSurrogate", `{"content":{"email":{"subject":"\udfff"}}}`, Limits{}, "content.email.subject", CodeInvalidField},
-		{"IdempotencyKeyLoneSurrogate", `{"idempotency_key":"k\ud800"}`, Limits{}, "idempotency_key", CodeInvalidField},
-		{"AudienceUserIDLoneSurrogate", `{"audience":{"user_ids":["42","\udbff"]}}`, Limits{}, "audience.user_ids[1]", CodeInvalidField},
+		{"SMSBodyLoneSurrogate", `{"content":{"sms":{"body":"code \ud800"}}}`, Limits{}, "content.sms.body", heraldtype.CodeInvalidField},
+		{"SMSBodyLowSurrogateFirst", `{"content":{"sms":{"body":"\ude00\ud83d"}}}`, Limits{}, "content.sms.body", heraldtype.CodeInvalidField},
+		{"EmailTextHighSurrogateWithoutLow", `{"content":{"email":{"text":"\ud83d\u0041"}}}`, Limits{}, "content.email.text", heraldtype.CodeInvalidField},
+		{"EmailSubjectLoneSurrogate", `{"content":{"email":{"subject":"\udfff"}}}`, Limits{}, "content.email.subject", heraldtype.CodeInvalidField},
+		{"IdempotencyKeyLoneSurrogate", `{"idempotency_key":"k\ud800"}`, Limits{}, "idempotency_key", heraldtype.CodeInvalidField},
+		{"AudienceUserIDLoneSurrogate", `{"audience":{"user_ids":["42","\udbff"]}}`, Limits{}, "audience.user_ids[1]", heraldtype.CodeInvalidField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,18 +138,21 @@ func TestDecodeRawReportsEveryShapeError(t *testing.T) {
 
 	_, err := DecodeRaw([]byte(`{"producer":1,"colour":"red","channels":["sms",{}],
 		"audience":{"sms":"+14155550123"},"content":{"sms":{"body":false}},"send_at":"now"}`), Limits{})
-	type fc struct{ Field, Code string }
+	type fc struct {
+		Field string
+		Code  heraldtype.Code
+	}
 	var got []fc
 	for _, fe := range fieldErrors(t, err) {
 		got = append(got, fc{fe.Field, fe.Code})
 	}
 	require.Equal(t, []fc{
-		{"producer", CodeWrongShape},
-		{"colour", CodeWrongShape},
-		{"channels[1]", CodeWrongShape},
-		{"audience.sms", CodeWrongShape},
-		{"content.sms.body", CodeWrongShape},
-		{"send_at", CodeInvalidField},
+		{"producer", heraldtype.CodeWrongShape},
+		{"colour", heraldtype.CodeWrongShape},
+		{"channels[1]", heraldtype.CodeWrongShape},
+		{"audience.sms", heraldtype.CodeWrongShape},
+		{"content.sms.body", heraldtype.CodeWrongShape},
+		{"send_at", heraldtype.CodeInvalidField},
 	}, got)
 }
 
@@ -160,7 +164,7 @@ func TestDecodeRawThenValidateReportsValidationCodes(t *testing.T) {
 		"content":{"sms":{"body":"hi"}}}`), Limits{})
 	require.NoError(t, err)
 	_, err = Validate(in, Limits{}, testNow)
-	requireFieldError(t, err, "audience.sms[0]", CodeInvalidPhone)
+	requireFieldError(t, err, "audience.sms[0]", heraldtype.CodeInvalidPhone)
 }
 
 func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T) {
@@ -170,29 +174,29 @@ func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T
 		name      string
 		mod       func(m map[string]any)
 		wantField string
-		wantCode  string
+		wantCode  heraldtype.Code
 	}{
 		{"WebhookContentLoneSurrogate", func(m map[string]any) {
 			sub(m, "content")["webhook"] = json.RawMessage(`{"order":9,"note":"\ud800"}`)
-		}, "content.webhook", CodeInvalidField},
+		}, "content.webhook", heraldtype.CodeInvalidField},
 		{"WebhookContentLoneSurrogateKey", func(m map[string]any) {
 			sub(m, "content")["webhook"] = json.RawMessage(`{"\udc00":1}`)
-		}, "content.webhook", CodeInvalidField},
+		}, "content.webhook", heraldtype.CodeInvalidField},
 		{"WebhookURLPortOutOfRange", func(m map[string]any) {
 			sub(m, "audience")["webhook"] = []any{"https://hooks.example.com:99999999/orders"}
-		}, "audience.webhook[0]", CodeInvalidURL},
+		}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
 		{"WebhookURLPortZero", func(m map[string]any) {
 			sub(m, "audience")["webhook"] = []any{"http://hooks.example.com:0/"}
-		}, "audience.webhook[0]", CodeInvalidURL},
+		}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
 		{"PhoneWithExtension", func(m map[string]any) {
 			sub(m, "audience")["sms"] = []any{"+14155552671 ext. 12"}
-		}, "audience.sms[0]", CodeInvalidPhone},
+		}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
 		{"ExpiresAtZeroTime", func(m map[string]any) {
 			m["expires_at"] = "0001-01-01T00:00:00Z"
-		}, "expires_at", CodeScheduleOutOfRange},
+		}, "expires_at", heraldtype.CodeScheduleOutOfRange},
 		{"SendAtOffsetPlus24", func(m map[string]any) {
 			m["send_at"] = "2026-03-01T13:00:00+24:00"
-		}, "send_at", CodeInvalidField},
+		}, "send_at", heraldtype.CodeInvalidField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

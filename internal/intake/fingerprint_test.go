@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // mustFingerprint validates in at testNow and returns its fingerprint.
@@ -47,7 +49,7 @@ func TestFingerprintIgnoresOrderFormattingAndRetryOnlyFields(t *testing.T) {
 		{"NewRequestID", func(in *Intent) { in.RequestID = "retry-2" }},
 		{"NewTraceID", func(in *Intent) { in.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" }},
 		{"OccurredAtDefaultedOrSet", func(in *Intent) { in.OccurredAt = testNow.Add(-time.Minute) }},
-		{"DefaultPrioritySpelledOut", func(in *Intent) { in.Priority = PriorityTransactional }},
+		{"DefaultPrioritySpelledOut", func(in *Intent) { in.Priority = heraldtype.PriorityTransactional }},
 		{"SameInstantInAnotherZone", func(in *Intent) {
 			in.SendAt = in.SendAt.In(time.FixedZone("X", -7*3600))
 		}},
@@ -107,7 +109,7 @@ func TestFingerprintChangesWhenTheRequestChanges(t *testing.T) {
 		{"SendAt", func(in *Intent) { in.SendAt = testNow.Add(time.Hour) }},
 		{"SendAtByOneMicrosecond", func(in *Intent) { in.SendAt = testNow.Add(time.Hour + time.Microsecond) }},
 		{"ExpiresAt", func(in *Intent) { in.ExpiresAt = testNow.Add(time.Hour) }},
-		{"Priority", func(in *Intent) { in.Priority = PriorityBulk }},
+		{"Priority", func(in *Intent) { in.Priority = heraldtype.PriorityBulk }},
 		{"MaxAttempts", func(in *Intent) { in.MaxAttempts = 3 }},
 	}
 	want := mustFingerprint(t, validIntent())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
@@ -57,12 +58,12 @@ func FuzzDecodeValidate(f *testing.F) {
 // returns) and whose message PostgreSQL's text type can store.
 func requireDeclaredCodes(t *testing.T, err error) {
 	t.Helper()
-	var verr *ValidationError
-	require.True(t, errors.As(err, &verr), "want *ValidationError, got %T: %v", err, err)
+	var verr *heraldtype.ValidationError
+	require.True(t, errors.As(err, &verr), "want *heraldtype.ValidationError, got %T: %v", err, err)
 	require.NotEmpty(t, verr.Errors)
 	for _, fe := range verr.Errors {
-		require.Contains(t, Codes(), fe.Code)
-		require.NotEqual(t, CodeIdempotencyConflict, fe.Code)
+		require.Contains(t, heraldtype.Codes(), fe.Code)
+		require.NotEqual(t, heraldtype.CodeIdempotencyConflict, fe.Code)
 		require.NotEmpty(t, fe.Message)
 	}
 	msg := err.Error()
@@ -101,7 +102,7 @@ func requireValidatedSound(t *testing.T, v *Validated) {
 	require.Contains(t, []string{AudienceUsers, AudienceAddresses, AudienceMixed}, v.AudienceKind)
 
 	in := v.Intent
-	text := []string{in.NotificationType, in.Producer, in.IdempotencyKey, in.RequestID, in.TraceID, in.Priority}
+	text := []string{in.NotificationType, in.Producer, in.IdempotencyKey, in.RequestID, in.TraceID, string(in.Priority)}
 	text = slices.Concat(text, in.Channels, in.Audience.UserIDs, in.Audience.SMS, in.Audience.Email, in.Audience.Webhook)
 	for _, s := range text {
 		require.True(t, utf8.ValidString(s), "%q", s)
@@ -153,11 +154,11 @@ func seedCodes(t *testing.T, body []byte) []string {
 	if err == nil {
 		return nil
 	}
-	var verr *ValidationError
+	var verr *heraldtype.ValidationError
 	require.ErrorAs(t, err, &verr)
 	var codes []string
 	for _, fe := range verr.Errors {
-		codes = append(codes, fe.Code)
+		codes = append(codes, string(fe.Code))
 	}
 	return codes
 }
@@ -220,11 +221,11 @@ func TestFuzzSeedCorpusCoversEveryFailureCode(t *testing.T) {
 			covered[c] = true
 		}
 	}
-	for _, c := range Codes() {
-		if c == CodeIdempotencyConflict || c == CodeRejectedByDatabase || c == CodeProducerMismatch {
+	for _, c := range heraldtype.Codes() {
+		if c == heraldtype.CodeIdempotencyConflict || c == heraldtype.CodeRejectedByDatabase || c == heraldtype.CodeProducerMismatch {
 			continue // only the accept path and the worker return these
 		}
-		require.True(t, covered[c], "no seed produces %s", c)
+		require.True(t, covered[string(c)], "no seed produces %s", c)
 	}
 }
 
@@ -240,10 +241,10 @@ func FuzzNormalizeAddress(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, norm := range []func(string) (string, string, string){normalizePhone, normalizeEmail, normalizeURL} {
+		for _, norm := range []func(string) (string, heraldtype.Code, string){normalizePhone, normalizeEmail, normalizeURL} {
 			out, code, _ := norm(strings.TrimSpace(s))
 			if code != "" {
-				require.Contains(t, Codes(), code)
+				require.Contains(t, heraldtype.Codes(), code)
 				continue
 			}
 			require.True(t, utf8.ValidString(out), "%q", out)

@@ -69,7 +69,7 @@ func fingerprint(in *Intent, payload []byte) string {
 		Content:          payload,
 		SendAt:           in.SendAt,
 		ExpiresAt:        in.ExpiresAt,
-		Priority:         in.Priority,
+		Priority:         string(in.Priority),
 		MaxAttempts:      in.MaxAttempts,
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 func TestValidateRecipientRefusesWhatNoChannelCanDeliverTo(t *testing.T) {
@@ -11,16 +13,16 @@ func TestValidateRecipientRefusesWhatNoChannelCanDeliverTo(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		r         Recipient
+		r         heraldtype.Recipient
 		wantField string
-		wantCode  string
+		wantCode  heraldtype.Code
 	}{
-		{"WebhookPortOutOfRange", Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:99999999/u/42"}, "webhook_url", CodeInvalidURL},
-		{"WebhookPortZero", Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:0/"}, "webhook_url", CodeInvalidURL},
-		{"WebhookPortNotNumeric", Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:abc/"}, "webhook_url", CodeInvalidURL},
-		{"PhoneWithExtension", Recipient{UserID: "42", Phone: "+14155552671 ext. 12"}, "phone", CodeInvalidPhone},
-		{"PhoneWithRFC3966Extension", Recipient{UserID: "42", Phone: "+14155552671;ext=12"}, "phone", CodeInvalidPhone},
-		{"PhoneWithXExtension", Recipient{UserID: "42", Phone: "+14155552671 x12"}, "phone", CodeInvalidPhone},
+		{"WebhookPortOutOfRange", heraldtype.Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:99999999/u/42"}, "webhook_url", heraldtype.CodeInvalidURL},
+		{"WebhookPortZero", heraldtype.Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:0/"}, "webhook_url", heraldtype.CodeInvalidURL},
+		{"WebhookPortNotNumeric", heraldtype.Recipient{UserID: "42", WebhookURL: "https://hooks.example.com:abc/"}, "webhook_url", heraldtype.CodeInvalidURL},
+		{"PhoneWithExtension", heraldtype.Recipient{UserID: "42", Phone: "+14155552671 ext. 12"}, "phone", heraldtype.CodeInvalidPhone},
+		{"PhoneWithRFC3966Extension", heraldtype.Recipient{UserID: "42", Phone: "+14155552671;ext=12"}, "phone", heraldtype.CodeInvalidPhone},
+		{"PhoneWithXExtension", heraldtype.Recipient{UserID: "42", Phone: "+14155552671 x12"}, "phone", heraldtype.CodeInvalidPhone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -34,13 +36,21 @@ func TestValidateRecipientRefusesWhatNoChannelCanDeliverTo(t *testing.T) {
 func TestValidateRecipientNormalizesWhatIsDeliverable(t *testing.T) {
 	t.Parallel()
 
-	r, err := ValidateRecipient(Recipient{
+	r, err := ValidateRecipient(heraldtype.Recipient{
 		UserID: " 42 ", Phone: "+1 (415) 555-2671", WebhookURL: "HTTPS://Hooks.Example.com:65535/u/42",
 		OptedOut: []string{"sms", "email", "sms"},
 	})
 	require.NoError(t, err)
-	require.Equal(t, Recipient{
+	require.Equal(t, heraldtype.Recipient{
 		UserID: "42", Phone: "+14155552671", WebhookURL: "https://hooks.example.com:65535/u/42",
 		OptedOut: []string{"email", "sms"},
 	}, r)
+}
+
+func TestChannelsAreTheVocabularysDeliveryChannels(t *testing.T) {
+	t.Parallel()
+
+	require.ElementsMatch(t, []string{
+		string(heraldtype.ChannelSMS), string(heraldtype.ChannelEmail), string(heraldtype.ChannelWebhook),
+	}, Channels())
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
@@ -34,7 +35,7 @@ func requireNormalizeURLMatches(t *testing.T, s string) {
 	t.Helper()
 	v, code, msg := refNormalizeURL(s)
 	gv, gcode, gmsg := normalizeURL(s)
-	require.Equal(t, []string{v, code, msg}, []string{gv, gcode, gmsg}, "normalizeURL(%q)", s)
+	require.Equal(t, []string{v, string(code), msg}, []string{gv, string(gcode), gmsg}, "normalizeURL(%q)", s)
 }
 
 func TestNormalizeURLMatchesReference(t *testing.T) {
@@ -63,9 +64,9 @@ func TestNormalizeListMatchesReference(t *testing.T) {
 		long = append(long, "https://a/"+strconv.Itoa(i%7), "bad"+strconv.Itoa(i))
 	}
 	lists = append(lists, long, long[:8], long[:9])
-	norms := map[string]func(string) (string, string, string){
+	norms := map[string]func(string) (string, heraldtype.Code, string){
 		"url": normalizeURL, "email": normalizeEmail, "phone": normalizePhone,
-		"all-valid": func(s string) (string, string, string) { return strings.ToLower(s), "", "" },
+		"all-valid": func(s string) (string, heraldtype.Code, string) { return strings.ToLower(s), "", "" },
 	}
 	for name, norm := range norms {
 		for _, list := range lists {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // refFingerprint returns the encoding/json reference's fingerprint of the
@@ -32,7 +33,7 @@ func refFingerprint(in *Intent, payload []byte) string {
 		Content:          payload,
 		SendAt:           in.SendAt,
 		ExpiresAt:        in.ExpiresAt,
-		Priority:         in.Priority,
+		Priority:         string(in.Priority),
 		MaxAttempts:      in.MaxAttempts,
 	})
 }
@@ -41,7 +42,7 @@ func refFingerprint(in *Intent, payload []byte) string {
 // the normalized value or a code and message. Invalid elements are
 // reported as field[i]; duplicates after normalization are dropped, keeping
 // the first.
-func refNormalizeList(errs *errorList, field string, list []string, norm func(string) (string, string, string)) []string {
+func refNormalizeList(errs *errorList, field string, list []string, norm func(string) (string, heraldtype.Code, string)) []string {
 	var out []string
 	seen := map[string]bool{}
 	for i, s := range list {
@@ -64,35 +65,35 @@ func refNormalizeList(errs *errorList, field string, list []string, norm func(st
 // The port rule (1..65535) and the UTF-8 check were added after the fast
 // path, with the same rule in both (issue 10); the port rule is written here
 // without validPort.
-func refNormalizeURL(s string) (string, string, string) {
+func refNormalizeURL(s string) (string, heraldtype.Code, string) {
 	if utf8.RuneCountInString(s) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+		return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
 	if !utf8.ValidString(s) {
-		return "", CodeInvalidURL, "URL is not valid UTF-8"
+		return "", heraldtype.CodeInvalidURL, "URL is not valid UTF-8"
 	}
 	u, err := url.Parse(s)
 	if err != nil || s == "" {
-		return "", CodeInvalidURL, "not a valid URL"
+		return "", heraldtype.CodeInvalidURL, "not a valid URL"
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", CodeInvalidURL, "URL scheme must be http or https"
+		return "", heraldtype.CodeInvalidURL, "URL scheme must be http or https"
 	case u.Opaque != "" || u.Hostname() == "":
-		return "", CodeInvalidURL, "URL has no host"
+		return "", heraldtype.CodeInvalidURL, "URL has no host"
 	case u.User != nil:
-		return "", CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
+		return "", heraldtype.CodeInvalidURL, "URL must not carry userinfo; put credentials in the recipient directory"
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return "", CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(p))
+			return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL port %s is outside 1..65535", quoteShort(p))
 		}
 	}
 	u.Host = strings.ToLower(u.Host)
 	out := u.String()
 	if utf8.RuneCountInString(out) > maxURLLen {
-		return "", CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
+		return "", heraldtype.CodeInvalidURL, fmt.Sprintf("URL is longer than %d characters", maxURLLen)
 	}
 	return out, "", ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // Validated is an intent that passed validation, normalized and planned.
@@ -74,11 +75,11 @@ func Channels() []string { return slices.Clone(knownChannels) }
 
 // Validate checks in against lim (zero fields take defaults) at time now
 // and returns it normalized, fingerprinted and planned into routes. It never
-// modifies in. On refusal the error is a *ValidationError holding every
-// field error found; a nil in is refused with missing_field.
+// modifies in. On refusal the error is a *heraldtype.ValidationError
+// holding every field error found; a nil in is refused with missing_field.
 func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	if in == nil {
-		return nil, &ValidationError{Errors: []FieldError{{Code: CodeMissingField, Message: "intent is missing"}}}
+		return nil, &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Code: heraldtype.CodeMissingField, Message: "intent is missing"}}}
 	}
 	lim = lim.WithDefaults()
 	now = normTime(now)
@@ -94,16 +95,16 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	// Channels.
 	listed := map[string]bool{}
 	if len(in.Channels) == 0 {
-		errs.add("channels", CodeMissingField, "at least one channel is required")
+		errs.add("channels", heraldtype.CodeMissingField, "at least one channel is required")
 	}
 	for i, c := range in.Channels {
 		field := fmt.Sprintf("channels[%d]", i)
 		c = strings.TrimSpace(c)
 		switch {
 		case !slices.Contains(knownChannels, c):
-			errs.add(field, CodeUnknownChannel, "unknown channel %s; want sms, email or webhook", quoteShort(c))
+			errs.add(field, heraldtype.CodeUnknownChannel, "unknown channel %s; want sms, email or webhook", quoteShort(c))
 		case listed[c]:
-			errs.add(field, CodeInvalidField, "channel %s is listed twice", c)
+			errs.add(field, heraldtype.CodeInvalidField, "channel %s is listed twice", c)
 		default:
 			listed[c] = true
 			out.Channels = append(out.Channels, c)
@@ -112,18 +113,18 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 
 	// Priority and attempts.
 	var priority int16
-	switch p := strings.TrimSpace(in.Priority); p {
-	case "", PriorityTransactional:
-		out.Priority = PriorityTransactional
-	case PriorityBulk:
-		out.Priority = PriorityBulk
+	switch p := heraldtype.Priority(strings.TrimSpace(string(in.Priority))); p {
+	case "", heraldtype.PriorityTransactional:
+		out.Priority = heraldtype.PriorityTransactional
+	case heraldtype.PriorityBulk:
+		out.Priority = heraldtype.PriorityBulk
 		priority = 1
 	default:
-		errs.add("priority", CodeInvalidField, "priority %s is not one of transactional, bulk", quoteShort(p))
+		errs.add("priority", heraldtype.CodeInvalidField, "priority %s is not one of transactional, bulk", quoteShort(string(p)))
 	}
 	out.MaxAttempts = in.MaxAttempts
 	if in.MaxAttempts < 0 || in.MaxAttempts > maxMaxAttempts {
-		errs.add("max_attempts", CodeInvalidField, "max_attempts %d is outside 0..%d", in.MaxAttempts, maxMaxAttempts)
+		errs.add("max_attempts", heraldtype.CodeInvalidField, "max_attempts %d is outside 0..%d", in.MaxAttempts, maxMaxAttempts)
 	}
 
 	// Times.
@@ -134,29 +135,29 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	out.SendAt = checkTime(&errs, "send_at", in.SendAt)
 	out.ExpiresAt = checkTime(&errs, "expires_at", in.ExpiresAt)
 	if !out.SendAt.IsZero() && out.SendAt.After(now.Add(lim.MaxScheduleAhead)) {
-		errs.add("send_at", CodeScheduleOutOfRange, "send_at is more than %s ahead", lim.MaxScheduleAhead)
+		errs.add("send_at", heraldtype.CodeScheduleOutOfRange, "send_at is more than %s ahead", lim.MaxScheduleAhead)
 	}
 	if !out.ExpiresAt.IsZero() {
 		if !out.ExpiresAt.After(now) {
-			errs.add("expires_at", CodeScheduleOutOfRange, "expires_at is not in the future")
+			errs.add("expires_at", heraldtype.CodeScheduleOutOfRange, "expires_at is not in the future")
 		} else if !out.SendAt.IsZero() && !out.ExpiresAt.After(out.SendAt) {
-			errs.add("expires_at", CodeScheduleOutOfRange, "expires_at is not after send_at")
+			errs.add("expires_at", heraldtype.CodeScheduleOutOfRange, "expires_at is not after send_at")
 		}
 	}
 
 	// Audience.
 	a := in.Audience
 	if len(a.UserIDs)+len(a.SMS)+len(a.Email)+len(a.Webhook) == 0 {
-		errs.add("audience", CodeMissingField, "audience names no recipient")
+		errs.add("audience", heraldtype.CodeMissingField, "audience names no recipient")
 	}
-	out.Audience.UserIDs = normalizeList(&errs, "audience.user_ids", a.UserIDs, func(s string) (string, string, string) {
+	out.Audience.UserIDs = normalizeList(&errs, "audience.user_ids", a.UserIDs, func(s string) (string, heraldtype.Code, string) {
 		switch {
 		case s == "":
-			return "", CodeInvalidField, "user id is empty"
+			return "", heraldtype.CodeInvalidField, "user id is empty"
 		case !utf8.ValidString(s) || hasControl(s):
-			return "", CodeInvalidField, "user id has invalid UTF-8 or control characters"
+			return "", heraldtype.CodeInvalidField, "user id has invalid UTF-8 or control characters"
 		case utf8.RuneCountInString(s) > maxUserIDLen:
-			return "", CodeInvalidField, fmt.Sprintf("user id is longer than %d characters", maxUserIDLen)
+			return "", heraldtype.CodeInvalidField, fmt.Sprintf("user id is longer than %d characters", maxUserIDLen)
 		}
 		return s, "", ""
 	})
@@ -164,7 +165,7 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		channel string
 		list    []string
 		dst     *[]string
-		norm    func(string) (string, string, string)
+		norm    func(string) (string, heraldtype.Code, string)
 	}{
 		{channel.SMS, a.SMS, &out.Audience.SMS, normalizePhone},
 		{channel.Email, a.Email, &out.Audience.Email, normalizeEmail},
@@ -173,7 +174,7 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	for _, ad := range addrs {
 		field := "audience." + ad.channel
 		if len(ad.list) > 0 && !listed[ad.channel] && len(out.Channels) > 0 {
-			errs.add(field, CodeInvalidField, "addresses given for channel %s, which channels does not list", ad.channel)
+			errs.add(field, heraldtype.CodeInvalidField, "addresses given for channel %s, which channels does not list", ad.channel)
 		}
 		*ad.dst = normalizeList(&errs, field, ad.list, ad.norm)
 	}
@@ -184,14 +185,14 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	// Payload.
 	payload := canonicalContent(out.Content)
 	if len(payload) > lim.MaxPayloadBytes {
-		errs.add("content", CodeTooLarge, "content is %d bytes as canonical JSON; the limit is %d", len(payload), lim.MaxPayloadBytes)
+		errs.add("content", heraldtype.CodeTooLarge, "content is %d bytes as canonical JSON; the limit is %d", len(payload), lim.MaxPayloadBytes)
 	}
 
 	// Routes.
 	nAddr := len(out.Audience.SMS) + len(out.Audience.Email) + len(out.Audience.Webhook)
 	nRoutes := len(out.Audience.UserIDs)*len(out.Channels) + nAddr
 	if nRoutes > lim.MaxRoutes {
-		errs.add("audience", CodeTooManyRoutes, "intent fans out to %d routes; the limit is %d", nRoutes, lim.MaxRoutes)
+		errs.add("audience", heraldtype.CodeTooManyRoutes, "intent fans out to %d routes; the limit is %d", nRoutes, lim.MaxRoutes)
 	}
 	if len(errs) > 0 {
 		return nil, errs.err()
@@ -231,7 +232,7 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 	var plan smsPlan
 	unlisted := func(ch string) {
 		if len(listed) > 0 {
-			errs.add("content."+ch, CodeInvalidField, "content given for channel %s, which channels does not list", ch)
+			errs.add("content."+ch, heraldtype.CodeInvalidField, "content given for channel %s, which channels does not list", ch)
 		}
 	}
 
@@ -239,16 +240,16 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 	case in.SMS != nil && !listed[channel.SMS]:
 		unlisted(channel.SMS)
 	case listed[channel.SMS] && in.SMS == nil:
-		errs.add("content.sms", CodeMissingContent, "channel sms is listed but has no content")
+		errs.add("content.sms", heraldtype.CodeMissingContent, "channel sms is listed but has no content")
 	case listed[channel.SMS]:
 		body := in.SMS.Body
 		if checkContentText(errs, "content.sms.body", body) {
 			if strings.TrimSpace(body) == "" {
-				errs.add("content.sms.body", CodeMissingField, "sms body is empty")
+				errs.add("content.sms.body", heraldtype.CodeMissingField, "sms body is empty")
 			} else {
 				plan.encoding, plan.segments = Encoding(body)
 				if plan.segments > lim.MaxSMSSegments {
-					errs.add("content.sms.body", CodeSMSTooLong, "sms body needs %d %s segments; the limit is %d", plan.segments, plan.encoding, lim.MaxSMSSegments)
+					errs.add("content.sms.body", heraldtype.CodeSMSTooLong, "sms body needs %d %s segments; the limit is %d", plan.segments, plan.encoding, lim.MaxSMSSegments)
 				}
 			}
 		}
@@ -259,21 +260,21 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 	case in.Email != nil && !listed[channel.Email]:
 		unlisted(channel.Email)
 	case listed[channel.Email] && in.Email == nil:
-		errs.add("content.email", CodeMissingContent, "channel email is listed but has no content")
+		errs.add("content.email", heraldtype.CodeMissingContent, "channel email is listed but has no content")
 	case listed[channel.Email]:
 		e := *in.Email
 		if checkContentText(errs, "content.email.subject", e.Subject) {
 			switch {
 			case strings.ContainsAny(e.Subject, "\r\n"):
-				errs.add("content.email.subject", CodeInvalidField, "subject contains a line break")
+				errs.add("content.email.subject", heraldtype.CodeInvalidField, "subject contains a line break")
 			case utf8.RuneCountInString(e.Subject) > maxSubjectLen:
-				errs.add("content.email.subject", CodeInvalidField, "subject is longer than %d characters", maxSubjectLen)
+				errs.add("content.email.subject", heraldtype.CodeInvalidField, "subject is longer than %d characters", maxSubjectLen)
 			}
 		}
 		okText := checkContentText(errs, "content.email.text", e.Text)
 		okHTML := checkContentText(errs, "content.email.html", e.HTML)
 		if okText && okHTML && strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.HTML) == "" {
-			errs.add("content.email", CodeMissingField, "email needs a text or html body")
+			errs.add("content.email", heraldtype.CodeMissingField, "email needs a text or html body")
 		}
 		out.Content.Email = &e
 	}
@@ -283,11 +284,11 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 	case hasWebhook && !listed[channel.Webhook]:
 		unlisted(channel.Webhook)
 	case listed[channel.Webhook] && !hasWebhook:
-		errs.add("content.webhook", CodeMissingContent, "channel webhook is listed but has no content")
+		errs.add("content.webhook", heraldtype.CodeMissingContent, "channel webhook is listed but has no content")
 	case listed[channel.Webhook]:
 		canon, err := canonjson.Canonical(in.Webhook)
 		if err != nil {
-			errs.add("content.webhook", CodeInvalidField, "%v", err)
+			errs.add("content.webhook", heraldtype.CodeInvalidField, "%v", err)
 		} else {
 			out.Content.Webhook = canon
 		}
@@ -301,9 +302,9 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 func checkContentText(errs *errorList, field, s string) bool {
 	switch {
 	case !utf8.ValidString(s):
-		errs.add(field, CodeInvalidField, "text is not valid UTF-8")
+		errs.add(field, heraldtype.CodeInvalidField, "text is not valid UTF-8")
 	case strings.IndexByte(s, 0) >= 0:
-		errs.add(field, CodeInvalidField, "text contains U+0000")
+		errs.add(field, heraldtype.CodeInvalidField, "text contains U+0000")
 	default:
 		return true
 	}
@@ -343,7 +344,7 @@ func planRoutes(in *Intent, sms smsPlan) ([]RoutePlan, error) {
 	seen := make(map[string]bool, len(routes))
 	for _, r := range routes {
 		if seen[r.RouteID] {
-			errs.add("audience", CodeInvalidField, "two %s recipients share route id %s", r.Channel, r.RouteID)
+			errs.add("audience", heraldtype.CodeInvalidField, "two %s recipients share route id %s", r.Channel, r.RouteID)
 		}
 		seen[r.RouteID] = true
 	}
@@ -363,11 +364,11 @@ func checkName(errs *errorList, field, s string) string {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "":
-		errs.add(field, CodeMissingField, "%s is required", field)
+		errs.add(field, heraldtype.CodeMissingField, "%s is required", field)
 	case len(s) > maxNameLen:
-		errs.add(field, CodeInvalidField, "%s is longer than %d characters", field, maxNameLen)
+		errs.add(field, heraldtype.CodeInvalidField, "%s is longer than %d characters", field, maxNameLen)
 	case strings.IndexFunc(s, func(r rune) bool { return !isNameRune(r) }) >= 0:
-		errs.add(field, CodeInvalidField, "%s may hold only letters, digits and . _ : -", field)
+		errs.add(field, heraldtype.CodeInvalidField, "%s may hold only letters, digits and . _ : -", field)
 	}
 	return s
 }
@@ -392,12 +393,12 @@ func checkText(errs *errorList, field, s string, max int, required bool) string 
 	switch {
 	case s == "":
 		if required {
-			errs.add(field, CodeMissingField, "%s is required", field)
+			errs.add(field, heraldtype.CodeMissingField, "%s is required", field)
 		}
 	case !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		errs.add(field, CodeInvalidField, "%s may hold only printable characters", field)
+		errs.add(field, heraldtype.CodeInvalidField, "%s may hold only printable characters", field)
 	case utf8.RuneCountInString(s) > max:
-		errs.add(field, CodeInvalidField, "%s is longer than %d characters", field, max)
+		errs.add(field, heraldtype.CodeInvalidField, "%s is longer than %d characters", field, max)
 	}
 	return s
 }
@@ -410,7 +411,7 @@ func checkTime(errs *errorList, field string, t time.Time) time.Time {
 	}
 	t = normTime(t)
 	if y := t.Year(); y < 1 || y > 9999 {
-		errs.add(field, CodeInvalidField, "%s is outside years 1..9999", field)
+		errs.add(field, heraldtype.CodeInvalidField, "%s is outside years 1..9999", field)
 	}
 	return t
 }

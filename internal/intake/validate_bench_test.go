@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
 // benchContent is the content of internal/bench's payload(256): a JSON
@@ -45,7 +46,7 @@ func BenchmarkValidate(b *testing.B) {
 func BenchmarkNormalizeURL(b *testing.B) {
 	for _, impl := range []struct {
 		name string
-		fn   func(string) (string, string, string)
+		fn   func(string) (string, heraldtype.Code, string)
 	}{{"reference", refNormalizeURL}, {"fastpath", normalizeURL}} {
 		b.Run(impl.name, func(b *testing.B) {
 			b.ReportAllocs()

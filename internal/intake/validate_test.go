@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
@@ -41,17 +42,17 @@ func validIntent() *Intent {
 
 // fieldErrors returns err's field errors, failing the test if err is not a
 // *ValidationError.
-func fieldErrors(t *testing.T, err error) []FieldError {
+func fieldErrors(t *testing.T, err error) []heraldtype.FieldError {
 	t.Helper()
-	var verr *ValidationError
-	require.True(t, errors.As(err, &verr), "want *ValidationError, got %T: %v", err, err)
+	var verr *heraldtype.ValidationError
+	require.True(t, errors.As(err, &verr), "want *heraldtype.ValidationError, got %T: %v", err, err)
 	require.NotEmpty(t, verr.Errors)
 	return verr.Errors
 }
 
 // requireFieldError asserts that err holds a field error for field with
 // code.
-func requireFieldError(t *testing.T, err error, field, code string) {
+func requireFieldError(t *testing.T, err error, field string, code heraldtype.Code) {
 	t.Helper()
 	for _, fe := range fieldErrors(t, err) {
 		if fe.Field == field && fe.Code == code {
@@ -71,117 +72,117 @@ func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
 		mutate    func(in *Intent)
 		lim       Limits
 		wantField string
-		wantCode  string
+		wantCode  heraldtype.Code
 	}{
-		{"NotificationTypeMissing", func(in *Intent) { in.NotificationType = "" }, Limits{}, "notification_type", CodeMissingField},
-		{"NotificationTypeBlank", func(in *Intent) { in.NotificationType = "  " }, Limits{}, "notification_type", CodeMissingField},
-		{"NotificationTypeTooLong", func(in *Intent) { in.NotificationType = long(129) }, Limits{}, "notification_type", CodeInvalidField},
-		{"NotificationTypeWithSpace", func(in *Intent) { in.NotificationType = "order shipped" }, Limits{}, "notification_type", CodeInvalidField},
-		{"NotificationTypeNonASCII", func(in *Intent) { in.NotificationType = "commandé" }, Limits{}, "notification_type", CodeInvalidField},
-		{"ProducerMissing", func(in *Intent) { in.Producer = "" }, Limits{}, "producer", CodeMissingField},
-		{"ProducerTooLong", func(in *Intent) { in.Producer = long(129) }, Limits{}, "producer", CodeInvalidField},
-		{"ProducerWithSlash", func(in *Intent) { in.Producer = "shop/eu" }, Limits{}, "producer", CodeInvalidField},
-		{"IdempotencyKeyMissing", func(in *Intent) { in.IdempotencyKey = "" }, Limits{}, "idempotency_key", CodeMissingField},
-		{"IdempotencyKeyTooLong", func(in *Intent) { in.IdempotencyKey = long(256) }, Limits{}, "idempotency_key", CodeInvalidField},
-		{"IdempotencyKeyWithNUL", func(in *Intent) { in.IdempotencyKey = "a\x00b" }, Limits{}, "idempotency_key", CodeInvalidField},
-		{"IdempotencyKeyWithTab", func(in *Intent) { in.IdempotencyKey = "a\tb" }, Limits{}, "idempotency_key", CodeInvalidField},
-		{"IdempotencyKeyInvalidUTF8", func(in *Intent) { in.IdempotencyKey = "a\xffb" }, Limits{}, "idempotency_key", CodeInvalidField},
-		{"RequestIDTooLong", func(in *Intent) { in.RequestID = long(129) }, Limits{}, "request_id", CodeInvalidField},
-		{"TraceIDWithControl", func(in *Intent) { in.TraceID = "abc\x01" }, Limits{}, "trace_id", CodeInvalidField},
-		{"ChannelsMissing", func(in *Intent) { in.Channels = nil }, Limits{}, "channels", CodeMissingField},
-		{"ChannelsEmpty", func(in *Intent) { in.Channels = []string{} }, Limits{}, "channels", CodeMissingField},
-		{"ChannelUnknown", func(in *Intent) { in.Channels = append(in.Channels, "push") }, Limits{}, "channels[3]", CodeUnknownChannel},
-		{"ChannelWrongCase", func(in *Intent) { in.Channels[0] = "SMS" }, Limits{}, "channels[0]", CodeUnknownChannel},
-		{"ChannelEmpty", func(in *Intent) { in.Channels[1] = "" }, Limits{}, "channels[1]", CodeUnknownChannel},
-		{"ChannelListedTwice", func(in *Intent) { in.Channels = append(in.Channels, " sms ") }, Limits{}, "channels[3]", CodeInvalidField},
-		{"AudienceEmpty", func(in *Intent) { in.Audience = Audience{} }, Limits{}, "audience", CodeMissingField},
-		{"UserIDEmpty", func(in *Intent) { in.Audience.UserIDs = []string{"42", " "} }, Limits{}, "audience.user_ids[1]", CodeInvalidField},
-		{"UserIDTooLong", func(in *Intent) { in.Audience.UserIDs = []string{long(256)} }, Limits{}, "audience.user_ids[0]", CodeInvalidField},
-		{"UserIDWithControl", func(in *Intent) { in.Audience.UserIDs = []string{"4\x002"} }, Limits{}, "audience.user_ids[0]", CodeInvalidField},
+		{"NotificationTypeMissing", func(in *Intent) { in.NotificationType = "" }, Limits{}, "notification_type", heraldtype.CodeMissingField},
+		{"NotificationTypeBlank", func(in *Intent) { in.NotificationType = "  " }, Limits{}, "notification_type", heraldtype.CodeMissingField},
+		{"NotificationTypeTooLong", func(in *Intent) { in.NotificationType = long(129) }, Limits{}, "notification_type", heraldtype.CodeInvalidField},
+		{"NotificationTypeWithSpace", func(in *Intent) { in.NotificationType = "order shipped" }, Limits{}, "notification_type", heraldtype.CodeInvalidField},
+		{"NotificationTypeNonASCII", func(in *Intent) { in.NotificationType = "commandé" }, Limits{}, "notification_type", heraldtype.CodeInvalidField},
+		{"ProducerMissing", func(in *Intent) { in.Producer = "" }, Limits{}, "producer", heraldtype.CodeMissingField},
+		{"ProducerTooLong", func(in *Intent) { in.Producer = long(129) }, Limits{}, "producer", heraldtype.CodeInvalidField},
+		{"ProducerWithSlash", func(in *Intent) { in.Producer = "shop/eu" }, Limits{}, "producer", heraldtype.CodeInvalidField},
+		{"IdempotencyKeyMissing", func(in *Intent) { in.IdempotencyKey = "" }, Limits{}, "idempotency_key", heraldtype.CodeMissingField},
+		{"IdempotencyKeyTooLong", func(in *Intent) { in.IdempotencyKey = long(256) }, Limits{}, "idempotency_key", heraldtype.CodeInvalidField},
+		{"IdempotencyKeyWithNUL", func(in *Intent) { in.IdempotencyKey = "a\x00b" }, Limits{}, "idempotency_key", heraldtype.CodeInvalidField},
+		{"IdempotencyKeyWithTab", func(in *Intent) { in.IdempotencyKey = "a\tb" }, Limits{}, "idempotency_key", heraldtype.CodeInvalidField},
+		{"IdempotencyKeyInvalidUTF8", func(in *Intent) { in.IdempotencyKey = "a\xffb" }, Limits{}, "idempotency_key", heraldtype.CodeInvalidField},
+		{"RequestIDTooLong", func(in *Intent) { in.RequestID = long(129) }, Limits{}, "request_id", heraldtype.CodeInvalidField},
+		{"TraceIDWithControl", func(in *Intent) { in.TraceID = "abc\x01" }, Limits{}, "trace_id", heraldtype.CodeInvalidField},
+		{"ChannelsMissing", func(in *Intent) { in.Channels = nil }, Limits{}, "channels", heraldtype.CodeMissingField},
+		{"ChannelsEmpty", func(in *Intent) { in.Channels = []string{} }, Limits{}, "channels", heraldtype.CodeMissingField},
+		{"ChannelUnknown", func(in *Intent) { in.Channels = append(in.Channels, "push") }, Limits{}, "channels[3]", heraldtype.CodeUnknownChannel},
+		{"ChannelWrongCase", func(in *Intent) { in.Channels[0] = "SMS" }, Limits{}, "channels[0]", heraldtype.CodeUnknownChannel},
+		{"ChannelEmpty", func(in *Intent) { in.Channels[1] = "" }, Limits{}, "channels[1]", heraldtype.CodeUnknownChannel},
+		{"ChannelListedTwice", func(in *Intent) { in.Channels = append(in.Channels, " sms ") }, Limits{}, "channels[3]", heraldtype.CodeInvalidField},
+		{"AudienceEmpty", func(in *Intent) { in.Audience = Audience{} }, Limits{}, "audience", heraldtype.CodeMissingField},
+		{"UserIDEmpty", func(in *Intent) { in.Audience.UserIDs = []string{"42", " "} }, Limits{}, "audience.user_ids[1]", heraldtype.CodeInvalidField},
+		{"UserIDTooLong", func(in *Intent) { in.Audience.UserIDs = []string{long(256)} }, Limits{}, "audience.user_ids[0]", heraldtype.CodeInvalidField},
+		{"UserIDWithControl", func(in *Intent) { in.Audience.UserIDs = []string{"4\x002"} }, Limits{}, "audience.user_ids[0]", heraldtype.CodeInvalidField},
 		{"AddressForUnlistedChannel", func(in *Intent) {
 			in.Channels = []string{"email", "webhook"}
 			in.Content.SMS = nil
-		}, Limits{}, "audience.sms", CodeInvalidField},
-		{"PhoneWithoutPlus", func(in *Intent) { in.Audience.SMS = []string{"4155550123"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneNationalFormat", func(in *Intent) { in.Audience.SMS = []string{"(415) 555-0123"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneTooShort", func(in *Intent) { in.Audience.SMS = []string{"+1415555"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneUnassignedCountryCode", func(in *Intent) { in.Audience.SMS = []string{"+999123456789"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneLetters", func(in *Intent) { in.Audience.SMS = []string{"+14155550123", "+hello"} }, Limits{}, "audience.sms[1]", CodeInvalidPhone},
-		{"PhoneEmpty", func(in *Intent) { in.Audience.SMS = []string{""} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"EmailNoAt", func(in *Intent) { in.Audience.Email = []string{"ops.example.com"} }, Limits{}, "audience.email[0]", CodeInvalidEmail},
-		{"EmailTwoAddresses", func(in *Intent) { in.Audience.Email = []string{"a@example.com, b@example.com"} }, Limits{}, "audience.email[0]", CodeInvalidEmail},
-		{"EmailEmpty", func(in *Intent) { in.Audience.Email = []string{""} }, Limits{}, "audience.email[0]", CodeInvalidEmail},
-		{"EmailTooLong", func(in *Intent) { in.Audience.Email = []string{long(64) + "@" + long(190) + ".com"} }, Limits{}, "audience.email[0]", CodeInvalidEmail},
-		{"EmailWithNewline", func(in *Intent) { in.Audience.Email = []string{"ops@exam\nple.com"} }, Limits{}, "audience.email[0]", CodeInvalidEmail},
-		{"URLRelative", func(in *Intent) { in.Audience.Webhook = []string{"/hooks/orders"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLSchemeFTP", func(in *Intent) { in.Audience.Webhook = []string{"ftp://example.com/x"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLNoHost", func(in *Intent) { in.Audience.Webhook = []string{"https:///orders"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLOpaque", func(in *Intent) { in.Audience.Webhook = []string{"https:example.com"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLUserinfo", func(in *Intent) { in.Audience.Webhook = []string{"https://user:secret@example.com/x"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLTooLong", func(in *Intent) { in.Audience.Webhook = []string{"https://example.com/" + long(2029)} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLUnparseable", func(in *Intent) { in.Audience.Webhook = []string{"https://exa mple.com/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLEmpty", func(in *Intent) { in.Audience.Webhook = []string{""} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPortOutOfRange", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:99999999/orders"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPort65536", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:65536"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPortZero", func(in *Intent) { in.Audience.Webhook = []string{"http://10.0.0.1:0/h"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPortOutOfRangeIPv6", func(in *Intent) { in.Audience.Webhook = []string{"http://[::1]:70000/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPortOutOfRangeOffTheFastPath", func(in *Intent) { in.Audience.Webhook = []string{"HTTPS://Hooks.Example.com:99999/x?y=1"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLPortNotNumeric", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:https/"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"URLInvalidUTF8", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com/?q=\xc1"} }, Limits{}, "audience.webhook[0]", CodeInvalidURL},
-		{"PhoneWithExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671 ext. 12"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneWithRFC3966Extension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671;ext=12"} }, Limits{}, "audience.sms[0]", CodeInvalidPhone},
-		{"PhoneWithXExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155550123", "+1 415 555 2671 x12"} }, Limits{}, "audience.sms[1]", CodeInvalidPhone},
-		{"SMSContentMissing", func(in *Intent) { in.Content.SMS = nil }, Limits{}, "content.sms", CodeMissingContent},
-		{"EmailContentMissing", func(in *Intent) { in.Content.Email = nil }, Limits{}, "content.email", CodeMissingContent},
-		{"WebhookContentMissing", func(in *Intent) { in.Content.Webhook = nil }, Limits{}, "content.webhook", CodeMissingContent},
-		{"WebhookContentNull", func(in *Intent) { in.Content.Webhook = json.RawMessage("null") }, Limits{}, "content.webhook", CodeMissingContent},
+		}, Limits{}, "audience.sms", heraldtype.CodeInvalidField},
+		{"PhoneWithoutPlus", func(in *Intent) { in.Audience.SMS = []string{"4155550123"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneNationalFormat", func(in *Intent) { in.Audience.SMS = []string{"(415) 555-0123"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneTooShort", func(in *Intent) { in.Audience.SMS = []string{"+1415555"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneUnassignedCountryCode", func(in *Intent) { in.Audience.SMS = []string{"+999123456789"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneLetters", func(in *Intent) { in.Audience.SMS = []string{"+14155550123", "+hello"} }, Limits{}, "audience.sms[1]", heraldtype.CodeInvalidPhone},
+		{"PhoneEmpty", func(in *Intent) { in.Audience.SMS = []string{""} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"EmailNoAt", func(in *Intent) { in.Audience.Email = []string{"ops.example.com"} }, Limits{}, "audience.email[0]", heraldtype.CodeInvalidEmail},
+		{"EmailTwoAddresses", func(in *Intent) { in.Audience.Email = []string{"a@example.com, b@example.com"} }, Limits{}, "audience.email[0]", heraldtype.CodeInvalidEmail},
+		{"EmailEmpty", func(in *Intent) { in.Audience.Email = []string{""} }, Limits{}, "audience.email[0]", heraldtype.CodeInvalidEmail},
+		{"EmailTooLong", func(in *Intent) { in.Audience.Email = []string{long(64) + "@" + long(190) + ".com"} }, Limits{}, "audience.email[0]", heraldtype.CodeInvalidEmail},
+		{"EmailWithNewline", func(in *Intent) { in.Audience.Email = []string{"ops@exam\nple.com"} }, Limits{}, "audience.email[0]", heraldtype.CodeInvalidEmail},
+		{"URLRelative", func(in *Intent) { in.Audience.Webhook = []string{"/hooks/orders"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLSchemeFTP", func(in *Intent) { in.Audience.Webhook = []string{"ftp://example.com/x"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLNoHost", func(in *Intent) { in.Audience.Webhook = []string{"https:///orders"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLOpaque", func(in *Intent) { in.Audience.Webhook = []string{"https:example.com"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLUserinfo", func(in *Intent) { in.Audience.Webhook = []string{"https://user:secret@example.com/x"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLTooLong", func(in *Intent) { in.Audience.Webhook = []string{"https://example.com/" + long(2029)} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLUnparseable", func(in *Intent) { in.Audience.Webhook = []string{"https://exa mple.com/"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLEmpty", func(in *Intent) { in.Audience.Webhook = []string{""} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPortOutOfRange", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:99999999/orders"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPort65536", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:65536"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPortZero", func(in *Intent) { in.Audience.Webhook = []string{"http://10.0.0.1:0/h"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPortOutOfRangeIPv6", func(in *Intent) { in.Audience.Webhook = []string{"http://[::1]:70000/"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPortOutOfRangeOffTheFastPath", func(in *Intent) { in.Audience.Webhook = []string{"HTTPS://Hooks.Example.com:99999/x?y=1"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLPortNotNumeric", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com:https/"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"URLInvalidUTF8", func(in *Intent) { in.Audience.Webhook = []string{"https://hooks.example.com/?q=\xc1"} }, Limits{}, "audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"PhoneWithExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671 ext. 12"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneWithRFC3966Extension", func(in *Intent) { in.Audience.SMS = []string{"+14155552671;ext=12"} }, Limits{}, "audience.sms[0]", heraldtype.CodeInvalidPhone},
+		{"PhoneWithXExtension", func(in *Intent) { in.Audience.SMS = []string{"+14155550123", "+1 415 555 2671 x12"} }, Limits{}, "audience.sms[1]", heraldtype.CodeInvalidPhone},
+		{"SMSContentMissing", func(in *Intent) { in.Content.SMS = nil }, Limits{}, "content.sms", heraldtype.CodeMissingContent},
+		{"EmailContentMissing", func(in *Intent) { in.Content.Email = nil }, Limits{}, "content.email", heraldtype.CodeMissingContent},
+		{"WebhookContentMissing", func(in *Intent) { in.Content.Webhook = nil }, Limits{}, "content.webhook", heraldtype.CodeMissingContent},
+		{"WebhookContentNull", func(in *Intent) { in.Content.Webhook = json.RawMessage("null") }, Limits{}, "content.webhook", heraldtype.CodeMissingContent},
 		{"ContentForUnlistedChannel", func(in *Intent) {
 			in.Channels = []string{"sms", "webhook"}
 			in.Audience.Email = nil
-		}, Limits{}, "content.email", CodeInvalidField},
-		{"SMSBodyEmpty", func(in *Intent) { in.Content.SMS.Body = "" }, Limits{}, "content.sms.body", CodeMissingField},
-		{"SMSBodyBlank", func(in *Intent) { in.Content.SMS.Body = " \n " }, Limits{}, "content.sms.body", CodeMissingField},
-		{"SMSBodyInvalidUTF8", func(in *Intent) { in.Content.SMS.Body = "hi \xff" }, Limits{}, "content.sms.body", CodeInvalidField},
-		{"SMSBodyWithNUL", func(in *Intent) { in.Content.SMS.Body = "hi \x00" }, Limits{}, "content.sms.body", CodeInvalidField},
-		{"SMSBodyOverDefaultTenSegments", func(in *Intent) { in.Content.SMS.Body = long(1531) }, Limits{}, "content.sms.body", CodeSMSTooLong},
-		{"SMSBodyOverConfiguredSegments", func(in *Intent) { in.Content.SMS.Body = long(161) }, Limits{MaxSMSSegments: 1}, "content.sms.body", CodeSMSTooLong},
-		{"SMSUCS2BodyOverSegments", func(in *Intent) { in.Content.SMS.Body = strings.Repeat("😀", 36) }, Limits{MaxSMSSegments: 1}, "content.sms.body", CodeSMSTooLong},
-		{"EmailSubjectTooLong", func(in *Intent) { in.Content.Email.Subject = long(999) }, Limits{}, "content.email.subject", CodeInvalidField},
-		{"EmailSubjectWithLineBreak", func(in *Intent) { in.Content.Email.Subject = "Hi\r\nBcc: x@example.com" }, Limits{}, "content.email.subject", CodeInvalidField},
-		{"EmailWithoutBody", func(in *Intent) { in.Content.Email.Text = "" }, Limits{}, "content.email", CodeMissingField},
-		{"EmailHTMLInvalidUTF8", func(in *Intent) { in.Content.Email.HTML = "<p>\xff</p>" }, Limits{}, "content.email.html", CodeInvalidField},
-		{"WebhookContentNotJSON", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"order":`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentTwoValues", func(in *Intent) { in.Content.Webhook = json.RawMessage(`1 2`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentDuplicateKey", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"a":1,"a":2}`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentWithNUL", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"a":"x\u0000"}`) }, Limits{}, "content.webhook", CodeInvalidField},
+		}, Limits{}, "content.email", heraldtype.CodeInvalidField},
+		{"SMSBodyEmpty", func(in *Intent) { in.Content.SMS.Body = "" }, Limits{}, "content.sms.body", heraldtype.CodeMissingField},
+		{"SMSBodyBlank", func(in *Intent) { in.Content.SMS.Body = " \n " }, Limits{}, "content.sms.body", heraldtype.CodeMissingField},
+		{"SMSBodyInvalidUTF8", func(in *Intent) { in.Content.SMS.Body = "hi \xff" }, Limits{}, "content.sms.body", heraldtype.CodeInvalidField},
+		{"SMSBodyWithNUL", func(in *Intent) { in.Content.SMS.Body = "hi \x00" }, Limits{}, "content.sms.body", heraldtype.CodeInvalidField},
+		{"SMSBodyOverDefaultTenSegments", func(in *Intent) { in.Content.SMS.Body = long(1531) }, Limits{}, "content.sms.body", heraldtype.CodeSMSTooLong},
+		{"SMSBodyOverConfiguredSegments", func(in *Intent) { in.Content.SMS.Body = long(161) }, Limits{MaxSMSSegments: 1}, "content.sms.body", heraldtype.CodeSMSTooLong},
+		{"SMSUCS2BodyOverSegments", func(in *Intent) { in.Content.SMS.Body = strings.Repeat("😀", 36) }, Limits{MaxSMSSegments: 1}, "content.sms.body", heraldtype.CodeSMSTooLong},
+		{"EmailSubjectTooLong", func(in *Intent) { in.Content.Email.Subject = long(999) }, Limits{}, "content.email.subject", heraldtype.CodeInvalidField},
+		{"EmailSubjectWithLineBreak", func(in *Intent) { in.Content.Email.Subject = "Hi\r\nBcc: x@example.com" }, Limits{}, "content.email.subject", heraldtype.CodeInvalidField},
+		{"EmailWithoutBody", func(in *Intent) { in.Content.Email.Text = "" }, Limits{}, "content.email", heraldtype.CodeMissingField},
+		{"EmailHTMLInvalidUTF8", func(in *Intent) { in.Content.Email.HTML = "<p>\xff</p>" }, Limits{}, "content.email.html", heraldtype.CodeInvalidField},
+		{"WebhookContentNotJSON", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"order":`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentTwoValues", func(in *Intent) { in.Content.Webhook = json.RawMessage(`1 2`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentDuplicateKey", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"a":1,"a":2}`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentWithNUL", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"a":"x\u0000"}`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
 		{"WebhookContentTooDeep", func(in *Intent) {
 			in.Content.Webhook = json.RawMessage(strings.Repeat("[", 65) + strings.Repeat("]", 65))
-		}, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentLoneSurrogate", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"note":"\ud800"}`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentLoneSurrogateKey", func(in *Intent) { in.Content.Webhook = json.RawMessage(`[{"\udc00":1}]`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentInvalidUTF8", func(in *Intent) { in.Content.Webhook = json.RawMessage("{\"note\":\"caf\xe9\"}") }, Limits{}, "content.webhook", CodeInvalidField},
-		{"WebhookContentHugeNumber", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"n":1e999999}`) }, Limits{}, "content.webhook", CodeInvalidField},
-		{"PayloadTooLarge", func(in *Intent) {}, Limits{MaxPayloadBytes: 64}, "content", CodeTooLarge},
-		{"PriorityUnknown", func(in *Intent) { in.Priority = "urgent" }, Limits{}, "priority", CodeInvalidField},
-		{"MaxAttemptsNegative", func(in *Intent) { in.MaxAttempts = -1 }, Limits{}, "max_attempts", CodeInvalidField},
-		{"MaxAttemptsOver100", func(in *Intent) { in.MaxAttempts = 101 }, Limits{}, "max_attempts", CodeInvalidField},
-		{"SendAtBeyondDefault90Days", func(in *Intent) { in.SendAt = testNow.Add(90*24*time.Hour + time.Second) }, Limits{}, "send_at", CodeScheduleOutOfRange},
-		{"SendAtBeyondConfiguredLimit", func(in *Intent) { in.SendAt = testNow.Add(2 * time.Hour) }, Limits{MaxScheduleAhead: time.Hour}, "send_at", CodeScheduleOutOfRange},
-		{"ExpiresAtInThePast", func(in *Intent) { in.ExpiresAt = testNow.Add(-time.Second) }, Limits{}, "expires_at", CodeScheduleOutOfRange},
-		{"ExpiresAtIsNow", func(in *Intent) { in.ExpiresAt = testNow }, Limits{}, "expires_at", CodeScheduleOutOfRange},
+		}, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentLoneSurrogate", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"note":"\ud800"}`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentLoneSurrogateKey", func(in *Intent) { in.Content.Webhook = json.RawMessage(`[{"\udc00":1}]`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentInvalidUTF8", func(in *Intent) { in.Content.Webhook = json.RawMessage("{\"note\":\"caf\xe9\"}") }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"WebhookContentHugeNumber", func(in *Intent) { in.Content.Webhook = json.RawMessage(`{"n":1e999999}`) }, Limits{}, "content.webhook", heraldtype.CodeInvalidField},
+		{"PayloadTooLarge", func(in *Intent) {}, Limits{MaxPayloadBytes: 64}, "content", heraldtype.CodeTooLarge},
+		{"PriorityUnknown", func(in *Intent) { in.Priority = "urgent" }, Limits{}, "priority", heraldtype.CodeInvalidField},
+		{"MaxAttemptsNegative", func(in *Intent) { in.MaxAttempts = -1 }, Limits{}, "max_attempts", heraldtype.CodeInvalidField},
+		{"MaxAttemptsOver100", func(in *Intent) { in.MaxAttempts = 101 }, Limits{}, "max_attempts", heraldtype.CodeInvalidField},
+		{"SendAtBeyondDefault90Days", func(in *Intent) { in.SendAt = testNow.Add(90*24*time.Hour + time.Second) }, Limits{}, "send_at", heraldtype.CodeScheduleOutOfRange},
+		{"SendAtBeyondConfiguredLimit", func(in *Intent) { in.SendAt = testNow.Add(2 * time.Hour) }, Limits{MaxScheduleAhead: time.Hour}, "send_at", heraldtype.CodeScheduleOutOfRange},
+		{"ExpiresAtInThePast", func(in *Intent) { in.ExpiresAt = testNow.Add(-time.Second) }, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
+		{"ExpiresAtIsNow", func(in *Intent) { in.ExpiresAt = testNow }, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
 		{"ExpiresAtBeforeSendAt", func(in *Intent) {
 			in.SendAt = testNow.Add(time.Hour)
 			in.ExpiresAt = testNow.Add(30 * time.Minute)
-		}, Limits{}, "expires_at", CodeScheduleOutOfRange},
+		}, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
 		{"ExpiresAtEqualsSendAt", func(in *Intent) {
 			in.SendAt = testNow.Add(time.Hour)
 			in.ExpiresAt = in.SendAt
-		}, Limits{}, "expires_at", CodeScheduleOutOfRange},
-		{"OccurredAtBeyondYear9999", func(in *Intent) { in.OccurredAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, Limits{}, "occurred_at", CodeInvalidField},
-		{"TooManyRoutes", func(in *Intent) {}, Limits{MaxRoutes: 5}, "audience", CodeTooManyRoutes},
+		}, Limits{}, "expires_at", heraldtype.CodeScheduleOutOfRange},
+		{"OccurredAtBeyondYear9999", func(in *Intent) { in.OccurredAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, Limits{}, "occurred_at", heraldtype.CodeInvalidField},
+		{"TooManyRoutes", func(in *Intent) {}, Limits{MaxRoutes: 5}, "audience", heraldtype.CodeTooManyRoutes},
 		{"TooManyRoutesFromUsersTimesChannels", func(in *Intent) {
 			in.Audience = Audience{UserIDs: []string{"1", "2", "3", "4"}}
-		}, Limits{MaxRoutes: 11}, "audience", CodeTooManyRoutes},
+		}, Limits{MaxRoutes: 11}, "audience", heraldtype.CodeTooManyRoutes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,7 +292,7 @@ func TestValidateNormalizesTheIntent(t *testing.T) {
 	require.Equal(t, []string{"https://hooks.example.com/Orders"}, got.Audience.Webhook, "scheme and host lower-cased, path kept")
 	require.Equal(t, time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC), got.OccurredAt, "UTC, truncated to microseconds")
 	require.Equal(t, time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC), got.SendAt)
-	require.Equal(t, PriorityBulk, got.Priority)
+	require.Equal(t, heraldtype.PriorityBulk, got.Priority)
 	require.Equal(t, int16(1), v.Priority)
 	require.Equal(t, AudienceMixed, v.AudienceKind)
 	require.Len(t, v.Routes, 2*3+2+2+1, "two users on three channels plus the distinct addresses")
@@ -304,7 +305,7 @@ func TestValidateDefaultsOccurredAtAndPriority(t *testing.T) {
 	v, err := Validate(validIntent(), Limits{}, now)
 	require.NoError(t, err)
 	require.Equal(t, time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), v.Intent.OccurredAt)
-	require.Equal(t, PriorityTransactional, v.Intent.Priority)
+	require.Equal(t, heraldtype.PriorityTransactional, v.Intent.Priority)
 	require.Equal(t, int16(0), v.Priority)
 	require.True(t, v.Intent.SendAt.IsZero())
 	require.True(t, v.Intent.ExpiresAt.IsZero())
@@ -420,29 +421,32 @@ func TestValidateReportsEveryFieldErrorNotJustTheFirst(t *testing.T) {
 		ExpiresAt:   testNow.Add(-time.Hour),
 	}
 	_, err := Validate(in, Limits{}, testNow)
-	type fc struct{ Field, Code string }
+	type fc struct {
+		Field string
+		Code  heraldtype.Code
+	}
 	var got []fc
 	for _, fe := range fieldErrors(t, err) {
 		got = append(got, fc{fe.Field, fe.Code})
 	}
 	require.Equal(t, []fc{
-		{"notification_type", CodeMissingField},
-		{"producer", CodeInvalidField},
-		{"idempotency_key", CodeMissingField},
-		{"channels[1]", CodeUnknownChannel},
-		{"channels[2]", CodeInvalidField},
-		{"max_attempts", CodeInvalidField},
-		{"expires_at", CodeScheduleOutOfRange},
-		{"audience.sms[1]", CodeInvalidPhone},
-		{"audience.sms[2]", CodeInvalidPhone},
-		{"audience.webhook", CodeInvalidField},
-		{"audience.webhook[0]", CodeInvalidURL},
-		{"content.sms.body", CodeMissingField},
+		{"notification_type", heraldtype.CodeMissingField},
+		{"producer", heraldtype.CodeInvalidField},
+		{"idempotency_key", heraldtype.CodeMissingField},
+		{"channels[1]", heraldtype.CodeUnknownChannel},
+		{"channels[2]", heraldtype.CodeInvalidField},
+		{"max_attempts", heraldtype.CodeInvalidField},
+		{"expires_at", heraldtype.CodeScheduleOutOfRange},
+		{"audience.sms[1]", heraldtype.CodeInvalidPhone},
+		{"audience.sms[2]", heraldtype.CodeInvalidPhone},
+		{"audience.webhook", heraldtype.CodeInvalidField},
+		{"audience.webhook[0]", heraldtype.CodeInvalidURL},
+		{"content.sms.body", heraldtype.CodeMissingField},
 	}, got)
 
-	var verr *ValidationError
+	var verr *heraldtype.ValidationError
 	require.ErrorAs(t, err, &verr)
-	require.Equal(t, CodeMissingField, verr.Code(), "Code is the first error's code")
+	require.Equal(t, heraldtype.CodeMissingField, verr.Code(), "Code is the first error's code")
 }
 
 func TestValidateLeavesItsInputUnchanged(t *testing.T) {
@@ -467,5 +471,5 @@ func TestValidateRefusesANilIntent(t *testing.T) {
 
 	v, err := Validate(nil, Limits{}, testNow)
 	require.Nil(t, v)
-	requireFieldError(t, err, "", CodeMissingField)
+	requireFieldError(t, err, "", heraldtype.CodeMissingField)
 }

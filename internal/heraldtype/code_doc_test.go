@@ -1,4 +1,4 @@
-package intake
+package heraldtype
 
 import (
 	"go/ast"
@@ -16,27 +16,25 @@ import (
 )
 
 // TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME checks the
-// failure codes' one source, Codes, against every place that repeats it:
-// this package's Code constants and the table in their doc comment
-// (codes.go), the herald package's re-exported constants (error.go), its
-// package documentation (doc.go) and README's table. A code added to one and
-// not the others fails here.
+// failure codes' one source, Codes and the Code constants of this package,
+// against every place that repeats it: the table in their doc comment
+// (code.go), the herald package's constants (vocabulary.go, generated from
+// code.go, which spells each value so that go doc shows it), its package
+// documentation (doc.go) and README's table. A code added to one and not the others fails here.
 func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
+
+	codes := make([]string, 0, len(Codes()))
+	for _, c := range Codes() {
+		codes = append(codes, string(c))
+	}
 
 	// This package: every Code constant with a string value, in whichever
 	// file declares it, and the table in the doc comment of their block.
 	values := map[string]string{} // constant name → code
 	var declared, commented []string
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments)
-		require.NoError(t, err)
+	for _, f := range parseDir(t, ".") {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -54,33 +52,28 @@ func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 			}
 		}
 	}
-	require.ElementsMatch(t, Codes(), declared, "the Code constants of package intake (codes.go)")
+	require.ElementsMatch(t, codes, declared, "the Code constants of package heraldtype (code.go)")
 	commented = slices.DeleteFunc(commented, func(s string) bool { return s == "code" }) // the header
-	require.Equal(t, Codes(), commented, "the table in the Code constants' doc comment (codes.go)")
+	require.Equal(t, codes, commented, "the table in the Code constants' doc comment (code.go)")
 
-	// error.go: every exported CodeX, whether `= intake.CodeX` or a string.
-	errorGo, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "error.go"), nil, 0)
+	// vocabulary.go: every exported CodeX, its value spelled out.
+	vocabularyGo, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "vocabulary.go"), nil, 0)
 	require.NoError(t, err)
 	var exported []string
-	ast.Inspect(errorGo, func(n ast.Node) bool {
+	ast.Inspect(vocabularyGo, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
 		if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "Code") {
 			return true
 		}
-		switch v := vs.Values[0].(type) {
-		case *ast.SelectorExpr:
-			require.Equal(t, v.Sel.Name, vs.Names[0].Name, "error.go re-exports a code under another name")
-			require.Contains(t, values, v.Sel.Name)
-			exported = append(exported, values[v.Sel.Name])
-		case *ast.BasicLit:
-			s, err := strconv.Unquote(v.Value)
-			require.NoError(t, err)
-			require.Equal(t, values[vs.Names[0].Name], s, "error.go's %s", vs.Names[0].Name)
-			exported = append(exported, s)
-		}
+		lit, ok := vs.Values[0].(*ast.BasicLit)
+		require.True(t, ok, "vocabulary.go's %s must spell its value, for go doc", vs.Names[0].Name)
+		s, err := strconv.Unquote(lit.Value)
+		require.NoError(t, err)
+		require.Equal(t, values[vs.Names[0].Name], s, "vocabulary.go's %s", vs.Names[0].Name)
+		exported = append(exported, s)
 		return true
 	})
-	require.Equal(t, Codes(), exported, "error.go's Code constants")
+	require.Equal(t, codes, exported, "vocabulary.go's Code constants")
 
 	// doc.go: the list after "The codes, shared by both doors:".
 	doc, err := os.ReadFile(filepath.Join(root, "doc.go"))
@@ -88,7 +81,7 @@ func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 	_, list, ok := strings.Cut(string(doc), "The codes, shared by both doors:\n//\n")
 	require.True(t, ok, "doc.go lists the codes")
 	list, _, _ = strings.Cut(list, "\n//\n")
-	require.Equal(t, Codes(), firstGroups(`(?m)^//\t([a-z_]+) `, list), "doc.go's list of codes")
+	require.Equal(t, codes, firstGroups(`(?m)^//\t([a-z_]+) `, list), "doc.go's list of codes")
 
 	// README: the rows of the table headed "| failure code | meaning |".
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -96,7 +89,24 @@ func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
 	_, table, ok := strings.Cut(string(readme), "| failure code | meaning |\n| --- | --- |\n")
 	require.True(t, ok, "README has the failure code table")
 	table, _, _ = strings.Cut(table, "\n\n")
-	require.Equal(t, Codes(), firstGroups("(?m)^\\| `([a-z_]+)` \\|", table), "README's table of codes")
+	require.Equal(t, codes, firstGroups("(?m)^\\| `([a-z_]+)` \\|", table), "README's table of codes")
+}
+
+// parseDir parses the Go files of dir that are not tests, with comments.
+func parseDir(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	return files
 }
 
 // stringConsts returns the constants of gd whose value is a string literal,

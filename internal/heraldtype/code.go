@@ -1,14 +1,18 @@
-package intake
+package heraldtype
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Failure codes. Each is a stable token: the Go client returns it in
-// FieldError.Code and the intake worker stores it in
-// malformed_intents.failure_code, so the two doors report a bad intent the
-// same way. Never rename one; add new ones instead.
+// Code is a failure code: a stable token naming the rule a refused intent
+// (or directory entry) broke. The Go client returns it in FieldError.Code
+// and the intake worker stores it in malformed_intents.failure_code, so the
+// two doors report a bad intent the same way.
+type Code string
+
+// Failure codes. Each is a stable token that never changes meaning. Never
+// rename one; add new ones instead.
 //
 //	code                   meaning
 //	not_json               the raw entry is not JSON (syntax error, invalid UTF-8)
@@ -37,68 +41,70 @@ import (
 //	                       that inserted it, and that login is not a relay (set
 //	                       by the intake worker)
 const (
-	// CodeNotJSON: the raw intake entry is not valid JSON in UTF-8.
-	CodeNotJSON = "not_json"
-	// CodeWrongShape: the entry is JSON but not an intent object: the top
-	// level is not an object, a field is unknown or repeated, or a field has
-	// the wrong JSON type. FieldError.Field names the field.
-	CodeWrongShape = "wrong_shape"
-	// CodeTooLarge: the raw entry exceeds Limits.MaxEntryBytes (Field ""),
-	// or the canonical content JSON exceeds Limits.MaxPayloadBytes (Field
-	// "content").
-	CodeTooLarge = "too_large"
+	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
+	// only).
+	CodeNotJSON Code = "not_json"
+	// CodeWrongShape: an intake entry is JSON but not an intent object: the
+	// top level is not an object, a field is unknown or repeated, or a field
+	// has the wrong JSON type; FieldError.Field names the field (SQL door
+	// only).
+	CodeWrongShape Code = "wrong_shape"
+	// CodeTooLarge: an intake entry over 256 KiB (Field ""), or content over
+	// Limits.MaxPayloadBytes as canonical JSON (Field "content").
+	CodeTooLarge Code = "too_large"
 	// CodeMissingField: a required field is absent or empty.
-	CodeMissingField = "missing_field"
+	CodeMissingField Code = "missing_field"
 	// CodeInvalidField: a field is present but has a bad format, length,
 	// enum value or range.
-	CodeInvalidField = "invalid_field"
-	// CodeUnknownChannel: channels names something other than sms, email or
-	// webhook.
-	CodeUnknownChannel = "unknown_channel"
-	// CodeInvalidPhone: an SMS number lacks a leading "+", is not a valid
-	// number according to libphonenumber, or carries an extension.
-	CodeInvalidPhone = "invalid_phone"
-	// CodeInvalidEmail: an e-mail address that net/mail cannot parse as one
-	// address, or longer than 254 bytes.
-	CodeInvalidEmail = "invalid_email"
-	// CodeInvalidURL: a webhook URL that is not absolute http or https with a
-	// host, carries userinfo, names a port outside 1..65535, or is longer
+	CodeInvalidField Code = "invalid_field"
+	// CodeUnknownChannel: a channel other than sms, email or webhook.
+	CodeUnknownChannel Code = "unknown_channel"
+	// CodeInvalidPhone: an SMS number that lacks a leading "+", is not a
+	// valid number according to libphonenumber, or carries an extension.
+	CodeInvalidPhone Code = "invalid_phone"
+	// CodeInvalidEmail: an e-mail address that does not parse as one RFC
+	// 5322 address, or is longer than 254 bytes.
+	CodeInvalidEmail Code = "invalid_email"
+	// CodeInvalidURL: a webhook URL that is not absolute http or https with
+	// a host, carries userinfo, names a port outside 1..65535, or is longer
 	// than 2048 characters.
-	CodeInvalidURL = "invalid_url"
+	CodeInvalidURL Code = "invalid_url"
 	// CodeMissingContent: a listed channel has no content.
-	CodeMissingContent = "missing_content"
+	CodeMissingContent Code = "missing_content"
 	// CodeSMSTooLong: the SMS body needs more segments than
 	// Limits.MaxSMSSegments.
-	CodeSMSTooLong = "sms_too_long"
+	CodeSMSTooLong Code = "sms_too_long"
 	// CodeScheduleOutOfRange: send_at is further ahead than
 	// Limits.MaxScheduleAhead, or expires_at is not after both now and
 	// send_at.
-	CodeScheduleOutOfRange = "schedule_out_of_range"
+	CodeScheduleOutOfRange Code = "schedule_out_of_range"
 	// CodeTooManyRoutes: the intent fans out to more routes than
 	// Limits.MaxRoutes.
-	CodeTooManyRoutes = "too_many_routes"
-	// CodeIdempotencyConflict: the (producer, idempotency_key) pair was
-	// accepted before with a different request fingerprint. Validate never
-	// returns it; the accept path does.
-	CodeIdempotencyConflict = "idempotency_conflict"
-	// CodeRejectedByDatabase: the database refused an entry the validator
-	// accepted (a constraint or limit an administrator added, say). The
-	// intake worker sets such an entry aside, with the database's message,
-	// so that one entry cannot stall the intake. Validate never returns it.
-	CodeRejectedByDatabase = "rejected_by_database"
+	CodeTooManyRoutes Code = "too_many_routes"
+	// CodeIdempotencyConflict: the (producer, idempotency key) pair was
+	// accepted before with a different request fingerprint. The accept path
+	// returns it, not the validator: the Go client as a *ConflictError, the
+	// SQL door as a malformed entry with this code.
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	// CodeRejectedByDatabase: the database refused an intake entry the
+	// validator accepted (a constraint or limit an administrator added,
+	// say). The intake worker sets such an entry aside, with the database's
+	// message, so that one entry cannot stall the intake (SQL door only).
+	CodeRejectedByDatabase Code = "rejected_by_database"
 	// CodeProducerMismatch: an intake entry names a producer other than the
 	// database login that inserted it (herald.intake.submitted_by), and that
 	// login is not trusted to submit in another's name: a member of
 	// herald_relay, or of the intake's owner (the engine's login). The
-	// intake worker sets such an entry aside, accepting nothing of it.
-	// Validate never returns it.
-	CodeProducerMismatch = "producer_mismatch"
+	// intake worker sets such an entry aside, accepting nothing of it (SQL
+	// door only: the Go client's submit in another's name fails with
+	// ErrForbidden).
+	CodeProducerMismatch Code = "producer_mismatch"
 )
 
 // Codes returns every failure code, in the order documented above. The
 // slice is fresh; callers may modify it.
-func Codes() []string {
-	return []string{
+func Codes() []Code {
+	return []Code{
 		CodeNotJSON, CodeWrongShape, CodeTooLarge, CodeMissingField,
 		CodeInvalidField, CodeUnknownChannel, CodeInvalidPhone,
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
@@ -107,13 +113,14 @@ func Codes() []string {
 	}
 }
 
-// FieldError is one reason an intent was refused.
+// FieldError is one reason an intent (or a recipient) was refused.
 type FieldError struct {
 	// Field is the JSON path of the offending field, e.g. "audience.sms[2]"
-	// or "content.email.subject"; "" means the entry as a whole.
+	// or "content.email.subject"; "" means the intent (or the raw entry) as
+	// a whole.
 	Field string
 	// Code is one of the failure codes (CodeMissingField, ...).
-	Code string
+	Code Code
 	// Message says what is wrong, for a person. It never repeats a phone
 	// number or e-mail address.
 	Message string
@@ -123,14 +130,17 @@ type FieldError struct {
 // as a whole.
 func (e FieldError) Error() string {
 	if e.Field == "" {
-		return e.Message + " (" + e.Code + ")"
+		return e.Message + " (" + string(e.Code) + ")"
 	}
-	return e.Field + ": " + e.Message + " (" + e.Code + ")"
+	return e.Field + ": " + e.Message + " (" + string(e.Code) + ")"
 }
 
-// ValidationError is returned by Validate and DecodeRaw when an intent is
-// refused. It carries every field error found, not just the first.
+// ValidationError is the error of an intent or a recipient refused before
+// anything is stored: the Go client's submits and directory writes return
+// it, and the intake worker records its Code and message for a malformed
+// entry. It carries every field error found, not just the first.
 type ValidationError struct {
+	// Errors are the field errors, in the order they were found.
 	Errors []FieldError
 }
 
@@ -159,24 +169,9 @@ func (e *ValidationError) Error() string {
 
 // Code returns the first field error's code, or "" if there is none. It is
 // what the intake worker stores in malformed_intents.failure_code.
-func (e *ValidationError) Code() string {
+func (e *ValidationError) Code() Code {
 	if len(e.Errors) == 0 {
 		return ""
 	}
 	return e.Errors[0].Code
-}
-
-// errorList collects field errors while validating.
-type errorList []FieldError
-
-func (l *errorList) add(field, code, format string, args ...any) {
-	*l = append(*l, FieldError{Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
-}
-
-// err returns nil when l is empty and a *ValidationError otherwise.
-func (l errorList) err() error {
-	if len(l) == 0 {
-		return nil
-	}
-	return &ValidationError{Errors: l}
 }

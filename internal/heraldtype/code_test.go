@@ -1,4 +1,4 @@
-package intake
+package heraldtype
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func TestCodesListsEveryDeclaredCodeOnce(t *testing.T) {
 
 	codes := Codes()
 	require.Len(t, codes, 16)
-	seen := map[string]bool{}
+	seen := map[Code]bool{}
 	for _, c := range codes {
 		require.False(t, seen[c], "code %s listed twice", c)
 		seen[c] = true
