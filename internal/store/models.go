@@ -6,6 +6,8 @@ package store
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type HeraldAuditLog struct {
@@ -41,6 +43,7 @@ type HeraldDeadLetter struct {
 	FailureMessage        string
 	RecoveryHint          string
 	CreatedAt             time.Time
+	Provider              string
 }
 
 type HeraldDeadLetterView struct {
@@ -88,6 +91,68 @@ type HeraldMalformedView struct {
 	NotificationType string
 	IdempotencyKey   string
 	RawFields        []byte
+}
+
+type HeraldProvider struct {
+	Name                string
+	Channel             string
+	Driver              string
+	Settings            []byte
+	Concurrency         int32
+	CapPerSecond        int32
+	CircuitFailureRatio float32
+	CircuitMinAttempts  int32
+	CircuitCooldown     pgtype.Interval
+	UpdatedAt           time.Time
+}
+
+type HeraldProviderCircuit struct {
+	Provider  string
+	State     string
+	Since     time.Time
+	OpenUntil *time.Time
+	Reason    string
+}
+
+type HeraldProviderEvent struct {
+	ID       int64
+	Provider string
+	At       time.Time
+	Event    string
+	Detail   string
+}
+
+type HeraldProviderHealth struct {
+	Provider          string
+	Bucket            time.Time
+	Delivered         int64
+	Transient         int64
+	Permanent         int64
+	Throttled         int64
+	LatencySecondsSum float64
+	LatencySecondsMax float64
+}
+
+type HeraldProviderHealthView struct {
+	Provider             string
+	Channel              string
+	Driver               string
+	CapPerSecond         int32
+	Circuit              string
+	OpenUntil            *time.Time
+	CircuitReason        string
+	Delivered5m          int64
+	Transient5m          int64
+	Permanent5m          int64
+	Throttled5m          int64
+	MeanLatencySeconds5m interface{}
+	MaxLatencySeconds5m  interface{}
+	LastEventAt          interface{}
+}
+
+type HeraldProviderPacing struct {
+	Provider   string
+	NextSlotAt time.Time
 }
 
 type HeraldRecipient struct {
@@ -147,4 +212,26 @@ type HeraldRoute struct {
 	SmsSegments             int16
 	ProviderMessageID       string
 	CanceledAt              *time.Time
+	Lane                    string
+	Providers               []string
+}
+
+type HeraldRoutingRule struct {
+	Channel         string
+	Position        int32
+	Name            string
+	MatchPrefixes   []string
+	MatchProducers  []string
+	MatchTypes      []string
+	MatchPriorities []string
+	Strategy        string
+	Providers       []string
+	Weights         []int32
+}
+
+type HeraldRoutingState struct {
+	Singleton bool
+	Version   int64
+	AppliedAt *time.Time
+	AppliedBy string
 }

@@ -548,7 +548,7 @@ func (q *Queries) RouteDueIndexLeftoverList(ctx context.Context, db DBTX) ([]str
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -594,6 +594,8 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.SmsSegments,
 			&i.ProviderMessageID,
 			&i.CanceledAt,
+			&i.Lane,
+			&i.Providers,
 		); err != nil {
 			return nil, err
 		}

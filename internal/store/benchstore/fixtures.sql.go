@@ -11,7 +11,7 @@ import (
 )
 
 const deadLetterListByNotification = `-- name: DeadLetterListByNotification :many
-SELECT notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts, failure_classification, failure_message, recovery_hint, created_at
+SELECT notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts, failure_classification, failure_message, recovery_hint, created_at, provider
 FROM herald.dead_letters
 WHERE notification_id = $1
 ORDER BY route_id
@@ -39,6 +39,7 @@ func (q *Queries) DeadLetterListByNotification(ctx context.Context, db DBTX, not
 			&i.FailureMessage,
 			&i.RecoveryHint,
 			&i.CreatedAt,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}

@@ -19,4 +19,5 @@ type HeraldDeadLetter struct {
 	FailureMessage        string
 	RecoveryHint          string
 	CreatedAt             time.Time
+	Provider              string
 }
