@@ -102,7 +102,7 @@ func (f *File) doc() ([]byte, error) {
 	d.Providers, d.Rules = []providerRow{}, []ruleRow{}
 	for _, s := range f.Providers {
 		p := t.Providers[s.Name]
-		settings, err := p.settingsJSON()
+		settings, err := p.SettingsJSON()
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: settings: %w", p.Name, err)
 		}

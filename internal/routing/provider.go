@@ -101,10 +101,10 @@ type settings struct {
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http,omitempty"`
 }
 
-// settingsJSON returns p's providers.settings: a JSON object keyed as the
-// file is, with the driver's section only and empty values left out, so
+// SettingsJSON returns p's providers.settings: a JSON object keyed as the
+// file is (credentials as references), with the driver's section only and empty values left out, so
 // that the same file gives the same settings.
-func (p Provider) settingsJSON() (json.RawMessage, error) {
+func (p Provider) SettingsJSON() (json.RawMessage, error) {
 	var s settings
 	if p.Timeout > 0 {
 		s.Timeout = p.Timeout.String()
@@ -183,7 +183,7 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 				time.Duration(r.CircuitCooldown.Months)*30*24*time.Hour,
 		},
 	}
-	// Back through YAML, as settingsJSON wrote it.
+	// Back through YAML, as SettingsJSON wrote it.
 	m := map[string]any{}
 	if len(r.Settings) > 0 {
 		if err := json.Unmarshal(r.Settings, &m); err != nil {

@@ -25,16 +25,16 @@ type Table struct {
 
 // Rule is one routing rule of a channel.
 type Rule struct {
-	Channel string
+	Channel string `json:"channel"`
 	// Position is the rule's place in its channel's list, from 1.
-	Position int
-	Name     string
-	Match    Match
+	Position int    `json:"position"`
+	Name     string `json:"name"`
+	Match    Match  `json:"match"`
 	// Strategy is StrategyFailover or StrategyWeighted.
-	Strategy  string
-	Providers []string
+	Strategy  string   `json:"strategy"`
+	Providers []string `json:"providers"`
 	// Weights are the providers' shares, for StrategyWeighted only.
-	Weights []int
+	Weights []int `json:"weights"`
 }
 
 // TxBeginner starts transactions: a *pgxpool.Pool or a *pgx.Conn.
