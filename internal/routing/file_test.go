@@ -1,6 +1,7 @@
 package routing_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,18 @@ func TestReadFileNamesTheFile(t *testing.T) {
 	_, err = routing.ReadFile(p)
 	require.EqualError(t, err, p+": providers[0].driver: required (webhook, smtp, sms-http, log or discard)")
 	require.False(t, strings.Contains(err.Error(), "\n"))
+}
+
+func TestREADMEExampleIsAValidFile(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "## Providers and routing")
+	require.True(t, ok, "README has no Providers and routing section")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	require.True(t, ok)
+	block, _, _ = strings.Cut(block, "```")
+	f, err := routing.Parse([]byte(block))
+	require.NoError(t, err)
+	require.Equal(t, routing.DefaultCircuit, f.Table().Providers["sms/acme"].Circuit, "the example's circuit is the default, as it says")
 }
