@@ -401,6 +401,33 @@ func (c *Config) ChannelNames() []string {
 }
 
 func (ch Channel) validate(getenv func(string) string) error {
+	return ch.check(func(s Secret) error {
+		_, err := s.Resolve(getenv)
+		return err
+	})
+}
+
+// ValidateDriver checks ch as Validate checks a channel, except that a
+// credential is only checked to be given (an environment variable or a
+// file, not both), never read: for settings written on a machine that
+// does not have serve's environment, as `herald providers apply` does. The
+// error names the field relative to the channel ("sms_http.url: required").
+func (ch Channel) ValidateDriver() error { return ch.check(Secret.checkGiven) }
+
+// checkGiven reports whether s names exactly one source, as Resolve would
+// before reading it.
+func (s Secret) checkGiven() error {
+	switch {
+	case s.Env != "" && s.File != "":
+		return errors.New("set env or file, not both")
+	case s.IsZero():
+		return errors.New("required: set env or file")
+	}
+	return nil
+}
+
+// check is validate with secret checking each credential.
+func (ch Channel) check(secret func(Secret) error) error {
 	switch {
 	case ch.Concurrency < 0 || ch.Concurrency > 10000:
 		return errors.New("concurrency: must be between 1 and 10000")
@@ -419,7 +446,7 @@ func (ch Channel) validate(getenv func(string) string) error {
 	}
 	switch ch.Driver {
 	case DriverWebhook:
-		if _, err := ch.Webhook.Secrets.Resolve(getenv); err != nil {
+		if err := secret(ch.Webhook.Secrets); err != nil {
 			return fmt.Errorf("webhook.secrets: %w", err)
 		}
 	case DriverSMTP:
@@ -438,7 +465,7 @@ func (ch Channel) validate(getenv func(string) string) error {
 			return fmt.Errorf("smtp.tls: %q is not starttls, opportunistic, implicit or none", s.TLS)
 		}
 		if s.Username != "" {
-			if _, err := s.Password.Resolve(getenv); err != nil {
+			if err := secret(s.Password); err != nil {
 				return fmt.Errorf("smtp.password: %w", err)
 			}
 		}
@@ -446,7 +473,7 @@ func (ch Channel) validate(getenv func(string) string) error {
 		if ch.SMSHTTP.URL == "" {
 			return errors.New("sms_http.url: required")
 		}
-		if _, err := ch.SMSHTTP.APIKey.Resolve(getenv); err != nil {
+		if err := secret(ch.SMSHTTP.APIKey); err != nil {
 			return fmt.Errorf("sms_http.api_key: %w", err)
 		}
 	case DriverLog, DriverDiscard:

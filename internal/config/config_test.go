@@ -135,3 +135,17 @@ func TestTheDocumentedExampleLoads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
 }
+
+func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T) {
+	t.Parallel()
+	ch := Channel{Driver: DriverSMSHTTP, SMSHTTP: SMSHTTPDriver{URL: "https://sms.example.com", APIKey: Secret{File: "/nonexistent/key"}}}
+	require.NoError(t, ch.ValidateDriver(), "a file that is not here is fine: serve reads it")
+	require.Error(t, ch.validate(env(nil)), "validate reads it")
+
+	ch.SMSHTTP.APIKey = Secret{}
+	require.EqualError(t, ch.ValidateDriver(), "sms_http.api_key: required: set env or file")
+	ch.SMSHTTP.APIKey = Secret{Env: "K", File: "/k"}
+	require.EqualError(t, ch.ValidateDriver(), "sms_http.api_key: set env or file, not both")
+	require.EqualError(t, Channel{Driver: DriverSMTP, SMTP: SMTPDriver{Host: "h"}}.ValidateDriver(), "smtp.from: required")
+	require.EqualError(t, Channel{Driver: "fax"}.ValidateDriver(), `driver: "fax" is not webhook, smtp, sms-http, log or discard`)
+}
