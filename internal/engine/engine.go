@@ -9,7 +9,10 @@
 //     election, and the operator's bulk replay), when Config.Maintenance is
 //     set;
 //   - the metrics and health endpoint (internal/metrics), when
-//     Config.MetricsAddr is set.
+//     Config.MetricsAddr is set;
+//   - the delivery plane's watcher, which loads providers and routing rules
+//     (internal/routing) into the dispatcher and reloads them when
+//     `herald providers apply` changes them.
 //
 // `herald serve`, `herald demo`, `herald bench` and the reliability suites
 // all run it. A new part (the receipts matcher, the HTTP API) plugs in the
@@ -184,6 +187,11 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	}
 	e.closers = append(e.closers, e.disp.Close)
 	e.parts = append(e.parts, part{"dispatch", e.disp.Run})
+	// The delivery plane: providers and rules from the database, reloaded
+	// when they change (plane.go).
+	w := &planeWatcher{e: e, getenv: getenvOrNone(cfg.GetenvFunc), log: e.component("routing")}
+	e.closers = append(e.closers, w.closeAll)
+	e.parts = append(e.parts, part{"routing", w.run})
 
 	if cfg.Intake != nil {
 		if err := e.addIntake(*cfg.Intake); err != nil {
@@ -214,10 +222,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 	}
 	dcfg.Logger = cmp.Or(dcfg.Logger, e.component("dispatch"))
 	dcfg.Metrics = cmp.Or(dcfg.Metrics, e.metrics)
-	getenv := cfg.GetenvFunc
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	getenv := getenvOrNone(cfg.GetenvFunc)
 	for _, name := range slices.Sorted(maps.Keys(cfg.Drivers)) {
 		if _, dup := dcfg.Channels[name]; dup {
 			return nil, fmt.Errorf("new engine: channel %q is in both Drivers and Dispatch.Channels", name)
@@ -231,6 +236,14 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 		dcfg.Channels[name] = ch
 	}
 	return &dcfg, nil
+}
+
+// getenvOrNone is getenv, or a lookup that finds no variable.
+func getenvOrNone(getenv func(string) string) func(string) string {
+	if getenv == nil {
+		return func(string) string { return "" }
+	}
+	return getenv
 }
 
 // component returns the engine's logger for one part.

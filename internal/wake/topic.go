@@ -23,4 +23,7 @@ const (
 	// IntakeTopic carries the SQL intake's hint, sent once per INSERT
 	// statement by the trigger on herald.intake, with an empty payload.
 	IntakeTopic = "herald_intake"
+	// RoutingTopic carries routing_apply's notice that providers or rules
+	// changed: every serve reloads them.
+	RoutingTopic = "herald_routing"
 )

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/pglisten"
+	"github.com/heraldhq/herald/internal/routing"
+	"github.com/heraldhq/herald/internal/wake"
+)
+
+// Reloading the delivery plane. The engine reads herald.providers and
+// herald.routing_rules at start, then again whenever routing_apply
+// NOTIFYs herald_routing, and every planeCheck it compares
+// routing_state's version with its own (a NOTIFY missed while the LISTEN
+// connection was down is caught within planeCheck). A provider whose
+// settings did not change keeps its Deliverer (and its connections); a
+// changed or removed one's Deliverer is closed once its attempts in flight
+// are done (closeAfter). A table that cannot be built (a credential this
+// process cannot read) is refused whole: the running plane stays, and the
+// error is logged with the field it names.
+const (
+	planeCheck = 2 * time.Second
+	closeAfter = 2 * time.Minute
+)
+
+// builtProvider is a provider's Deliverer and the settings it was built
+// from.
+type builtProvider struct {
+	key       string
+	deliverer channel.Deliverer
+}
+
+// planeWatcher keeps the dispatcher's plane in line with the database.
+type planeWatcher struct {
+	e       *Engine
+	getenv  func(string) string
+	log     *slog.Logger
+	built   map[string]builtProvider
+	version int64
+	loaded  bool
+}
+
+// run reloads on NOTIFY and every planeCheck until ctx ends.
+func (w *planeWatcher) run(ctx context.Context) error {
+	hint := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case hint <- struct{}{}:
+		default:
+		}
+	}
+	listenCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go pglisten.Run(listenCtx, pglisten.Config{
+		ConnConfig:    w.e.pool.Config().ConnConfig,
+		Topic:         wake.RoutingTopic,
+		NotifyFunc:    func(string) { poke() },
+		ConnectedFunc: func(bool) { poke() },
+		FailedFunc: func(err error, retryIn time.Duration) {
+			w.log.Warn("routing listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
+		},
+	})
+	t := time.NewTicker(planeCheck)
+	defer t.Stop()
+	w.check(ctx, true)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil // the Deliverers close with the engine (closeAll)
+		case <-hint:
+			w.check(ctx, true)
+		case <-t.C:
+			w.check(ctx, false)
+		}
+	}
+}
+
+// check reloads when forced or when routing_state's version moved.
+func (w *planeWatcher) check(ctx context.Context, force bool) {
+	if !force && w.loaded {
+		v, err := routing.ReadVersion(ctx, w.e.pool)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("read the routing version", "err", err)
+			}
+			return
+		}
+		if v == w.version {
+			return
+		}
+	}
+	if err := w.reload(ctx); err != nil && ctx.Err() == nil {
+		w.log.Error("providers and rules not reloaded; the running ones stay", "err", err)
+	}
+}
+
+// reload reads the table and swaps the dispatcher's plane.
+func (w *planeWatcher) reload(ctx context.Context) error {
+	t, err := routing.Load(ctx, w.e.pool)
+	if err != nil {
+		return err
+	}
+	if w.loaded && t.Version == w.version {
+		return nil
+	}
+	built := make(map[string]builtProvider, len(t.Providers))
+	var fresh []channel.Deliverer
+	fail := func(err error) error {
+		for _, d := range fresh {
+			closeQuietly(d)
+		}
+		return err
+	}
+	plane := &dispatch.Plane{Version: t.Version, Providers: map[string]*dispatch.Provider{}}
+	for name, p := range t.Providers {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return fail(fmt.Errorf("providers.%s: %w", name, err))
+		}
+		b, ok := w.built[name]
+		if !ok || b.key != string(raw) {
+			d, err := deliverer(name, p.ChannelConfig(), w.getenv, w.log)
+			if err != nil {
+				return fail(fmt.Errorf("providers.%s: %w", name, err))
+			}
+			fresh = append(fresh, d)
+			b = builtProvider{key: string(raw), deliverer: d}
+		}
+		built[name] = b
+		plane.Providers[name] = &dispatch.Provider{
+			Name: name, Channel: p.Channel, Deliverer: b.deliverer,
+			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout,
+		}
+	}
+	plane.PickFunc = func(ch string, in dispatch.PickInput) dispatch.PickResult {
+		d, err := t.Pick(routing.PickInput{
+			Channel: ch, Destination: in.Destination, Producer: in.Producer,
+			NotificationType: in.NotificationType, Priority: in.Priority,
+			Tried: in.Tried, IsOpenFunc: in.IsOpen,
+		})
+		var nr *routing.NoRouteError
+		if errors.As(err, &nr) {
+			return dispatch.PickResult{NoRoute: true, Message: nr.Error(), Hint: nr.Hint()}
+		}
+		if err != nil {
+			return dispatch.PickResult{NoRoute: true, Message: err.Error(),
+				Hint: "fix channel " + ch + "'s rules with herald providers apply"}
+		}
+		return dispatch.PickResult{Provider: d.Provider, NoRules: d.NoRules, AllOpen: d.AllOpen, WrapAround: d.Wrap}
+	}
+	w.e.disp.SetPlane(plane)
+	for name, old := range w.built {
+		if b, ok := built[name]; !ok || b.deliverer != old.deliverer {
+			d := old.deliverer
+			time.AfterFunc(closeAfter, func() { closeQuietly(d) })
+		}
+	}
+	if !w.loaded || t.Version != w.version {
+		w.log.Info("providers and rules loaded", "version", t.Version, "providers", len(t.Providers))
+	}
+	w.built, w.version, w.loaded = built, t.Version, true
+	return nil
+}
+
+// closeAll closes every provider's Deliverer; Engine.Close runs it, after
+// the dispatcher has finished its deliveries.
+func (w *planeWatcher) closeAll() {
+	for _, b := range w.built {
+		closeQuietly(b.deliverer)
+	}
+	w.built = nil
+}
+
+func closeQuietly(d channel.Deliverer) {
+	if c, ok := d.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+}
