@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lmittmann/tint"
+
+	"github.com/heraldhq/herald/internal/connstr"
 )
 
 // globalFlags are accepted by every command that touches the database.
@@ -51,7 +53,7 @@ func (f *connStringFlag) String() string {
 	if f == nil {
 		return ""
 	}
-	return redactConnString(string(*f))
+	return connstr.Redact(string(*f))
 }
 
 func (f *connStringFlag) Set(s string) error {
@@ -86,7 +88,7 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 	}
 	if g.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(g.DatabaseURL); err != nil {
-			return usageError{fmt.Errorf("invalid -database-url: %s", redactErr(err, g.DatabaseURL))}
+			return usageError{fmt.Errorf("invalid -database-url: %s", connstr.RedactErr(err, g.DatabaseURL))}
 		}
 	}
 	return nil
@@ -149,7 +151,7 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("database url: %s", redactErr(err, g.DatabaseURL))
+		return nil, fmt.Errorf("database url: %s", connstr.RedactErr(err, g.DatabaseURL))
 	}
 	if tune != nil {
 		tune(cfg)

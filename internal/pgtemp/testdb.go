@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/connstr"
 	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/schema"
 )
@@ -119,7 +120,7 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	name := "herald_tpl_" + templateHash()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redact(admin), err)
+		return "", fmt.Errorf("connect to %s: %w", connstr.Redact(admin), err)
 	}
 	defer conn.Close(ctx)
 	// Many test processes may share one server: one builds, the others wait.
@@ -219,12 +220,4 @@ func dbName(test string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "t_" + strings.Trim(s, "_") + "_" + hex.EncodeToString(b[:])
-}
-
-func redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return "(connection string)"
-	}
-	return u.Redacted()
 }
