@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/render"
+	"github.com/heraldhq/herald/schema"
 )
 
 func init() {
@@ -42,7 +42,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	mig := migrate.New(pool, &migrate.Config{Logger: m.logger(&g)})
+	mig := schema.NewMigrator(pool, &schema.MigratorConfig{Logger: m.logger(&g)})
 
 	if sub == "status" {
 		sts, err := mig.Status(ctx)
@@ -52,7 +52,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		return output(m, g.JSON, sts, render.MigrationStatus)
 	}
 
-	var steps []migrate.Step
+	var steps []schema.Step
 	switch {
 	case sub == "up":
 		steps, err = mig.Up(ctx)

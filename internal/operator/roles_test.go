@@ -11,12 +11,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
+	"github.com/heraldhq/herald/schema"
 )
 
 // login creates a LOGIN role of its own for this test, granted the herald
@@ -172,7 +172,7 @@ func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
 	ctx := context.Background()
 	other := setup(t)
 	b := setup(t)
-	_, err := migrate.New(other.pool, nil).Down(ctx, 3)
+	_, err := schema.NewMigrator(other.pool, nil).Down(ctx, 3)
 	require.NoError(t, err)
 
 	name, asProducer := login(t, b, "after_down", "herald_producer")
@@ -182,7 +182,7 @@ func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
 	require.Equal(t, name, rec.Producer)
 
 	// And up again in the first database finds the roles in place.
-	_, err = migrate.New(other.pool, nil).Up(ctx)
+	_, err = schema.NewMigrator(other.pool, nil).Up(ctx)
 	require.NoError(t, err)
 	_, asAud := login(t, other, "aud_after_up", "herald_auditor")
 	requireInsufficientPrivilege(t, benchstore.New().IntakeInsertMany(ctx, asAud, []string{`{}`}))

@@ -22,7 +22,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/connstr"
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -146,7 +145,7 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("connect to template: %w", err)
 	}
-	_, err = migrate.New(pool, nil).Up(ctx)
+	_, err = schema.NewMigrator(pool, nil).Up(ctx)
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template: %w", err)
