@@ -1,5 +1,14 @@
-// Package schema holds herald's goose migrations, embedded so that the herald
-// binary and the test harness migrate from the same files.
+// Package schema is herald's database schema: its goose migrations,
+// embedded (FS), and the Migrator that applies them and River's, which
+// `herald migrate` runs and a Go service can call at start-up instead:
+//
+//	_, err := schema.NewMigrator(pool, nil).Up(ctx)
+//
+// Package heraldtest, below it, gives a producer's tests a throwaway
+// database migrated the same way.
+//
+// The client package (the module root) does not import this package, so a
+// producer that only submits does not build goose or River into its binary.
 package schema
 
 import "embed"

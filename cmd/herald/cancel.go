@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 func init() {
@@ -55,29 +56,9 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON {
-		type route struct {
-			RouteID string `json:"route_id"`
-			Channel string `json:"channel"`
-		}
-		out := struct {
-			NotificationID string  `json:"notification_id"`
-			Canceled       []route `json:"canceled"`
-		}{NotificationID: res.NotificationID, Canceled: []route{}}
-		for _, r := range res.Canceled {
-			out.Canceled = append(out.Canceled, route{r.RouteID, string(r.Channel)})
-		}
-		return writeJSON(m.Stdout, out)
-	}
-	if len(res.Canceled) == 0 {
-		fmt.Fprintf(m.Stdout, "%s: nothing to cancel, every route had finished\n", res.NotificationID)
-		return nil
-	}
-	fmt.Fprintf(m.Stdout, "%s: canceled %d route(s)\n", res.NotificationID, len(res.Canceled))
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "ROUTE\tCHANNEL")
+	out := &render.Cancellation{NotificationID: res.NotificationID, Canceled: []render.CanceledRoute{}}
 	for _, r := range res.Canceled {
-		fmt.Fprintf(tw, "%s\t%s\n", r.RouteID, r.Channel)
+		out.Canceled = append(out.Canceled, render.CanceledRoute{RouteID: r.RouteID, Channel: string(r.Channel)})
 	}
-	return tw.Flush()
+	return output(m, g.JSON, out, render.Canceled)
 }

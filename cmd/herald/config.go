@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lmittmann/tint"
+
+	"github.com/heraldhq/herald/internal/connstr"
 )
 
 // globalFlags are accepted by every command that touches the database.
@@ -51,7 +52,7 @@ func (f *connStringFlag) String() string {
 	if f == nil {
 		return ""
 	}
-	return redactConnString(string(*f))
+	return connstr.Redact(string(*f))
 }
 
 func (f *connStringFlag) Set(s string) error {
@@ -86,7 +87,7 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 	}
 	if g.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(g.DatabaseURL); err != nil {
-			return usageError{fmt.Errorf("invalid -database-url: %s", redactErr(err, g.DatabaseURL))}
+			return usageError{fmt.Errorf("invalid -database-url: %s", connstr.RedactErr(err, g.DatabaseURL))}
 		}
 	}
 	return nil
@@ -149,7 +150,7 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("database url: %s", redactErr(err, g.DatabaseURL))
+		return nil, fmt.Errorf("database url: %s", connstr.RedactErr(err, g.DatabaseURL))
 	}
 	if tune != nil {
 		tune(cfg)
@@ -171,11 +172,4 @@ func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.C
 func describe(cfg *pgxpool.Config) string {
 	c := cfg.ConnConfig
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
-}
-
-// writeJSON prints v as indented JSON: the --json output of every command.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -6,16 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/schema"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 func init() {
@@ -128,19 +125,76 @@ func (m *Main) noArgs(fs *flag.FlagSet, g *globalFlags, args []string) error {
 	return nil
 }
 
-// bindLimit binds the -limit flag of a list command.
-func bindLimit(fs *flag.FlagSet) *int {
-	return fs.Int("limit", operator.DefaultPageSize, fmt.Sprintf("rows per page, 1 to %d", operator.MaxPageSize))
+// listFlags are the flags every list command has: the global ones,
+// --json, -limit and -after.
+type listFlags struct {
+	globalFlags
+	limit int
+	after string
 }
 
-// checkLimit refuses a -limit the list would otherwise quietly change: the
-// operator takes a limit of 0 or less as its default and caps it at
-// MaxPageSize.
-func checkLimit(limit int) error {
-	if limit < 1 || limit > operator.MaxPageSize {
-		return usageError{fmt.Errorf("invalid -limit %d: want 1 to %d", limit, operator.MaxPageSize)}
+// newListFlagSet is newFlagSet for a list command, with listFlags bound.
+func (m *Main) newListFlagSet(name string, l *listFlags) *flag.FlagSet {
+	fs := m.newFlagSet(name, &l.globalFlags)
+	fs.BoolVar(&l.JSON, "json", false, "print JSON")
+	fs.IntVar(&l.limit, "limit", operator.DefaultPageSize, fmt.Sprintf("rows per page, 1 to %d", operator.MaxPageSize))
+	fs.StringVar(&l.after, "after", "", "the cursor printed under the previous page")
+	return fs
+}
+
+// parseList parses the command line of a list command, which takes no
+// positional argument. It refuses a -limit the list would otherwise
+// quietly change: the operator takes a limit of 0 or less as its default
+// and caps it at MaxPageSize.
+func (m *Main) parseList(fs *flag.FlagSet, l *listFlags, args []string) error {
+	if err := m.noArgs(fs, &l.globalFlags, args); err != nil {
+		return err
+	}
+	if l.limit < 1 || l.limit > operator.MaxPageSize {
+		return usageError{fmt.Errorf("invalid -limit %d: want 1 to %d", l.limit, operator.MaxPageSize)}
 	}
 	return nil
+}
+
+// runList connects, fetches a page of a list command and prints it.
+func runList[T any](ctx context.Context, m *Main, l *listFlags, fetch func(*operator.Operator) (T, error), text func(io.Writer, T) error) error {
+	op, err := m.operatorFor(ctx, &l.globalFlags, 0)
+	if err != nil {
+		return err
+	}
+	page, err := fetch(op)
+	if err != nil {
+		return cliError(err)
+	}
+	return output(m, l.JSON, page, text)
+}
+
+// runShow runs a command that shows one thing: it takes one argument, an
+// id whose form parse checks, and prints what fetch returns for it. name is
+// the command's name; argUsage names the argument in the usage line.
+func runShow[ID, T any](ctx context.Context, m *Main, name, argUsage string, args []string,
+	parse func(string) (ID, error), fetch func(*operator.Operator, context.Context, ID) (T, error), text func(io.Writer, T, ID) error,
+) error {
+	var g globalFlags
+	fs := m.newFlagSet(name, &g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	arg, err := m.parseOneArg(fs, &g, args, name[strings.LastIndexByte(name, ' ')+1:], argUsage)
+	if err != nil {
+		return err
+	}
+	id, err := parse(arg)
+	if err != nil {
+		return err
+	}
+	op, err := m.operatorFor(ctx, &g, 0)
+	if err != nil {
+		return err
+	}
+	v, err := fetch(op, ctx, id)
+	if err != nil {
+		return err
+	}
+	return output(m, g.JSON, v, func(w io.Writer, v T) error { return text(w, v, id) })
 }
 
 // operatorFor connects and returns an Operator logging to the command's
@@ -184,101 +238,24 @@ func runDeadLetters(ctx context.Context, m *Main, args []string) error {
 }
 
 func deadLettersList(ctx context.Context, m *Main, args []string) error {
-	var g globalFlags
+	var l listFlags
 	var d deadLetterFlags
-	fs := m.newFlagSet("dead-letters list", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newListFlagSet("dead-letters list", &l)
 	d.bind(fs)
-	limit := bindLimit(fs)
-	after := fs.String("after", "", "the cursor printed under the previous page")
-	if err := m.noArgs(fs, &g, args); err != nil {
-		return err
-	}
-	if err := checkLimit(*limit); err != nil {
+	if err := m.parseList(fs, &l, args); err != nil {
 		return err
 	}
 	f, err := d.filter(time.Now())
 	if err != nil {
 		return err
 	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	page, err := op.DeadLetters(ctx, f, *limit, *after)
-	if err != nil {
-		return cliError(err)
-	}
-	if g.JSON {
-		return writeJSON(m.Stdout, page)
-	}
-	if len(page.DeadLetters) == 0 {
-		fmt.Fprintln(m.Stdout, "no dead letters")
-		return nil
-	}
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "DEAD LETTERED\tROUTE\tCHANNEL\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE")
-	for _, dl := range page.DeadLetters {
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\n",
-			stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer,
-			dl.NotificationType, dl.Classification, dl.Attempts, dl.MaxAttempts, clip(dl.Message, 60))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.Next != "" {
-		fmt.Fprintf(m.Stdout, "\nmore: herald dead-letters list --after %s (same filters)\n", page.Next)
-	}
-	return nil
+	return runList(ctx, m, &l, func(op *operator.Operator) (*operator.DeadLetterPage, error) {
+		return op.DeadLetters(ctx, f, l.limit, l.after)
+	}, render.DeadLetterPage)
 }
 
 func deadLettersShow(ctx context.Context, m *Main, args []string) error {
-	var g globalFlags
-	fs := m.newFlagSet("dead-letters show", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	id, err := m.parseOneArg(fs, &g, args, "show", "NOTIFICATION_ID[/ROUTE_ID]")
-	if err != nil {
-		return err
-	}
-	ref, err := parseRouteRef(id)
-	if err != nil {
-		return err
-	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	dls, err := op.DeadLetter(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if g.JSON {
-		return writeJSON(m.Stdout, dls)
-	}
-	for i, dl := range dls {
-		if i > 0 {
-			fmt.Fprintln(m.Stdout)
-		}
-		if err := printFields(m.Stdout, [][2]string{
-			{"notification", dl.NotificationID},
-			{"route", dl.RouteID},
-			{"type", dl.NotificationType},
-			{"producer", dl.Producer},
-			{"channel", dl.Channel},
-			{"recipient", dl.RecipientRef},
-			{"attempts", fmt.Sprintf("%d of %d", dl.Attempts, dl.MaxAttempts)},
-			{"classification", dl.Classification},
-			{"message", dl.Message},
-			{"recovery hint", dl.RecoveryHint},
-			{"accepted", stamp(dl.AcceptedAt)},
-			{"last failed", stamp(dl.LastFailedAt)},
-			{"dead lettered", stamp(dl.DeadLetteredAt)},
-		}); err != nil {
-			return err
-		}
-	}
-	fmt.Fprintf(m.Stdout, "\nreplay: herald dead-letters replay --reason WHY %s\n", ref)
-	return nil
+	return runShow(ctx, m, "dead-letters show", "NOTIFICATION_ID[/ROUTE_ID]", args, parseRouteRef, (*operator.Operator).DeadLetter, render.DeadLetters)
 }
 
 func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
@@ -344,33 +321,13 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		if g.JSON {
 			return writeJSON(m.Stdout, map[string]any{"queued": q})
 		}
-		fmt.Fprintf(m.Stdout, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
-		fmt.Fprintf(m.Stdout, "progress: herald dead-letters progress %s\n", q.ReplayID)
-		return nil
+		return render.Queued(m.Stdout, q)
 	}
 	res, err := op.Replay(ctx, f, opts)
 	if err != nil {
 		return cliError(err)
 	}
-	if g.JSON {
-		return writeJSON(m.Stdout, res)
-	}
-	if res.DryRun {
-		fmt.Fprintf(m.Stdout, "dry run: %d dead letters would move back to pending; nothing moved.\n", res.Matched)
-		if len(res.Sample) > 0 {
-			fmt.Fprintf(m.Stdout, "the first %d:\n", len(res.Sample))
-			tw := newTable(m.Stdout)
-			fmt.Fprintln(tw, "ROUTE\tCHANNEL\tPRODUCER\tCLASS\tMESSAGE")
-			for _, dl := range res.Sample {
-				fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%s\t%s\n", dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer, dl.Classification, clip(dl.Message, 60))
-			}
-			return tw.Flush()
-		}
-		return nil
-	}
-	fmt.Fprintf(m.Stdout, "replayed %d routes in %d batches (replay %s, %s); they are pending with a fresh attempt budget.\n",
-		res.Moved, res.Batches, res.ReplayID, res.Elapsed.Round(time.Millisecond))
-	return nil
+	return output(m, g.JSON, res, render.ReplayResult)
 }
 
 func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
@@ -385,11 +342,7 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := m.pool(ctx, &g)
-	if err != nil {
-		return err
-	}
-	op, err := operator.New(pool, &operator.Config{Logger: m.logger(&g)})
+	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
@@ -399,7 +352,7 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 	}
 	if p.Batches == 0 {
 		// Nothing moved yet: a replay queued and not started, or none.
-		queued, err := replayJobExists(ctx, pool, id)
+		queued, err := op.ReplayQueued(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -407,33 +360,5 @@ func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
 			return fmt.Errorf("replay %s: %w: no batch in herald.audit_log and no River job", id, operator.ErrNotFound)
 		}
 	}
-	if g.JSON {
-		return writeJSON(m.Stdout, p)
-	}
-	fmt.Fprintf(m.Stdout, "replay %s: %d routes moved in %d batches", p.ReplayID, p.Moved, p.Batches)
-	if p.LastAt != nil {
-		fmt.Fprintf(m.Stdout, ", last at %s", stamp(*p.LastAt))
-	}
-	fmt.Fprintln(m.Stdout)
-	return nil
-}
-
-// replayJobExists reports whether a River job of the bulk replay replayID
-// exists, in any state. A replay queued by `replay --async` writes its
-// first batch to herald.audit_log only once `herald serve` works it.
-func replayJobExists(ctx context.Context, pool *pgxpool.Pool, replayID string) (bool, error) {
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema.Name})
-	if err != nil {
-		return false, fmt.Errorf("river client: %w", err)
-	}
-	// River lists jobs by a predicate given as SQL: the rare statement
-	// outside queries/, with its value passed as a parameter.
-	res, err := client.JobList(ctx, river.NewJobListParams().
-		Kinds(operator.ReplayArgs{}.Kind()).
-		Where("args ->> 'replay_id' = @replay_id", river.NamedArgs{"replay_id": replayID}).
-		First(1))
-	if err != nil {
-		return false, fmt.Errorf("look up replay job %s: %w", replayID, err)
-	}
-	return len(res.Jobs) > 0, nil
+	return output(m, g.JSON, p, render.ReplayProgress)
 }

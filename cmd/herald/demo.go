@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/connstr"
 	"github.com/heraldhq/herald/internal/demo"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
@@ -70,7 +71,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 			}
 		}()
 		f.DatabaseURL = cluster.URL("postgres")
-		fmt.Fprintf(m.Stderr, "demo: PostgreSQL at %s (removed when the demo exits)\n", redactConnString(f.DatabaseURL))
+		fmt.Fprintf(m.Stderr, "demo: PostgreSQL at %s (removed when the demo exits)\n", connstr.Redact(f.DatabaseURL))
 	}
 	pool, err := m.pool(ctx, &f.globalFlags)
 	if err != nil {
@@ -78,7 +79,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 	return demo.Run(ctx, pool, &demo.Config{
 		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
-		DatabaseURL: redactConnString(f.DatabaseURL), Throwaway: throwaway, Started: start,
+		DatabaseURL: connstr.Redact(f.DatabaseURL), Throwaway: throwaway, Started: start,
 		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient,
 		ReportFunc: func(sum *demo.Summary) error {
 			if f.JSON {

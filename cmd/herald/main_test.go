@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/schema"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -44,7 +44,7 @@ func TestMigrateUpStatusDownReportWhatTheyDid(t *testing.T) {
 		m, _, _ := testMain(nil)
 		p, err := m.pool(context.Background(), &globalFlags{DatabaseURL: dbURL})
 		require.NoError(t, err)
-		_, err = migrate.New(p, nil).Down(context.Background(), 0)
+		_, err = schema.NewMigrator(p, nil).Down(context.Background(), 0)
 		require.NoError(t, err)
 		m.Close()
 	}
@@ -52,7 +52,7 @@ func TestMigrateUpStatusDownReportWhatTheyDid(t *testing.T) {
 
 	out, _, err := run(t, env, "migrate", "up", "--json")
 	require.NoError(t, err)
-	var up struct{ Steps []migrate.Step }
+	var up struct{ Steps []schema.Step }
 	require.NoError(t, json.Unmarshal([]byte(out), &up))
 	require.NotEmpty(t, up.Steps)
 	require.Equal(t, "herald", up.Steps[0].Component)
@@ -64,7 +64,7 @@ func TestMigrateUpStatusDownReportWhatTheyDid(t *testing.T) {
 
 	out, _, err = run(t, env, "migrate", "status", "--json")
 	require.NoError(t, err)
-	var sts []migrate.Status
+	var sts []schema.Status
 	require.NoError(t, json.Unmarshal([]byte(out), &sts))
 	require.Len(t, sts, 2)
 	for _, s := range sts {

@@ -6,7 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/heraldhq/herald/internal/migrate"
+	"github.com/heraldhq/herald/internal/render"
+	"github.com/heraldhq/herald/schema"
 )
 
 func init() {
@@ -41,25 +42,17 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	mig := migrate.New(pool, &migrate.Config{Logger: m.logger(&g)})
+	mig := schema.NewMigrator(pool, &schema.MigratorConfig{Logger: m.logger(&g)})
 
 	if sub == "status" {
 		sts, err := mig.Status(ctx)
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, sts)
-		}
-		tw := newTable(m.Stdout)
-		fmt.Fprintln(tw, "COMPONENT\tCURRENT\tLATEST\tPENDING")
-		for _, s := range sts {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%v\n", s.Component, s.Current, s.Latest, s.Pending)
-		}
-		return tw.Flush()
+		return output(m, g.JSON, sts, render.MigrationStatus)
 	}
 
-	var steps []migrate.Step
+	var steps []schema.Step
 	switch {
 	case sub == "up":
 		steps, err = mig.Up(ctx)
@@ -74,14 +67,11 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		}
 		return err
 	}
-	for _, s := range steps {
-		fmt.Fprintf(m.Stdout, "%-6s %-4s %5d  %s  (%s)\n", s.Component, s.Direction, s.Version, s.Name, s.Duration.Round(1000))
+	// A failed run prints the steps it took, and no "nothing to do".
+	if len(steps) > 0 || err == nil {
+		if werr := render.MigrationSteps(m.Stdout, steps, sub == "up"); werr != nil && err == nil {
+			err = werr
+		}
 	}
-	if err != nil {
-		return err
-	}
-	if len(steps) == 0 {
-		fmt.Fprintln(m.Stdout, "nothing to do: the schema is", map[string]string{"up": "up to date", "down": "already at the target version"}[sub])
-	}
-	return nil
+	return err
 }

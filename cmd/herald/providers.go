@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/routing"
 )
 
@@ -76,7 +77,7 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintf(m.Stdout, "no changes (version %d)\n", version)
 		return nil
 	}
-	tw := newTable(m.Stdout)
+	tw := render.NewTable(m.Stdout)
 	for _, c := range changes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Change, c.Kind, c.Name)
 	}
@@ -146,7 +147,7 @@ func providersList(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, "no providers: each channel delivers through serve's configured driver (herald providers apply -f FILE adds some)")
 		return nil
 	}
-	tw := newTable(m.Stdout)
+	tw := render.NewTable(m.Stdout)
 	fmt.Fprintln(tw, "NAME\tCHANNEL\tDRIVER\tCONCURRENCY\tCAP/S\tTIMEOUT\tCIRCUIT\tTARGET\tCREDENTIALS")
 	for _, n := range names {
 		p := t.Providers[n]
@@ -163,7 +164,7 @@ func providersList(ctx context.Context, m *Main, args []string) error {
 		target, creds := describeProvider(p)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Channel, p.Driver, concurrency, capacity, timeout,
 			fmt.Sprintf("ratio %g, min %d, cooldown %s", p.Circuit.FailureRatio, p.Circuit.MinAttempts, p.Circuit.Cooldown),
-			dash(target), dash(creds))
+			render.Dash(target), render.Dash(creds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

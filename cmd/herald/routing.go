@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/routing"
 )
 
@@ -58,7 +60,7 @@ func routingList(ctx context.Context, m *Main, args []string) error {
 		fmt.Fprintln(m.Stdout, "no rules: each channel delivers through serve's configured driver")
 		return nil
 	}
-	tw := newTable(m.Stdout)
+	tw := render.NewTable(m.Stdout)
 	fmt.Fprintln(tw, "CHANNEL\t#\tRULE\tMATCH\tSTRATEGY\tPROVIDERS")
 	for _, ch := range sortedNames(t.Rules) {
 		for _, r := range t.Rules[ch] {
@@ -126,7 +128,7 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 	ch := fs.String("channel", "", "the route's channel: "+strings.Join(intake.Channels(), ", ")+" (default: from DESTINATION: +digits sms, an address email, a URL webhook)")
 	producer := fs.String("producer", "", "the notification's producer")
 	typ := fs.String("type", "", "the notification's type")
-	priority := fs.String("priority", intake.PriorityTransactional, "the route's priority: transactional or bulk")
+	priority := fs.String("priority", string(heraldtype.PriorityTransactional), "the route's priority: transactional or bulk")
 	tried := fs.String("tried", "", "the providers of the route's earlier attempts, comma-separated, the last having just failed")
 	dest, err := m.parseOneArg(fs, &g, args, "routing test", "DESTINATION")
 	if err != nil {
@@ -140,7 +142,7 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 	if _, err := parseChannel(*ch); err != nil {
 		return err
 	}
-	if *priority != intake.PriorityTransactional && *priority != intake.PriorityBulk {
+	if *priority != string(heraldtype.PriorityTransactional) && *priority != string(heraldtype.PriorityBulk) {
 		return usageError{fmt.Errorf("invalid -priority %s: want transactional or bulk", quoteArg(*priority))}
 	}
 	in := routing.PickInput{Channel: *ch, Destination: dest, Producer: *producer, NotificationType: *typ, Priority: *priority}
@@ -218,7 +220,7 @@ func printDecision(w io.Writer, ch string, version int64, d routing.Decision, op
 			notes = append(notes, fmt.Sprintf("weight %d", c.Weight))
 		}
 		if c.Open {
-			notes = append(notes, "circuit open until "+stamp(open[c.Provider]))
+			notes = append(notes, "circuit open until "+render.Stamp(open[c.Provider]))
 		}
 		if c.Last {
 			notes = append(notes, "took the last attempt")

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 func init() {
@@ -33,49 +37,7 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if g.JSON {
-		return writeJSON(m.Stdout, st)
-	}
-	fmt.Fprintf(m.Stdout, "at %s\n\nbacklog (routes still to deliver):\n", stamp(st.At))
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "CHANNEL\tSTATUS\tROUTES\tDUE\tLAG")
-	for _, b := range st.Backlog {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", b.Channel, b.Status, b.Routes, b.Due,
-			(time.Duration(b.LagSeconds * float64(time.Second))).Round(time.Millisecond))
-	}
-	if len(st.Backlog) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	fmt.Fprintf(m.Stdout, "\npublished in the last %s:\n", *window)
-	tw = newTable(m.Stdout)
-	fmt.Fprintln(tw, "CHANNEL\tPUBLISHED\tPER SECOND\tMEAN LATENCY\tMAX LATENCY")
-	for _, t := range st.Throughput {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%s\t%s\n", t.Channel, t.Published, t.PerSecond,
-			seconds(t.MeanLatencySeconds), seconds(t.MaxLatencySeconds))
-	}
-	if len(st.Throughput) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	fmt.Fprintln(m.Stdout, "\ndead letters:")
-	tw = newTable(m.Stdout)
-	fmt.Fprintln(tw, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST")
-	for _, d := range st.DeadLetters {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.Channel, d.Classification, d.DeadLetters, stamp(d.NewestAt))
-	}
-	if len(st.DeadLetters) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	return tw.Flush()
-}
-
-func seconds(s float64) string {
-	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
+	return output(m, g.JSON, st, func(w io.Writer, st *operator.Stats) error {
+		return render.Stats(w, st, *window)
+	})
 }

@@ -2,8 +2,6 @@ package accept
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -14,37 +12,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
+	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
-// login creates a LOGIN role of its own for this test, named prefix_<hex>
-// (a well-formed producer name) and granted the herald role grant, and
-// returns its name and a pool connected as it. drop closes the pool and
-// drops the role, as an administrator removing the login would; it also runs
-// at cleanup.
+// login creates a LOGIN role of its own for this test (pgtemp.Login: named
+// prefix_<hex>, a well-formed producer name, and granted the herald role
+// grant), and returns its name, a pool connected as it, and drop, which
+// closes the pool and drops the role, as an administrator removing the
+// login would. The test's cleanup does the same, harmlessly after drop.
 func (b *workerBundle) login(t *testing.T, prefix, grant string) (name string, pool *pgxpool.Pool, drop func()) {
 	t.Helper()
-	ctx := context.Background()
-	var tag [4]byte
-	_, _ = rand.Read(tag[:])
-	name = prefix + "_" + hex.EncodeToString(tag[:])
-	_, err := b.pool.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE "+pgx.Identifier{grant}.Sanitize())
-	require.NoError(t, err)
-	cfg := b.pool.Config().Copy()
-	cfg.ConnConfig.User = name
-	pool, err = pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	var once sync.Once
-	drop = func() {
-		once.Do(func() {
-			pool.Close()
-			_, err := b.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
-			require.NoError(t, err)
-		})
+	name, pool = pgtemp.Login(t, b.pool, prefix, grant)
+	return name, pool, func() {
+		pool.Close()
+		_, err := b.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+		require.NoError(t, err)
 	}
-	t.Cleanup(drop)
-	return name, pool, drop
 }
 
 // entryOf returns validEntry in producer's name with idempotency key key.

@@ -731,57 +731,93 @@ func SanitizeText(s string) string {
 // AppendString appends s as a JSON string, as canonical JSON writes it:
 // quotes, backslashes and control characters escaped, everything else
 // (including <, > and &) as is, invalid UTF-8 replaced by U+FFFD.
-func AppendString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, `\ufffd`...)
-		case r == '"':
-			dst = append(dst, `\"`...)
-		case r == '\\':
-			dst = append(dst, `\\`...)
-		case r == '\n':
-			dst = append(dst, `\n`...)
-		case r == '\r':
-			dst = append(dst, `\r`...)
-		case r == '\t':
-			dst = append(dst, `\t`...)
-		case r < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&0xf])
-		default:
-			dst = append(dst, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(dst, '"')
-}
+func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
 
 // appendJSONBytes is AppendString for s in valid UTF-8.
-func appendJSONBytes(dst []byte, s []byte) []byte {
+func appendJSONBytes(dst []byte, s []byte) []byte { return appendQuoted(dst, s, false) }
+
+// marshalString appends s as a JSON string exactly as encoding/json's
+// Marshal writes a Go string: ", \ and control characters escaped (\b, \f,
+// \n, \r, \t by name), <, > and & as \u003c, \u003e, \u0026, U+2028 and
+// U+2029 as \u2028 and \u2029, each invalid UTF-8 byte as \ufffd.
+func marshalString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
+
+// canonicalSafe[b] reports whether canonical JSON writes the ASCII byte b
+// as is inside a string.
+var canonicalSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
+
+// htmlSafe[b] reports whether encoding/json (with HTML escaping, its
+// default) writes the ASCII byte b as is inside a string.
+var htmlSafe = func() (t [utf8.RuneSelf]bool) {
+	for b := 0x20; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// appendQuoted appends s as a JSON string: the one escaper behind
+// AppendString and appendJSONBytes (canonical JSON) and marshalString
+// (encoding/json's form, when marshal is set). Both escape ", \ and control
+// characters (\n, \r, \t by name, the others as \u00XX) and write each
+// invalid UTF-8 byte as \ufffd; encoding/json also names \b and \f, and
+// escapes <, >, &, U+2028 and U+2029. Runs of bytes written as is are
+// copied whole.
+func appendQuoted[T string | []byte](dst []byte, s T, marshal bool) []byte {
 	const hexDigits = "0123456789abcdef"
+	safe := &canonicalSafe
+	if marshal {
+		safe = &htmlSafe
+	}
 	dst = append(dst, '"')
 	start := 0
-	for i, c := range s {
-		if c >= 0x20 && c != '"' && c != '\\' {
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if safe[b] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch {
+			case b == '"' || b == '\\':
+				dst = append(dst, '\\', b)
+			case b == '\n':
+				dst = append(dst, '\\', 'n')
+			case b == '\r':
+				dst = append(dst, '\\', 'r')
+			case b == '\t':
+				dst = append(dst, '\\', 't')
+			case marshal && b == '\b':
+				dst = append(dst, '\\', 'b')
+			case marshal && b == '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
 			continue
 		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
+		// Decoding at most utf8.UTFMax bytes: for a []byte s, a copy that
+		// small stays on the stack.
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case marshal && (r == '\u2028' || r == '\u2029'):
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
 		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			i += size
+			continue
 		}
-		start = i + 1
+		i += size
+		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')

@@ -42,7 +42,7 @@ import (
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/migrate"
+	"github.com/heraldhq/herald/schema"
 )
 
 // Errors a Client's results match (with errors.Is), as the public client's
@@ -135,7 +135,7 @@ type Config struct {
 // engine's error if the engine stops before the workload is done.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, format+"\n", a...) }
-	steps, err := migrate.New(pool, &migrate.Config{Logger: cfg.Logger}).Up(ctx)
+	steps, err := schema.NewMigrator(pool, &schema.MigratorConfig{Logger: cfg.Logger}).Up(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/heraldhq/herald/internal/migrate"
+	"github.com/heraldhq/herald/schema"
 )
 
 // DefaultCheckTimeout bounds one /healthz or /readyz check.
@@ -40,7 +40,7 @@ type HandlerConfig struct {
 	// CheckTimeout bounds each health check. Defaults to DefaultCheckTimeout.
 	CheckTimeout time.Duration
 	// CurrentFunc reports whether every migration is applied; defaults to
-	// internal/migrate's Migrator.Current on Pool.
+	// schema's Migrator.Current on Pool.
 	CurrentFunc func(context.Context) (bool, error)
 	// Logger receives failed checks at debug level (a probe that fails is
 	// the prober's news, not the log's). Defaults to a logger that discards.
@@ -108,7 +108,7 @@ func NewHandler(cfg *HandlerConfig) (http.Handler, error) {
 	c := *cfg
 	c.CheckTimeout = cmp.Or(c.CheckTimeout, DefaultCheckTimeout)
 	if c.CurrentFunc == nil {
-		c.CurrentFunc = migrate.New(c.Pool, nil).Current
+		c.CurrentFunc = schema.NewMigrator(c.Pool, nil).Current
 	}
 	logger := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/schema"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
@@ -182,7 +182,7 @@ func TestHealthzAndReadyzAreOKOnAMigratedDatabase(t *testing.T) {
 func TestReadyzIsUnavailableWithAPendingMigration(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := migrate.New(b.pool, nil).DownOne(context.Background())
+	_, err := schema.NewMigrator(b.pool, nil).DownOne(context.Background())
 	require.NoError(t, err)
 
 	code, body := get(t, b.server.URL+"/readyz")

@@ -13,8 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/schema"
 )
 
 // Audit actions written by this package.
@@ -176,6 +178,27 @@ func (o *Operator) Progress(ctx context.Context, replayID string) (*ReplayProgre
 		FirstAt:  &s.FirstAt,
 		LastAt:   &s.LastAt,
 	}, nil
+}
+
+// ReplayQueued reports whether a River job of the bulk replay replayID
+// exists, in any state. A replay handed to River by EnqueueReplay writes its
+// first batch to herald.audit_log only once a ReplayWorker works it, so
+// Progress alone cannot tell a queued replay from none.
+func (o *Operator) ReplayQueued(ctx context.Context, replayID string) (bool, error) {
+	client, err := river.NewClient(riverpgxv5.New(o.pool), &river.Config{Schema: schema.Name})
+	if err != nil {
+		return false, fmt.Errorf("river client: %w", err)
+	}
+	// River lists jobs by a predicate given as SQL: the rare statement
+	// outside queries/, with its value passed as a parameter.
+	res, err := client.JobList(ctx, river.NewJobListParams().
+		Kinds(ReplayArgs{}.Kind()).
+		Where("args ->> 'replay_id' = @replay_id", river.NamedArgs{"replay_id": replayID}).
+		First(1))
+	if err != nil {
+		return false, fmt.Errorf("look up replay job %s: %w", replayID, err)
+	}
+	return len(res.Jobs) > 0, nil
 }
 
 // ReplayArgs is the River job of a bulk replay (kind "herald_replay"),

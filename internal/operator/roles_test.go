@@ -8,23 +8,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
+	"github.com/heraldhq/herald/schema"
 )
-
-// login creates a LOGIN role of its own for this test, granted the herald
-// role grant, and returns its name and a pool connected as it.
-func login(t *testing.T, b *testBundle, prefix, grant string) (string, *pgxpool.Pool) {
-	t.Helper()
-	return pgtemp.Login(t, b.pool, prefix, grant)
-}
 
 // insufficientPrivilege is SQLSTATE 42501 (pgerrcode is not a dependency).
 const insufficientPrivilege = "42501"
@@ -40,8 +32,8 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	nameA, asA := login(t, b, "prod_a", "herald_producer")
-	nameB, _ := login(t, b, "prod_b", "herald_producer")
+	nameA, asA := pgtemp.Login(t, b.pool, "prod_a", "herald_producer")
+	nameB, _ := pgtemp.Login(t, b.pool, "prod_b", "herald_producer")
 
 	// Submitting through the client's statement works under RLS: the
 	// routes' policy sees the records inserted by the same statement.
@@ -103,7 +95,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	_, asAud := login(t, b, "aud", "herald_auditor")
+	_, asAud := pgtemp.Login(t, b.pool, "aud", "herald_auditor")
 	refs := operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Producer: "shop", Dead: true})
 	live := operatortest.Seed(t, b.pool, operatortest.Spec{N: 1, Producer: "billing"})
 	require.NoError(t, b.q.MalformedIntentInsertMany(ctx, b.pool, store.MalformedIntentInsertManyParams{
@@ -148,7 +140,7 @@ func TestOperatorReplaysAndQueuesBulkReplays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	_, asOp := login(t, b, "opr", "herald_operator")
+	_, asOp := pgtemp.Login(t, b.pool, "opr", "herald_operator")
 	refs := operatortest.Seed(t, b.pool, operatortest.Spec{N: 4, Dead: true})
 
 	op, err := operator.New(asOp, nil)
@@ -172,18 +164,18 @@ func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
 	ctx := context.Background()
 	other := setup(t)
 	b := setup(t)
-	_, err := migrate.New(other.pool, nil).Down(ctx, 3)
+	_, err := schema.NewMigrator(other.pool, nil).Down(ctx, 3)
 	require.NoError(t, err)
 
-	name, asProducer := login(t, b, "after_down", "herald_producer")
+	name, asProducer := pgtemp.Login(t, b.pool, "after_down", "herald_producer")
 	refs := operatortest.Seed(t, asProducer, operatortest.Spec{N: 1, Producer: name})
 	rec, err := b.q.RecordGet(ctx, asProducer, refs[0].NotificationID)
 	require.NoError(t, err)
 	require.Equal(t, name, rec.Producer)
 
 	// And up again in the first database finds the roles in place.
-	_, err = migrate.New(other.pool, nil).Up(ctx)
+	_, err = schema.NewMigrator(other.pool, nil).Up(ctx)
 	require.NoError(t, err)
-	_, asAud := login(t, other, "aud_after_up", "herald_auditor")
+	_, asAud := pgtemp.Login(t, other.pool, "aud_after_up", "herald_auditor")
 	requireInsufficientPrivilege(t, benchstore.New().IntakeInsertMany(ctx, asAud, []string{`{}`}))
 }

@@ -1,6 +1,7 @@
 package pgtemp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -21,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/heraldhq/herald/internal/migrate"
+	"github.com/heraldhq/herald/internal/connstr"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -42,11 +43,25 @@ var shared struct {
 // Use it as `func TestMain(m *testing.M) { pgtemp.TestMain(m) }`.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.cluster != nil {
-		_ = shared.cluster.Stop()
-	}
+	_ = StopServer()
 	os.Exit(code)
 }
+
+// StopServer stops the cluster Server started in this process, if any, and
+// removes it. Server starts no other after it: it returns ErrServerStopped.
+func StopServer() error {
+	shared.once.Do(func() { shared.err = ErrServerStopped })
+	if shared.cluster == nil {
+		return nil
+	}
+	err := shared.cluster.Stop()
+	shared.cluster, shared.err = nil, ErrServerStopped
+	return err
+}
+
+// ErrServerStopped is returned by Server (and what calls it) once
+// StopServer has run.
+var ErrServerStopped = errors.New("pgtemp: the test server was stopped")
 
 // Server returns the admin URL of the server test databases are made on,
 // starting a cluster the first time it is called if TEST_DATABASE_URL is
@@ -61,9 +76,57 @@ func Server(ctx context.Context) (adminURL, template string, err error) {
 			}
 			shared.admin = shared.cluster.URL("postgres")
 		}
-		shared.template, shared.err = ensureTemplate(ctx, shared.admin)
+		shared.template, shared.err = templateOn(ctx, shared.admin)
 	})
 	return shared.admin, shared.template, shared.err
+}
+
+// DatabaseOpts says where CreateDatabase makes a database, and what it
+// holds.
+type DatabaseOpts struct {
+	// ServerURL is a database on the server to create it on, as a login
+	// allowed to CREATE DATABASE. Defaults to Server's: TEST_DATABASE_URL's
+	// server, else a throwaway cluster.
+	ServerURL string
+	// Label goes into the database's name (a test's name, say), between
+	// "t_" and a random suffix.
+	Label string
+	// Empty makes a database with nothing in it, not a clone of the
+	// migrated template.
+	Empty bool
+}
+
+// CreateDatabase creates a database of its own, cloned from the migrated
+// template (building the template on the server the first time), and
+// returns its URL and a function that drops it. It needs no testing.TB:
+// NewDatabase is it for a test, package heraldtest for a producer's.
+func CreateDatabase(ctx context.Context, opts *DatabaseOpts) (dbURL string, drop func(context.Context) error, err error) {
+	if opts == nil {
+		opts = &DatabaseOpts{}
+	}
+	admin, tpl := opts.ServerURL, ""
+	switch {
+	case admin == "":
+		admin, tpl, err = Server(ctx)
+	case !opts.Empty:
+		tpl, err = templateOn(ctx, admin)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("test database server: %w", err)
+	}
+	name := dbName(cmp.Or(opts.Label, "db"))
+	if opts.Empty {
+		err = execSQL(ctx, admin, `CREATE DATABASE "`+name+`"`)
+	} else {
+		err = createFrom(ctx, admin, name, tpl)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("create test database: %w", err)
+	}
+	drop = func(ctx context.Context) error {
+		return execSQL(ctx, admin, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+	}
+	return WithDatabase(admin, name), drop, nil
 }
 
 // NewDatabase creates a database for one test, cloned from the migrated
@@ -71,22 +134,16 @@ func Server(ctx context.Context) (adminURL, template string, err error) {
 // passes; when it fails the database is kept and its URL logged.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	ctx := context.Background()
-	admin, tpl, err := Server(ctx)
+	dbURL, drop, err := CreateDatabase(context.Background(), &DatabaseOpts{Label: t.Name()})
 	if err != nil {
-		t.Fatalf("test database server: %v", err)
+		t.Fatalf("%v", err)
 	}
-	name := dbName(t.Name())
-	if err := createFrom(ctx, admin, name, tpl); err != nil {
-		t.Fatalf("create test database: %v", err)
-	}
-	dbURL := WithDatabase(admin, name)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("test failed; its database is kept: %s", dbURL)
+			t.Logf("test failed; its database is kept: %s", connstr.Redact(dbURL))
 			return
 		}
-		_ = execSQL(context.Background(), admin, `DROP DATABASE IF EXISTS "`+name+`" WITH (FORCE)`)
+		_ = drop(context.Background())
 	})
 	return dbURL
 }
@@ -115,11 +172,37 @@ func WithDatabase(rawURL, name string) string {
 	return u.String()
 }
 
+// templates holds the migrated template of each server templateOn built or
+// found, by admin URL.
+var templates struct {
+	sync.Mutex
+	byServer map[string]string
+}
+
+// templateOn returns the migrated template on admin's server, building it
+// the first time.
+func templateOn(ctx context.Context, admin string) (string, error) {
+	templates.Lock()
+	defer templates.Unlock()
+	if tpl, ok := templates.byServer[admin]; ok {
+		return tpl, nil
+	}
+	tpl, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		return "", err
+	}
+	if templates.byServer == nil {
+		templates.byServer = map[string]string{}
+	}
+	templates.byServer[admin] = tpl
+	return tpl, nil
+}
+
 func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	name := "herald_tpl_" + templateHash()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", redact(admin), err)
+		return "", fmt.Errorf("connect to %s: %w", connstr.Redact(admin), err)
 	}
 	defer conn.Close(ctx)
 	// Many test processes may share one server: one builds, the others wait.
@@ -145,7 +228,7 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("connect to template: %w", err)
 	}
-	_, err = migrate.New(pool, nil).Up(ctx)
+	_, err = schema.NewMigrator(pool, nil).Up(ctx)
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template: %w", err)
@@ -219,12 +302,4 @@ func dbName(test string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return "t_" + strings.Trim(s, "_") + "_" + hex.EncodeToString(b[:])
-}
-
-func redact(dbURL string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return "(connection string)"
-	}
-	return u.Redacted()
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store/benchstore"
+	"github.com/heraldhq/herald/schema"
 )
 
 // terminateSQL ends every backend whose application_name starts with the
@@ -100,7 +100,7 @@ func ownCluster(t *testing.T, durable bool) (*pgtemp.Cluster, string) {
 	dbURL := c.URL("postgres")
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
-	_, err = migrate.New(pool, nil).Up(ctx)
+	_, err = schema.NewMigrator(pool, nil).Up(ctx)
 	pool.Close()
 	require.NoError(t, err)
 	return c, dbURL

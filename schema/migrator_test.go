@@ -1,4 +1,4 @@
-package migrate_test
+package schema_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/schema"
 )
@@ -20,7 +19,7 @@ func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 func emptyPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool := pgtemp.NewPool(t)
-	_, err := migrate.New(pool, nil).Down(context.Background(), 0)
+	_, err := schema.NewMigrator(pool, nil).Down(context.Background(), 0)
 	require.NoError(t, err)
 	return pool
 }
@@ -36,7 +35,7 @@ func TestUpDownUpRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
-	m := migrate.New(pool, nil)
+	m := schema.NewMigrator(pool, nil)
 	require.False(t, tableExists(t, pool, "herald.routes"))
 	require.False(t, tableExists(t, pool, "herald.river_job"))
 
@@ -89,7 +88,7 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			steps, err := migrate.New(pool, nil).Up(ctx)
+			steps, err := schema.NewMigrator(pool, nil).Up(ctx)
 			errs[i], applied[i] = err, len(steps)
 		}()
 	}
@@ -100,7 +99,7 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 		total += applied[i]
 	}
 
-	sts, err := migrate.New(pool, nil).Status(ctx)
+	sts, err := schema.NewMigrator(pool, nil).Status(ctx)
 	require.NoError(t, err)
 	// Herald's versions need not be contiguous (goose orders them), so
 	// count its migration files rather than trust its latest version.

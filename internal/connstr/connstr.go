@@ -1,4 +1,7 @@
-package main
+// Package connstr masks the passwords of PostgreSQL connection strings, URL
+// and keyword/value forms alike, wherever herald prints one: flag defaults,
+// summaries, error messages.
+package connstr
 
 import (
 	"net/url"
@@ -6,38 +9,38 @@ import (
 	"strings"
 )
 
-// passwordMask replaces a password wherever herald prints a connection
-// string: the mask pgx uses in its own parse errors.
-const passwordMask = "xxxxx"
+// Mask replaces a password wherever herald prints a connection string: the
+// mask pgx uses in its own parse errors.
+const Mask = "xxxxx"
 
-// redactConnString returns the PostgreSQL connection string s with its
+// Redact returns the PostgreSQL connection string s with its
 // passwords masked, for printing (flag defaults, summaries, errors):
 // "postgres://user:xxxxx@host/db" for a URL, whose password and sslpassword
 // parameters are masked too, and "password=xxxxx" in the keyword/value
 // form. A URL that does not parse has everything from its first ':' to its
 // last '@' after "://" masked: too much rather than too little.
-func redactConnString(s string) string {
+func Redact(s string) string {
 	rest, ok := cutScheme(s)
 	if !ok {
-		return kvPassword.ReplaceAllString(s, "${1}password="+passwordMask)
+		return kvPassword.ReplaceAllString(s, "${1}password="+Mask)
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		userinfo, after, found := cutLast(rest, "@")
 		if i := strings.IndexByte(userinfo, ':'); found && i >= 0 {
-			return s[:len(s)-len(rest)] + userinfo[:i+1] + passwordMask + "@" + after
+			return s[:len(s)-len(rest)] + userinfo[:i+1] + Mask + "@" + after
 		}
 		return s
 	}
 	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), passwordMask)
+		u.User = url.UserPassword(u.User.Username(), Mask)
 	}
 	if u.RawQuery != "" {
 		params := strings.Split(u.RawQuery, "&")
 		for i, p := range params {
 			k, _, _ := strings.Cut(p, "=")
 			if k, err := url.QueryUnescape(k); err == nil && isPasswordKey(k) {
-				params[i] = k + "=" + passwordMask
+				params[i] = k + "=" + Mask
 			}
 		}
 		u.RawQuery = strings.Join(params, "&")
@@ -72,20 +75,20 @@ func cutLast(s, sep string) (before, after string, found bool) {
 	return s, "", false
 }
 
-// redactErr returns err's message with the passwords of connString, the
+// RedactErr returns err's message with the passwords of connString, the
 // connection string it is about, masked. pgx masks them in its own parse
 // errors already, on a best-effort basis for a malformed string; this masks
 // the string quoted whole, and then every password of it left in the
 // message, even where the same text stands for something else (a user
 // named like its password): too much rather than too little.
-func redactErr(err error, connString string) string {
+func RedactErr(err error, connString string) string {
 	s := err.Error()
 	if connString == "" {
 		return s
 	}
-	s = strings.ReplaceAll(s, connString, redactConnString(connString))
+	s = strings.ReplaceAll(s, connString, Redact(connString))
 	for _, pw := range connSecrets(connString) {
-		s = strings.ReplaceAll(s, pw, passwordMask)
+		s = strings.ReplaceAll(s, pw, Mask)
 	}
 	return s
 }
@@ -94,7 +97,7 @@ func redactErr(err error, connString string) string {
 func connSecrets(s string) []string {
 	var out []string
 	add := func(v string) {
-		if v != "" && v != passwordMask {
+		if v != "" && v != Mask {
 			out = append(out, v)
 		}
 	}

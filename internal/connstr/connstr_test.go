@@ -1,0 +1,27 @@
+package connstr_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/connstr"
+)
+
+func TestRedactMasksEveryPassword(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"postgres://bob@db.example.com/herald", "postgres://bob@db.example.com/herald"},
+		{"postgres://bob:s3cret@db.example.com:5432/herald?sslmode=require", "postgres://bob:xxxxx@db.example.com:5432/herald?sslmode=require"},
+		{"postgresql://bob:s%2Fc%40ret@db/herald", "postgresql://bob:xxxxx@db/herald"},
+		{"postgres://bob@db/herald?password=s3cret&sslpassword=k3y&application_name=x", "postgres://bob@db/herald?password=xxxxx&sslpassword=xxxxx&application_name=x"},
+		{"postgres://bob:s3c@ret@db:99999999/herald", "postgres://bob:xxxxx@db:99999999/herald"},
+		{"postgres://bob:s3cret@%zz/herald", "postgres://bob:xxxxx@%zz/herald"},
+		{"host=db user=bob password=s3cret dbname=herald", "host=db user=bob password=xxxxx dbname=herald"},
+		{"host=db password = 's3 c\\'ret' sslpassword=k3y", "host=db password=xxxxx sslpassword=xxxxx"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, connstr.Redact(tt.in), "%q", tt.in)
+	}
+}
