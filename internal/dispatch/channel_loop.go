@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -501,7 +500,13 @@ func (l *channelLoop) deliver(ctx context.Context, j *job) {
 			return
 		}
 		defer pr.releaseSlot()
-		deliverer, timeout = pr.Deliverer, cmp.Or(pr.Timeout, timeout)
+		deliverer = pr.Deliverer
+		if pr.Timeout > 0 && pr.Timeout < l.cfg.Lease {
+			// A provider's own timeout, unless it would outlast the lease
+			// (the route would be claimed again mid-attempt): then the
+			// channel's applies.
+			timeout = pr.Timeout
+		}
 	}
 	began := time.Now()
 	actx, cancel := context.WithTimeout(ctx, timeout)
