@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/heraldhq/herald/internal/migrate"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/schema"
 )
 
 // Database is a freshly created and migrated database for one run, on a
@@ -89,7 +89,7 @@ func OpenDatabase(ctx context.Context, serverURL string, durable bool, settings 
 		d.Close()
 		return nil, fmt.Errorf("connect to bench database: %w", err)
 	}
-	if _, err := migrate.New(d.Pool, nil).Up(ctx); err != nil {
+	if _, err := schema.NewMigrator(d.Pool, nil).Up(ctx); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("migrate bench database: %w", err)
 	}
