@@ -230,7 +230,8 @@ WITH done AS (
         unnest(@resolved_emails::text[]) AS resolved_email,
         unnest(@resolved_locales::text[]) AS resolved_locale,
         unnest(@provider_message_ids::text[]) AS provider_message_id,
-        unnest(@providers::text[]) AS provider
+        unnest(@providers::text[]) AS provider,
+        unnest(@receipt_keys::text[]) AS receipt_key
 ),
 updated AS (
     UPDATE herald.routes AS r
@@ -254,6 +255,7 @@ updated AS (
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
         providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
+        receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
         lane = '',
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM done AS d
@@ -361,6 +363,40 @@ WHERE channel = @channel::text
     AND NOT (lane = ANY(@keep::text[]))
     AND next_attempt_at IS NOT NULL
     AND status <> 'claimed';
+
+-- name: RouteListByReceiptKeys :many
+-- The routes the receipts matcher's batch names, by receipt key (provider
+-- and provider message id): routes_receipt_key_idx, which holds only
+-- routes of providers that send receipts.
+SELECT receipt_key::text AS receipt_key, notification_id, route_id, delivery_status, created_at
+FROM herald.routes
+WHERE receipt_key = ANY(@receipt_keys::text[]);
+
+-- name: RouteDeliveryStatusSetMany :many
+-- Records receipts' verdicts on their routes: a route with no delivery
+-- status, or 'unknown', takes the new one; a final one (delivered,
+-- undelivered, expired) is never changed, so a duplicate or late
+-- contradicting receipt changes nothing. The scheduling status is not
+-- touched: published stays terminal. Returns the routes changed.
+UPDATE herald.routes AS r
+SET delivery_status = d.delivery_status,
+    delivery_status_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    delivery_error = d.delivery_error,
+    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END
+FROM (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@delivery_statuses::text[]) AS delivery_status,
+        unnest(@delivery_errors::text[]) AS delivery_error,
+        unnest(@permanents::boolean[]) AS permanent
+) AS d
+WHERE r.notification_id = ANY(@notification_ids::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
+RETURNING r.notification_id, r.route_id, r.delivery_status::text AS delivery_status,
+    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at;
 
 -- name: RouteNextDue :one
 -- How many seconds until the next route of one channel's lane comes due (a lease's

@@ -17,6 +17,8 @@
 //	intake:
 //	  batch_size: 500
 //	  poll_interval: 1s
+//	receipts:
+//	  listen: ":8081"          # providers post delivery receipts here; off when empty
 //	channels:
 //	  email:
 //	    driver: smtp           # webhook | smtp | sms-http | log | discard
@@ -50,7 +52,8 @@
 //	HERALD_DISPATCH_BATCH_SIZE, HERALD_DISPATCH_POLL_INTERVAL,
 //	HERALD_DISPATCH_SHUTDOWN_TIMEOUT, HERALD_DISPATCH_LOCK_TIMEOUT,
 //	HERALD_DISPATCH_STATEMENT_TIMEOUT, HERALD_DISPATCH_STALL_TIMEOUT,
-//	HERALD_INTAKE_BATCH_SIZE,
+//	HERALD_INTAKE_BATCH_SIZE, HERALD_RECEIPTS_LISTEN,
+//	HERALD_RECEIPTS_BATCH_SIZE, HERALD_RECEIPTS_POLL_INTERVAL,
 //	HERALD_INTAKE_POLL_INTERVAL, and per channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
@@ -102,6 +105,16 @@ type Config struct {
 	Dispatch Dispatch           `yaml:"dispatch"`
 	Intake   Intake             `yaml:"intake"`
 	Channels map[string]Channel `yaml:"channels"`
+	Receipts Receipts           `yaml:"receipts"`
+}
+
+// Receipts configures delivery receipts: where serve's receipts endpoint
+// listens (off when empty; each provider's receipts settings say how it
+// posts there) and the matcher's batch and poll.
+type Receipts struct {
+	Listen       string        `yaml:"listen"`
+	BatchSize    int           `yaml:"batch_size"`
+	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
 // Dispatch tunes the dispatcher; zero values take the dispatcher's
@@ -309,6 +322,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setDur(&c.Intake.IdempotencyWindow, "HERALD_INTAKE_IDEMPOTENCY_WINDOW")
 	setInt(&c.Intake.MaxPayloadBytes, "HERALD_INTAKE_MAX_PAYLOAD_BYTES")
 	setInt(&c.Intake.MaxSMSSegments, "HERALD_INTAKE_MAX_SMS_SEGMENTS")
+	setStr(&c.Receipts.Listen, "HERALD_RECEIPTS_LISTEN")
+	setInt(&c.Receipts.BatchSize, "HERALD_RECEIPTS_BATCH_SIZE")
+	setDur(&c.Receipts.PollInterval, "HERALD_RECEIPTS_POLL_INTERVAL")
 
 	names := map[string]bool{}
 	for _, n := range channelNames {
@@ -379,6 +395,10 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("intake.max_payload_bytes: must be between 1 and 16777216")
 	case c.Intake.MaxSMSSegments < 0 || c.Intake.MaxSMSSegments > 255:
 		return errors.New("intake.max_sms_segments: must be between 1 and 255")
+	case c.Receipts.BatchSize < 0 || c.Receipts.BatchSize > 10000:
+		return errors.New("receipts.batch_size: must be between 1 and 10000")
+	case c.Receipts.PollInterval < 0 || (c.Receipts.PollInterval > 0 && c.Receipts.PollInterval < time.Millisecond):
+		return errors.New("receipts.poll_interval: must be at least 1ms")
 	case len(c.Channels) == 0:
 		return errors.New("channels: none configured (give a config file with -config, or set HERALD_CHANNELS_<NAME>_DRIVER)")
 	}

@@ -558,6 +558,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		providerID:     out.ProviderMessageID,
 		acceptedAt:     j.row.AcceptedAt,
 		provider:       j.providerName(),
+		receiptKey:     receiptKey(j.provider, out),
 		traceID:        j.row.TraceID,
 		metricOutcome:  out.Class.String(),
 	}

@@ -31,7 +31,10 @@ type completion struct {
 	providerID     string
 	// provider took the attempt: '' on a channel without providers, and
 	// for a route settled without delivery.
-	provider   string
+	provider string
+	// receiptKey is "<provider> <provider message id>" when the provider
+	// sends receipts, else ''.
+	receiptKey string
 	acceptedAt time.Time
 	// traceID continues the producer's trace in the route's log lines.
 	traceID string
@@ -146,6 +149,7 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 		p.ResolvedLocales = append(p.ResolvedLocales, x.resolvedLocale)
 		p.ProviderMessageIds = append(p.ProviderMessageIds, x.providerID)
 		p.Providers = append(p.Providers, x.provider)
+		p.ReceiptKeys = append(p.ReceiptKeys, x.receiptKey)
 	}
 	delay := minCompleteDelay
 	var rows []store.RouteCompleteManyRow

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -40,6 +41,17 @@ const planeConns = 4
 type parking struct {
 	lane  string
 	delay time.Duration
+}
+
+// receiptKey is what the receipts matcher finds a delivered route by: its
+// provider's name and the provider's message id, for a provider that
+// sends receipts; ” otherwise (the route stays out of
+// routes_receipt_key_idx).
+func receiptKey(pr *Provider, out channel.Outcome) string {
+	if pr == nil || !pr.Receipts || out.Class != channel.Delivered || out.ProviderMessageID == "" {
+		return ""
+	}
+	return pr.Name + " " + out.ProviderMessageID
 }
 
 func (j *job) providerName() string {

@@ -40,6 +40,10 @@ type Provider struct {
 	CapPerSecond int
 	// Timeout bounds one attempt; 0 takes the channel's.
 	Timeout time.Duration
+	// Receipts says the provider sends delivery receipts: its routes'
+	// completions record a receipt key ("<provider> <message id>") for the
+	// receipts matcher to find them by.
+	Receipts bool
 
 	// sem bounds deliveries in flight (uncapped providers; a capped one's
 	// lane loop has slots of its own). Made by SetPlane.

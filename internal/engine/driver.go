@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/receipt"
 )
 
 // FromConfig returns the engine configuration `herald serve`'s
@@ -31,7 +32,12 @@ func FromConfig(c *config.Config) *Config {
 			StatementTimeout: c.Dispatch.StatementTimeout,
 			StallTimeout:     c.Dispatch.StallTimeout,
 		},
-		Drivers: c.Channels,
+		Drivers:      c.Channels,
+		ReceiptsAddr: c.Receipts.Listen,
+		Receipts: receipt.MatcherConfig{
+			BatchSize:    c.Receipts.BatchSize,
+			PollInterval: c.Receipts.PollInterval,
+		},
 		Intake: &accept.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,

@@ -61,6 +61,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/operator"
+	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -104,6 +105,14 @@ type Config struct {
 	// Metrics, when nil, are the engine's.
 	Maintenance *maintenance.Config
 
+	// ReceiptsAddr, when set, is the address serve's delivery-receipts
+	// endpoint listens on (POST or GET /receipts/<provider>, as each
+	// provider's receipts settings say); providers post receipts there.
+	ReceiptsAddr string
+	// Receipts tunes the receipts matcher; its ReceiptsFunc, Logger and
+	// Metrics are the engine's.
+	Receipts receipt.MatcherConfig
+
 	// Registry, when not nil, is where New registers herald's metric
 	// families (so it must not hold them already), which every part records
 	// into (see Engine.Metrics); nil records nothing.
@@ -142,11 +151,12 @@ type Engine struct {
 	channels []string // every channel the dispatcher delivers, sorted
 	parts    []part
 
-	metricsAddr net.Addr
-	closers     []func() // run once by Close, in reverse order
-	closeOnce   sync.Once
-	running     atomic.Bool
-	closed      atomic.Bool
+	metricsAddr  net.Addr
+	receiptsAddr net.Addr
+	closers      []func() // run once by Close, in reverse order
+	closeOnce    sync.Once
+	running      atomic.Bool
+	closed       atomic.Bool
 }
 
 // New returns an Engine on the database behind pool with every part cfg
@@ -192,6 +202,11 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	w := &planeWatcher{e: e, getenv: getenvOrNone(cfg.GetenvFunc), log: e.component("routing")}
 	e.closers = append(e.closers, w.closeAll)
 	e.parts = append(e.parts, part{"routing", w.run})
+	// The receipts matcher runs in every engine (SKIP LOCKED shares the
+	// work); the endpoint only where ReceiptsAddr says.
+	if err := e.addReceipts(cfg, w); err != nil {
+		return nil, err
+	}
 
 	if cfg.Intake != nil {
 		if err := e.addIntake(*cfg.Intake); err != nil {
@@ -333,6 +348,45 @@ func (e *Engine) addMetricsEndpoint(reg *prometheus.Registry, addr string) error
 	}})
 	return nil
 }
+
+// addReceipts adds the receipts matcher, and the receipts endpoint when
+// cfg.ReceiptsAddr is set. Both read each provider's receipts settings
+// from the plane watcher's table.
+func (e *Engine) addReceipts(cfg *Config, w *planeWatcher) error {
+	mcfg := cfg.Receipts
+	mcfg.ReceiptsFunc = w.receiptsOf
+	mcfg.Logger = cmp.Or(mcfg.Logger, e.component("receipts"))
+	mcfg.Metrics = cmp.Or(mcfg.Metrics, e.metrics)
+	m, err := receipt.NewMatcher(e.pool, mcfg)
+	if err != nil {
+		return err
+	}
+	e.parts = append(e.parts, part{"receipts", m.Run})
+	if cfg.ReceiptsAddr == "" {
+		return nil
+	}
+	h := receipt.Handler(receipt.HandlerConfig{Pool: e.pool, ReceiptsFunc: w.receiptsOf,
+		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics})
+	ctx, cancel := context.WithCancel(context.Background())
+	bound, done, err := metrics.Server(ctx, cfg.ReceiptsAddr, h)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("receipts endpoint: %w", err)
+	}
+	e.closers = append(e.closers, cancel)
+	e.receiptsAddr = bound
+	e.parts = append(e.parts, part{"receipts endpoint", func(ctx context.Context) error {
+		mcfg.Logger.Info("receipts endpoint listening", "addr", bound.String())
+		<-ctx.Done()
+		cancel()
+		return <-done
+	}})
+	return nil
+}
+
+// ReceiptsAddr returns the address the receipts endpoint listens on; nil
+// when Config.ReceiptsAddr was empty.
+func (e *Engine) ReceiptsAddr() net.Addr { return e.receiptsAddr }
 
 // Run runs every part until ctx is canceled, then stops them gracefully and
 // returns nil once all have stopped; the first part to fail stops the

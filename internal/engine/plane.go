@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/heraldhq/herald/internal/channel"
@@ -45,6 +46,18 @@ type planeWatcher struct {
 	built   map[string]builtProvider
 	version int64
 	loaded  bool
+	// table is the table last loaded, for the receipts side.
+	table atomic.Pointer[routing.Table]
+}
+
+// receiptsOf returns provider's receipts settings in the table last
+// loaded; nil when it has none.
+func (w *planeWatcher) receiptsOf(provider string) *routing.Receipts {
+	t := w.table.Load()
+	if t == nil {
+		return nil
+	}
+	return t.Providers[provider].Receipts
 }
 
 // run reloads on NOTIFY and every planeCheck until ctx ends.
@@ -137,6 +150,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		plane.Providers[name] = &dispatch.Provider{
 			Name: name, Channel: p.Channel, Deliverer: b.deliverer,
 			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout,
+			Receipts: p.Receipts != nil,
 		}
 	}
 	plane.PickFunc = func(ch string, in dispatch.PickInput) dispatch.PickResult {
@@ -156,6 +170,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		return dispatch.PickResult{Provider: d.Provider, NoRules: d.NoRules, AllOpen: d.AllOpen, WrapAround: d.Wrap}
 	}
 	w.e.disp.SetPlane(plane)
+	w.table.Store(t)
 	for name, old := range w.built {
 		if b, ok := built[name]; !ok || b.deliverer != old.deliverer {
 			d := old.deliverer

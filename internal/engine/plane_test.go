@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -150,4 +151,62 @@ rules:
 	}
 	t.Logf("rule change took effect within %s", time.Since(changed).Round(time.Millisecond))
 	require.Equal(t, mainBefore, mainGot.Load(), "main got nothing once backup came first")
+}
+
+func TestReceiptPostedToTheEndpointSetsTheRoutesDeliveryStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var status atomic.Int32
+	status.Store(http.StatusOK)
+	var got atomic.Int64
+	srv := smsProviderServer(t, &status, &got)
+	b.applyRouting(t, fmt.Sprintf(`
+providers:
+  - name: sms/acme
+    driver: sms-http
+    sms_http: {url: %q, api_key: {env: ACME_KEY}}
+    receipts: {token: {env: ACME_RECEIPTS}}
+rules:
+  sms:
+    - name: all
+      providers: [sms/acme]
+`, srv.URL+"/send"))
+	e, err := New(b.pool, &Config{
+		Logger:       discardLogger(),
+		GetenvFunc:   env(map[string]string{"ACME_KEY": "k", "ACME_RECEIPTS": "r3ceipts"}),
+		ReceiptsAddr: "127.0.0.1:0",
+		Dispatch: dispatch.Config{
+			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
+			PollInterval: 50 * time.Millisecond,
+		},
+		Intake: &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	b.submitSMS(t, "r1", "+254712345678")
+	require.Equal(t, []string{"sms/acme"}, b.providersOf(t, "r1"))
+	var msgID string
+	require.NoError(t, b.pool.QueryRow(ctx, `
+		SELECT provider_message_id FROM herald.routes r JOIN herald.records rec USING (notification_id)
+		WHERE rec.idempotency_key = 'r1'`).Scan(&msgID))
+	require.NotEmpty(t, msgID)
+
+	resp, err := http.Post(fmt.Sprintf("http://%s/receipts/sms/acme?token=r3ceipts", e.ReceiptsAddr()),
+		"application/json", strings.NewReader(fmt.Sprintf(`{"id":%q,"status":"DELIVRD"}`, msgID)))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		var s *string
+		err := b.pool.QueryRow(ctx, `
+			SELECT r.delivery_status FROM herald.routes r JOIN herald.records rec USING (notification_id)
+			WHERE rec.idempotency_key = 'r1'`).Scan(&s)
+		return err == nil && s != nil && *s == "delivered"
+	}, 10*time.Second, 20*time.Millisecond, "the matcher set the route's delivery status")
 }

@@ -47,6 +47,14 @@ type Metrics struct {
 	ProviderLatency        *prometheus.HistogramVec
 	ProviderCircuitOpen    *prometheus.GaugeVec
 	ProviderThrottledWaits *prometheus.CounterVec
+	// ReceiptsReceived counts receipts stored, by provider and source (http,
+	// smpp); ReceiptsMatched the matcher's decisions, by provider, delivery
+	// status and result (matched, duplicate, unmatched, malformed);
+	// ReceiptLag the time from a route's acceptance to the receipt that
+	// gave it its delivery status.
+	ReceiptsReceived *prometheus.CounterVec
+	ReceiptsMatched  *prometheus.CounterVec
+	ReceiptLag       *prometheus.HistogramVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -106,10 +114,24 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_provider_throttled_waits_total",
 			Help: "Routes that waited for a provider's throughput cap (moved into its paced queue), by provider.",
 		}, []string{"provider"}),
+		ReceiptsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_receipts_received_total",
+			Help: "Delivery receipts stored in the inbox, by provider and source (http, smpp).",
+		}, []string{"provider", "source"}),
+		ReceiptsMatched: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_receipts_total",
+			Help: "Delivery receipts the matcher decided on, by provider, delivery status and result (matched, duplicate, unmatched, malformed).",
+		}, []string{"provider", "status", "result"}),
+		ReceiptLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_receipt_lag_seconds",
+			Help:    "Time from a route's acceptance to the receipt that set its delivery status, by provider.",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
+		}, []string{"provider"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
 		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts,
-		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits)
+		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits,
+		m.ReceiptsReceived, m.ReceiptsMatched, m.ReceiptLag)
 	return m
 }
 
@@ -154,6 +176,28 @@ func (m *Metrics) ProviderCircuit(provider string, open bool) {
 func (m *Metrics) ProviderThrottled(provider string, n int) {
 	if m != nil {
 		m.ProviderThrottledWaits.WithLabelValues(provider).Add(float64(n))
+	}
+}
+
+// ReceiptReceived counts one receipt stored.
+func (m *Metrics) ReceiptReceived(provider, source string) {
+	if m != nil {
+		m.ReceiptsReceived.WithLabelValues(provider, source).Inc()
+	}
+}
+
+// ReceiptDecided counts one receipt the matcher decided on.
+func (m *Metrics) ReceiptDecided(provider, status, result string) {
+	if m != nil {
+		m.ReceiptsMatched.WithLabelValues(provider, status, result).Inc()
+	}
+}
+
+// ReceiptLagged records the time from a route's acceptance to its
+// delivery status.
+func (m *Metrics) ReceiptLagged(provider string, lag time.Duration) {
+	if m != nil {
+		m.ReceiptLag.WithLabelValues(provider).Observe(lag.Seconds())
 	}
 }
 

@@ -73,6 +73,9 @@ type ProviderSpec struct {
 	Webhook *config.WebhookDriver `yaml:"webhook"`
 	SMTP    *config.SMTPDriver    `yaml:"smtp"`
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http"`
+
+	// Receipts, when given, is how the provider sends delivery receipts.
+	Receipts *Receipts `yaml:"receipts"`
 }
 
 // CircuitSpec is a provider's circuit as the file gives it: a field left
@@ -257,6 +260,11 @@ func (p *ProviderSpec) validate() (string, error) {
 	}
 	if err := p.provider().ChannelConfig().ValidateDriver(); err != nil {
 		return "", err
+	}
+	if p.Receipts != nil {
+		if err := p.Receipts.validate(); err != nil {
+			return "", err
+		}
 	}
 	return ch, nil
 }

@@ -33,6 +33,10 @@ type Provider struct {
 	Webhook config.WebhookDriver
 	SMTP    config.SMTPDriver
 	SMSHTTP config.SMSHTTPDriver
+
+	// Receipts is how the provider sends delivery receipts; nil when it
+	// sends none.
+	Receipts *Receipts
 }
 
 // Circuit is when a provider's circuit opens: when at least MinAttempts
@@ -89,6 +93,7 @@ func (s *ProviderSpec) provider() Provider {
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
 	}
+	p.Receipts = s.Receipts
 	return p
 }
 
@@ -99,6 +104,8 @@ type settings struct {
 	Webhook *config.WebhookDriver `yaml:"webhook,omitempty"`
 	SMTP    *config.SMTPDriver    `yaml:"smtp,omitempty"`
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http,omitempty"`
+	// Receipts is kept whole: its zero values mean defaults.
+	Receipts *Receipts `yaml:"receipts,omitempty"`
 }
 
 // SettingsJSON returns p's providers.settings: a JSON object keyed as the
@@ -117,6 +124,7 @@ func (p Provider) SettingsJSON() (json.RawMessage, error) {
 	case config.DriverSMSHTTP:
 		s.SMSHTTP = &p.SMSHTTP
 	}
+	s.Receipts = p.Receipts
 	// Through YAML, for the file's keys (the config types have no JSON
 	// tags), then pruned of zero values.
 	y, err := yaml.Marshal(s)
@@ -212,5 +220,6 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
 	}
+	p.Receipts = s.Receipts
 	return p, nil
 }

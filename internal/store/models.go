@@ -63,6 +63,24 @@ type HeraldDeadLetterView struct {
 	DeadLetteredAt   time.Time
 }
 
+type HeraldDeliveryReceipt struct {
+	ID                int64
+	Provider          string
+	ProviderMessageID string
+	Status            string
+	ErrorCode         string
+	Raw               string
+	Source            string
+	ReceivedAt        time.Time
+	State             string
+	NextMatchAt       time.Time
+	MatchAttempts     int32
+	DeliveryStatus    *string
+	NotificationID    *string
+	RouteID           *string
+	MatchedAt         *time.Time
+}
+
 type HeraldIntake struct {
 	ID          int64
 	Body        string
@@ -214,6 +232,11 @@ type HeraldRoute struct {
 	CanceledAt              *time.Time
 	Lane                    string
 	Providers               []string
+	ReceiptKey              *string
+	DeliveryStatus          *string
+	DeliveryStatusAt        *time.Time
+	DeliveryError           string
+	DeliveryErrorPermanent  pgtype.Bool
 }
 
 type HeraldRoutingRule struct {
@@ -234,4 +257,17 @@ type HeraldRoutingState struct {
 	Version   int64
 	AppliedAt *time.Time
 	AppliedBy string
+}
+
+type HeraldUnmatchedReceiptsView struct {
+	ID                int64
+	Provider          string
+	ProviderMessageID string
+	Status            string
+	ErrorCode         string
+	Source            string
+	State             string
+	ReceivedAt        time.Time
+	MatchAttempts     int32
+	RawStart          string
 }

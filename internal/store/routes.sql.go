@@ -468,32 +468,34 @@ WITH done AS (
         unnest($11::text[]) AS resolved_email,
         unnest($12::text[]) AS resolved_locale,
         unnest($13::text[]) AS provider_message_id,
-        unnest($14::text[]) AS provider
+        unnest($14::text[]) AS provider,
+        unnest($15::text[]) AS receipt_key
 ),
 updated AS (
     UPDATE herald.routes AS r
     SET status = d.status,
         next_attempt_at = CASE WHEN d.status = 'failed'
-            THEN coalesce($15::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+            THEN coalesce($16::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
         published_at = CASE WHEN d.status = 'published'
-            THEN coalesce($15::timestamptz, now()) ELSE r.published_at END,
+            THEN coalesce($16::timestamptz, now()) ELSE r.published_at END,
         dead_lettered_at = CASE WHEN d.status = 'dead_letter'
-            THEN coalesce($15::timestamptz, now()) ELSE r.dead_lettered_at END,
+            THEN coalesce($16::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
-            THEN coalesce($15::timestamptz, now()) ELSE r.skipped_at END,
+            THEN coalesce($16::timestamptz, now()) ELSE r.skipped_at END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
             THEN r.last_error_message ELSE d.message END,
         last_error_at = CASE WHEN d.status = 'published'
-            THEN r.last_error_at ELSE coalesce($15::timestamptz, now()) END,
+            THEN r.last_error_at ELSE coalesce($16::timestamptz, now()) END,
         resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
         resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
         providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
+        receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
         lane = '',
-        updated_at = coalesce($15::timestamptz, now())
+        updated_at = coalesce($16::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
     -- key, and the fence is one expression ("the attempt of a claimed
@@ -515,7 +517,7 @@ dead_lettered AS (
         failure_classification, failure_message, recovery_hint, created_at, provider
     )
     SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce($15::timestamptz, now()), d.provider
+        d.classification, d.message, d.recovery_hint, coalesce($16::timestamptz, now()), d.provider
     FROM updated AS u
     JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
@@ -549,6 +551,7 @@ type RouteCompleteManyParams struct {
 	ResolvedLocales    []string
 	ProviderMessageIds []string
 	Providers          []string
+	ReceiptKeys        []string
 	Now                *time.Time
 }
 
@@ -588,6 +591,7 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 		arg.ResolvedLocales,
 		arg.ProviderMessageIds,
 		arg.Providers,
+		arg.ReceiptKeys,
 		arg.Now,
 	)
 	if err != nil {
@@ -598,6 +602,83 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 	for rows.Next() {
 		var i RouteCompleteManyRow
 		if err := rows.Scan(&i.NotificationID, &i.RouteID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeDeliveryStatusSetMany = `-- name: RouteDeliveryStatusSetMany :many
+UPDATE herald.routes AS r
+SET delivery_status = d.delivery_status,
+    delivery_status_at = coalesce($1::timestamptz, now()),
+    delivery_error = d.delivery_error,
+    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END
+FROM (
+    SELECT
+        unnest($2::text[]) AS notification_id,
+        unnest($3::text[]) AS route_id,
+        unnest($4::text[]) AS delivery_status,
+        unnest($5::text[]) AS delivery_error,
+        unnest($6::boolean[]) AS permanent
+) AS d
+WHERE r.notification_id = ANY($2::text[])
+    AND r.notification_id = d.notification_id
+    AND r.route_id = d.route_id
+    AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
+RETURNING r.notification_id, r.route_id, r.delivery_status::text AS delivery_status,
+    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at
+`
+
+type RouteDeliveryStatusSetManyParams struct {
+	Now              *time.Time
+	NotificationIds  []string
+	RouteIds         []string
+	DeliveryStatuses []string
+	DeliveryErrors   []string
+	Permanents       []bool
+}
+
+type RouteDeliveryStatusSetManyRow struct {
+	NotificationID   string
+	RouteID          string
+	DeliveryStatus   string
+	CreatedAt        time.Time
+	DeliveryStatusAt time.Time
+}
+
+// Records receipts' verdicts on their routes: a route with no delivery
+// status, or 'unknown', takes the new one; a final one (delivered,
+// undelivered, expired) is never changed, so a duplicate or late
+// contradicting receipt changes nothing. The scheduling status is not
+// touched: published stays terminal. Returns the routes changed.
+func (q *Queries) RouteDeliveryStatusSetMany(ctx context.Context, db DBTX, arg RouteDeliveryStatusSetManyParams) ([]RouteDeliveryStatusSetManyRow, error) {
+	rows, err := db.Query(ctx, routeDeliveryStatusSetMany,
+		arg.Now,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.DeliveryStatuses,
+		arg.DeliveryErrors,
+		arg.Permanents,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteDeliveryStatusSetManyRow{}
+	for rows.Next() {
+		var i RouteDeliveryStatusSetManyRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.DeliveryStatus,
+			&i.CreatedAt,
+			&i.DeliveryStatusAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -671,7 +752,7 @@ func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneRese
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -719,6 +800,54 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.CanceledAt,
 			&i.Lane,
 			&i.Providers,
+			&i.ReceiptKey,
+			&i.DeliveryStatus,
+			&i.DeliveryStatusAt,
+			&i.DeliveryError,
+			&i.DeliveryErrorPermanent,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const routeListByReceiptKeys = `-- name: RouteListByReceiptKeys :many
+SELECT receipt_key::text AS receipt_key, notification_id, route_id, delivery_status, created_at
+FROM herald.routes
+WHERE receipt_key = ANY($1::text[])
+`
+
+type RouteListByReceiptKeysRow struct {
+	ReceiptKey     string
+	NotificationID string
+	RouteID        string
+	DeliveryStatus *string
+	CreatedAt      time.Time
+}
+
+// The routes the receipts matcher's batch names, by receipt key (provider
+// and provider message id): routes_receipt_key_idx, which holds only
+// routes of providers that send receipts.
+func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, receiptKeys []string) ([]RouteListByReceiptKeysRow, error) {
+	rows, err := db.Query(ctx, routeListByReceiptKeys, receiptKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteListByReceiptKeysRow{}
+	for rows.Next() {
+		var i RouteListByReceiptKeysRow
+		if err := rows.Scan(
+			&i.ReceiptKey,
+			&i.NotificationID,
+			&i.RouteID,
+			&i.DeliveryStatus,
+			&i.CreatedAt,
 		); err != nil {
 			return nil, err
 		}

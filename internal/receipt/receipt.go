@@ -1,0 +1,88 @@
+// Package receipt is herald's delivery-receipts side: what providers say
+// happened after they accepted a message.
+//
+// Every receipt is stored in herald.delivery_receipts as it arrived, before
+// its sender is answered (Store): by serve's HTTP endpoint (Handler), by the
+// SMPP driver before its deliver_sm_resp, or by a plain INSERT. The Matcher
+// then finds each one's route by provider and provider message id (the
+// route's receipt key, written at completion for providers that send
+// receipts) and records the route's delivery status — delivered,
+// undelivered (with the provider's error code, permanent or temporary as
+// the provider says), expired or unknown — beside its scheduling status,
+// which never moves back.
+package receipt
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Sources of a receipt (delivery_receipts.source).
+const (
+	SourceHTTP = "http"
+	SourceSMPP = "smpp"
+	SourceSQL  = "sql"
+)
+
+// Receipt is one receipt as it arrived.
+type Receipt struct {
+	// Provider is the provider's name, e.g. "sms/acme".
+	Provider string
+	// ProviderMessageID is the provider's id of the message the receipt
+	// is about ('' when the receipt had none: it is kept as malformed).
+	ProviderMessageID string
+	// Status and ErrorCode are as the provider sent them.
+	Status    string
+	ErrorCode string
+	// Raw is the receipt as it came (a body, a query string, a PDU's
+	// text), without credentials.
+	Raw string
+	// Source is SourceHTTP, SourceSMPP or SourceSQL.
+	Source string
+}
+
+// Limits of delivery_receipts' columns (its CHECK): Store clips a longer
+// field rather than lose the receipt.
+const (
+	maxField = 200
+	maxRaw   = 65536
+)
+
+// Store writes r to the inbox and returns its id. It commits (on db's
+// own transaction when db is one) before it returns, so a caller answers
+// the receipt's sender only once it is stored.
+func Store(ctx context.Context, db store.DBTX, r Receipt) (int64, error) {
+	id, err := store.New().ReceiptInsert(ctx, db, store.ReceiptInsertParams{
+		Provider:          clip(r.Provider, maxField),
+		ProviderMessageID: clip(r.ProviderMessageID, maxField),
+		Status:            clip(r.Status, maxField),
+		ErrorCode:         clip(r.ErrorCode, maxField),
+		Raw:               clip(r.Raw, maxRaw),
+		Source:            r.Source,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store receipt of %s: %w", r.Provider, err)
+	}
+	return id, nil
+}
+
+// clip cuts s to at most n bytes, on a UTF-8 boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// backoff is how long an unmatched receipt waits before its next try:
+// doubling from a second, at most a minute.
+func backoff(attempts int32) time.Duration {
+	d := time.Second << min(attempts, 6)
+	return min(d, time.Minute)
+}

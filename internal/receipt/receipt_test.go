@@ -1,0 +1,265 @@
+package receipt_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/routing"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
+type testBundle struct {
+	pool *pgxpool.Pool
+	seq  atomic.Int64
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{pool: pgtemp.NewPool(t)}
+}
+
+// publishedRoute stores one published SMS route whose provider took it
+// with message id msgID (its receipt key), and returns its notification id.
+func (b *testBundle) publishedRoute(t *testing.T, provider, msgID string) string {
+	t.Helper()
+	n := b.seq.Add(1)
+	nid := fmt.Sprintf("ntf_receipt_%d_%d", time.Now().UnixNano(), n)
+	now := time.Now()
+	_, err := store.New().RecordInsertMany(context.Background(), b.pool, store.RecordInsertManyParams{
+		NotificationIds: []string{nid}, NotificationTypes: []string{"otp.sent"}, Producers: []string{"shop"},
+		AudienceKinds: []string{"addresses"}, RecipientUserIds: [][]byte{[]byte(`[]`)},
+		PayloadJsons: []string{`{"sms":{"body":"hi"}}`}, IdempotencyKeys: []string{nid},
+		RequestFingerprints: []string{"fp"}, RequestIds: []string{""}, TraceIds: []string{""},
+		OccurredAts: []time.Time{now}, ChannelLists: []string{"sms"}, Priorities: []int16{0},
+		SendAts: []time.Time{{}}, ExpiresAts: []time.Time{{}}, IdempotencyWindowSeconds: 86400,
+		RouteNotificationIds: []string{nid}, RouteIds: []string{"sms:1"}, RouteChannels: []string{"sms"},
+		RouteRecipientRefs: []string{"+254712345678"}, RouteMaxAttempts: []int32{0}, RoutePriorities: []int16{0},
+		RouteSendAts: []time.Time{{}}, RouteExpiresAts: []time.Time{{}}, RouteSmsEncodings: []string{"gsm7"},
+		RouteSmsSegments: []int16{1},
+	})
+	require.NoError(t, err)
+	if msgID != "" {
+		b.setKey(t, nid, provider, msgID)
+	}
+	return nid
+}
+
+// setKey publishes the route as its completion would, with its receipt key.
+func (b *testBundle) setKey(t *testing.T, nid, provider, msgID string) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `
+		UPDATE herald.routes SET status = 'published', next_attempt_at = NULL, published_at = now(),
+			attempt_count = 1, provider_message_id = $2, providers = ARRAY[$3], receipt_key = $3 || ' ' || $2
+		WHERE notification_id = $1`, nid, msgID, provider)
+	require.NoError(t, err)
+}
+
+type delivery struct {
+	Status    *string
+	Error     string
+	Permanent *bool
+	Sched     string
+}
+
+func (b *testBundle) delivery(t *testing.T, nid string) delivery {
+	t.Helper()
+	var d delivery
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT delivery_status, delivery_error, delivery_error_permanent, status FROM herald.routes WHERE notification_id = $1`,
+		nid).Scan(&d.Status, &d.Error, &d.Permanent, &d.Sched))
+	return d
+}
+
+func (b *testBundle) store(t *testing.T, provider, id, status, errCode string) int64 {
+	t.Helper()
+	rid, err := receipt.Store(context.Background(), b.pool, receipt.Receipt{
+		Provider: provider, ProviderMessageID: id, Status: status, ErrorCode: errCode, Raw: "raw", Source: receipt.SourceSQL})
+	require.NoError(t, err)
+	return rid
+}
+
+func (b *testBundle) state(t *testing.T, id int64) (state string, status *string) {
+	t.Helper()
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT state, delivery_status FROM herald.delivery_receipts WHERE id = $1`, id).Scan(&state, &status))
+	return state, status
+}
+
+// matcher returns a matcher whose clock is *now, for settings rc.
+func (b *testBundle) matcher(t *testing.T, rc *routing.Receipts, now *time.Time) *receipt.Matcher {
+	t.Helper()
+	m, err := receipt.NewMatcher(b.pool, receipt.MatcherConfig{
+		ReceiptsFunc: func(string) *routing.Receipts { return rc },
+		NowFunc:      func() time.Time { return *now },
+	})
+	require.NoError(t, err)
+	return m
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestReceiptsSetTheRoutesDeliveryStatusAndDuplicatesChangeNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().Add(2 * time.Second) // the receipts below are due by then
+	m := b.matcher(t, &routing.Receipts{TemporaryErrors: []string{"T1"}}, &now)
+	delivered := b.publishedRoute(t, "sms/acme", "m-1")
+	undelivered := b.publishedRoute(t, "sms/acme", "m-2")
+	temporary := b.publishedRoute(t, "sms/acme", "m-3")
+	upgraded := b.publishedRoute(t, "sms/acme", "m-4")
+	r1 := b.store(t, "sms/acme", "m-1", "DELIVRD", "000")
+	r1dup := b.store(t, "sms/acme", "m-1", "DELIVRD", "000")
+	r2 := b.store(t, "sms/acme", "m-2", "UNDELIV", "P9")
+	r3 := b.store(t, "sms/acme", "m-3", "undelivered", "T1")
+	r4 := b.store(t, "sms/acme", "m-4", "ENROUTE", "")
+	_, err := m.MatchOnce(context.Background())
+	require.NoError(t, err)
+
+	require.Equal(t, delivery{Status: ptr("delivered"), Error: "000", Sched: "published"}, b.delivery(t, delivered))
+	require.Equal(t, delivery{Status: ptr("undelivered"), Error: "P9", Permanent: ptr(true), Sched: "published"}, b.delivery(t, undelivered))
+	require.Equal(t, delivery{Status: ptr("undelivered"), Error: "T1", Permanent: ptr(false), Sched: "published"}, b.delivery(t, temporary))
+	require.Equal(t, ptr("unknown"), b.delivery(t, upgraded).Status)
+	st, _ := b.state(t, r1)
+	require.Equal(t, "matched", st)
+	st, _ = b.state(t, r1dup)
+	require.Equal(t, "duplicate", st, "the same receipt twice changes nothing")
+	for _, id := range []int64{r2, r3, r4} {
+		st, _ := b.state(t, id)
+		require.Equal(t, "matched", st)
+	}
+
+	// unknown is upgraded by a final status; a final one never changes.
+	r4b := b.store(t, "sms/acme", "m-4", "DELIVRD", "")
+	late := b.store(t, "sms/acme", "m-1", "UNDELIV", "X")
+	_, err = m.MatchOnce(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, ptr("delivered"), b.delivery(t, upgraded).Status)
+	st, _ = b.state(t, r4b)
+	require.Equal(t, "matched", st)
+	require.Equal(t, ptr("delivered"), b.delivery(t, delivered).Status, "a final status is never overwritten")
+	st, _ = b.state(t, late)
+	require.Equal(t, "duplicate", st)
+}
+
+func TestEarlyReceiptIsMatchedOnceItsRouteHasTheIDAndAnUnknownOneIsKeptAsUnmatched(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().Add(2 * time.Second) // the receipts below are due by then
+	m := b.matcher(t, &routing.Receipts{Window: time.Minute}, &now)
+	nid := b.publishedRoute(t, "sms/acme", "") // no receipt key yet
+	early := b.store(t, "sms/acme", "m-early", "DELIVRD", "")
+	unknown := b.store(t, "sms/acme", "m-nobody", "DELIVRD", "")
+	malformed := b.store(t, "sms/acme", "", "DELIVRD", "")
+	_, err := m.MatchOnce(context.Background())
+	require.NoError(t, err)
+	st, _ := b.state(t, early)
+	require.Equal(t, "new", st, "kept for another try")
+	st, _ = b.state(t, malformed)
+	require.Equal(t, "malformed", st)
+	require.Nil(t, b.delivery(t, nid).Status)
+
+	// The completion writes the provider's id; the next try matches.
+	b.setKey(t, nid, "sms/acme", "m-early")
+	now = now.Add(5 * time.Second)
+	_, err = m.MatchOnce(context.Background())
+	require.NoError(t, err)
+	st, _ = b.state(t, early)
+	require.Equal(t, "matched", st)
+	require.Equal(t, ptr("delivered"), b.delivery(t, nid).Status)
+
+	// Past the window, a receipt nobody claims is set aside, not deleted.
+	now = now.Add(2 * time.Minute)
+	_, err = m.MatchOnce(context.Background())
+	require.NoError(t, err)
+	st, _ = b.state(t, unknown)
+	require.Equal(t, "unmatched", st)
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM herald.unmatched_receipts_view`).Scan(&n))
+	require.Equal(t, 2, n, "the unmatched and the malformed receipt are in the view")
+}
+
+func TestEndpointStoresBeforeAnsweringAndRefusesWhatIsNotTheProviders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	settings := map[string]*routing.Receipts{
+		"sms/acme": {Token: secretEnv("ACME_TOKEN")},
+		"sms/get": {Method: "GET", IDField: "msgid", StatusField: "stat", ErrorField: "err",
+			Token: secretEnv("GET_TOKEN")},
+		"sms/form": {Format: "form", Token: secretEnv("ACME_TOKEN")},
+	}
+	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
+		Pool:         b.pool,
+		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
+		GetenvFunc: func(k string) string {
+			return map[string]string{"ACME_TOKEN": "s3cret", "GET_TOKEN": "g3t"}[k]
+		},
+	}))
+	t.Cleanup(srv.Close)
+	do := func(method, path, token, body string) int {
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	count := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM herald.delivery_receipts`).Scan(&n))
+		return n
+	}
+	require.Equal(t, 200, do("POST", "/receipts/sms/acme", "s3cret", `{"id":"m-1","status":"DELIVRD","error":"000"}`))
+	require.Equal(t, 200, do("GET", "/receipts/sms/get?msgid=m-2&stat=UNDELIV&err=5&token=g3t", "", ""))
+	require.Equal(t, 200, do("POST", "/receipts/sms/form", "s3cret", "id=m-3&status=EXPIRED"))
+	require.Equal(t, 200, do("POST", "/receipts/sms/acme", "s3cret", `not json at all`), "kept as malformed")
+	require.Equal(t, 4, count())
+	var raw string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT raw FROM herald.delivery_receipts WHERE provider = 'sms/get'`).Scan(&raw))
+	require.NotContains(t, raw, "g3t", "the token is not stored")
+	var id, status, code, source string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT provider_message_id, status, error_code, source FROM herald.delivery_receipts
+		WHERE provider = 'sms/get'`).Scan(&id, &status, &code, &source))
+	require.Equal(t, []string{"m-2", "UNDELIV", "5", "http"}, []string{id, status, code, source})
+
+	require.Equal(t, 401, do("POST", "/receipts/sms/acme", "wrong", `{"id":"x","status":"DELIVRD"}`))
+	require.Equal(t, 401, do("POST", "/receipts/sms/acme", "", `{"id":"x","status":"DELIVRD"}`))
+	require.Equal(t, 404, do("POST", "/receipts/sms/nobody", "s3cret", `{}`))
+	require.Equal(t, 405, do("GET", "/receipts/sms/acme?token=s3cret", "", ""))
+	require.Equal(t, 413, do("POST", "/receipts/sms/acme", "s3cret", strings.Repeat("x", 70000)))
+	require.Equal(t, 4, count(), "nothing refused was stored")
+
+	// A database that cannot store it: 503, so the provider sends it again.
+	dead, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	require.NoError(t, err)
+	t.Cleanup(dead.Close)
+	down := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
+		Pool:         dead,
+		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
+		GetenvFunc:   func(string) string { return "s3cret" },
+	}))
+	t.Cleanup(down.Close)
+	resp, err := http.Post(down.URL+"/receipts/sms/acme?token=s3cret", "application/json", strings.NewReader(`{"id":"m","status":"DELIVRD"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "5", resp.Header.Get("Retry-After"))
+}

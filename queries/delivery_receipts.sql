@@ -1,0 +1,52 @@
+-- Queries of herald.delivery_receipts: the receipts inbox (migration
+-- 00009). The doors write; the matcher (internal/receipt) reads its queue
+-- and marks what it decided.
+
+-- name: ReceiptInsert :one
+-- Stores one receipt as it arrived, before its sender is answered.
+INSERT INTO herald.delivery_receipts (provider, provider_message_id, status, error_code, raw, source, received_at)
+VALUES (@provider::text, @provider_message_id::text, @status::text, @error_code::text, @raw::text, @source::text,
+    coalesce(sqlc.narg('now')::timestamptz, now()))
+RETURNING id;
+
+-- name: ReceiptClaimDue :many
+-- The matcher's next batch: receipts still to match whose time has come,
+-- locked FOR UPDATE SKIP LOCKED so matchers in several processes never
+-- take the same one; held until the caller's transaction ends (the
+-- matcher's statements that follow run in it, no I/O between).
+SELECT id, provider, provider_message_id, status, error_code, received_at, match_attempts
+FROM herald.delivery_receipts
+WHERE state = 'new' AND next_match_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+ORDER BY next_match_at, id
+LIMIT @max::integer
+FOR UPDATE SKIP LOCKED;
+
+-- name: ReceiptMarkMany :exec
+-- Records the matcher's decision for a batch: state matched, duplicate,
+-- unmatched or malformed, or still new and due again after
+-- retry_seconds.
+UPDATE herald.delivery_receipts AS r
+SET state = d.state,
+    delivery_status = nullif(d.delivery_status, ''),
+    notification_id = nullif(d.notification_id, ''),
+    route_id = nullif(d.route_id, ''),
+    matched_at = CASE WHEN d.state IN ('matched', 'duplicate') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
+    match_attempts = r.match_attempts + 1,
+    next_match_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.retry_seconds)
+FROM (
+    SELECT
+        unnest(@ids::bigint[]) AS id,
+        unnest(@states::text[]) AS state,
+        unnest(@delivery_statuses::text[]) AS delivery_status,
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@retry_seconds::float8[]) AS retry_seconds
+) AS d
+WHERE r.id = d.id;
+
+-- name: ReceiptCountByState :many
+-- Receipts per provider and state, for metrics and `herald stats`.
+SELECT provider, state, count(*)::bigint AS receipts
+FROM herald.delivery_receipts
+GROUP BY provider, state
+ORDER BY provider, state;
