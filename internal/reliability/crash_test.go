@@ -54,10 +54,11 @@ type serveProcess struct {
 	done chan error
 }
 
-// startServe runs `herald serve` against dbURL with the webhook channel
+// startServe runs `herald serve` against dbURL (with env added to its
+// environment) with the webhook channel
 // reaching loopback receivers, short timeouts and leases so a killed
 // process's routes come due again quickly.
-func startServe(t *testing.T, bin, dbURL, logPath string) *serveProcess {
+func startServe(t *testing.T, bin, dbURL, logPath string, env ...string) *serveProcess {
 	t.Helper()
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
@@ -76,6 +77,7 @@ func startServe(t *testing.T, bin, dbURL, logPath string) *serveProcess {
 		"HERALD_CHANNELS_WEBHOOK_BACKOFF_CAP=200ms",
 		"HERALD_DISPATCH_POLL_INTERVAL=100ms",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(t, cmd.Start())
 	p := &serveProcess{cmd: cmd, done: make(chan error, 1)}
