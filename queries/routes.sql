@@ -378,25 +378,43 @@ WHERE receipt_key = ANY(@receipt_keys::text[]);
 -- undelivered, expired) is never changed, so a duplicate or late
 -- contradicting receipt changes nothing. The scheduling status is not
 -- touched: published stays terminal. Returns the routes changed.
+--
+-- With retry set (the provider's receipts say retry_temporary, and the
+-- receipt is undelivered with a temporary code) a published route goes
+-- back to the schedule instead: failed, due now, its delivery status
+-- cleared for the next attempt's receipt; its rule routes it to the next
+-- provider (routes.providers names the one that failed). The dispatcher
+-- still holds it to its attempt budget.
 UPDATE herald.routes AS r
-SET delivery_status = d.delivery_status,
+SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE d.delivery_status END,
     delivery_status_at = coalesce(sqlc.narg('now')::timestamptz, now()),
     delivery_error = d.delivery_error,
-    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END
+    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
+    status = CASE WHEN d.retry AND r.status = 'published' THEN 'failed' ELSE r.status END,
+    next_attempt_at = CASE WHEN d.retry AND r.status = 'published'
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.next_attempt_at END,
+    last_error_classification = CASE WHEN d.retry AND r.status = 'published'
+        THEN 'undelivered' ELSE r.last_error_classification END,
+    last_error_message = CASE WHEN d.retry AND r.status = 'published'
+        THEN 'the provider reported it undelivered (temporary error ' || d.delivery_error || ')' ELSE r.last_error_message END,
+    last_error_at = CASE WHEN d.retry AND r.status = 'published'
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.last_error_at END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (
     SELECT
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
         unnest(@delivery_statuses::text[]) AS delivery_status,
         unnest(@delivery_errors::text[]) AS delivery_error,
-        unnest(@permanents::boolean[]) AS permanent
+        unnest(@permanents::boolean[]) AS permanent,
+        unnest(@retries::boolean[]) AS retry
 ) AS d
 WHERE r.notification_id = ANY(@notification_ids::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
-RETURNING r.notification_id, r.route_id, r.delivery_status::text AS delivery_status,
-    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at;
+RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_status)::text AS delivery_status,
+    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at, (r.status = 'failed')::boolean AS retried;
 
 -- name: RouteNextDue :one
 -- How many seconds until the next route of one channel's lane comes due (a lease's

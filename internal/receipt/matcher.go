@@ -122,7 +122,10 @@ type decision struct {
 	notificationID, route string
 	errCode               string
 	permanent             bool
-	retry                 time.Duration
+	// resend: the route goes back for another attempt (retry_temporary).
+	resend bool
+	// retry is when an unmatched receipt is tried again.
+	retry time.Duration
 }
 
 // MatchOnce matches one batch in one transaction and returns how many
@@ -157,6 +160,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			d.status = rc.MapStatus(r.Status)
 			d.errCode = r.ErrorCode
 			d.permanent = rc.Permanent(r.ErrorCode)
+			d.resend = rc.Retries(d.status, r.ErrorCode)
 			keys = append(keys, key(r.Provider, r.ProviderMessageID))
 		}
 		routes, err := m.q.RouteListByReceiptKeys(ctx, tx, keys)
@@ -216,6 +220,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			set.DeliveryStatuses = append(set.DeliveryStatuses, d.status)
 			set.DeliveryErrors = append(set.DeliveryErrors, d.errCode)
 			set.Permanents = append(set.Permanents, d.permanent)
+			set.Retries = append(set.Retries, d.resend)
 		}
 		changed := map[string]store.RouteDeliveryStatusSetManyRow{}
 		if len(set.RouteIds) > 0 {

@@ -263,3 +263,33 @@ func TestEndpointStoresBeforeAnsweringAndRefusesWhatIsNotTheProviders(t *testing
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
 }
+
+func TestTemporaryUndeliveredSendsTheRouteBackWhenTheProviderSaysRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().Add(2 * time.Second)
+	m := b.matcher(t, &routing.Receipts{RetryTemporary: true, TemporaryErrors: []string{"T1"}}, &now)
+	temporary := b.publishedRoute(t, "sms/acme", "m-t")
+	permanent := b.publishedRoute(t, "sms/acme", "m-p")
+	b.store(t, "sms/acme", "m-t", "UNDELIV", "T1")
+	b.store(t, "sms/acme", "m-p", "UNDELIV", "P1")
+	_, err := m.MatchOnce(context.Background())
+	require.NoError(t, err)
+
+	d := b.delivery(t, temporary)
+	require.Equal(t, "failed", d.Sched, "back on the schedule for the next provider")
+	require.Nil(t, d.Status, "cleared for the next attempt's receipt")
+	require.Equal(t, "T1", d.Error)
+	var due bool
+	var class string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `
+		SELECT next_attempt_at IS NOT NULL, last_error_classification FROM herald.routes WHERE notification_id = $1`,
+		temporary).Scan(&due, &class))
+	require.True(t, due)
+	require.Equal(t, "undelivered", class)
+
+	d = b.delivery(t, permanent)
+	require.Equal(t, "published", d.Sched, "a permanent error stays where it is")
+	require.Equal(t, ptr("undelivered"), d.Status)
+	require.Equal(t, ptr(true), d.Permanent)
+}

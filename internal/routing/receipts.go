@@ -62,6 +62,16 @@ type Receipts struct {
 	// Window is how long an unmatched receipt is tried again; default
 	// DefaultReceiptWindow.
 	Window time.Duration `yaml:"window,omitempty"`
+	// RetryTemporary, when true, sends a route whose receipt says
+	// undelivered with a temporary error code back for another attempt,
+	// which its rule routes to the next provider (off by default).
+	RetryTemporary bool `yaml:"retry_temporary,omitempty"`
+}
+
+// Retries reports whether a receipt of status and error code sends its
+// route back for another attempt. r may be nil (never).
+func (r *Receipts) Retries(status, code string) bool {
+	return r != nil && r.RetryTemporary && status == DeliveryUndelivered && !r.Permanent(code)
 }
 
 // Fields returns the id, status and error field names, defaults applied.

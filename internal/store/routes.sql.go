@@ -614,24 +614,35 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 
 const routeDeliveryStatusSetMany = `-- name: RouteDeliveryStatusSetMany :many
 UPDATE herald.routes AS r
-SET delivery_status = d.delivery_status,
+SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE d.delivery_status END,
     delivery_status_at = coalesce($1::timestamptz, now()),
     delivery_error = d.delivery_error,
-    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END
+    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
+    status = CASE WHEN d.retry AND r.status = 'published' THEN 'failed' ELSE r.status END,
+    next_attempt_at = CASE WHEN d.retry AND r.status = 'published'
+        THEN coalesce($1::timestamptz, now()) ELSE r.next_attempt_at END,
+    last_error_classification = CASE WHEN d.retry AND r.status = 'published'
+        THEN 'undelivered' ELSE r.last_error_classification END,
+    last_error_message = CASE WHEN d.retry AND r.status = 'published'
+        THEN 'the provider reported it undelivered (temporary error ' || d.delivery_error || ')' ELSE r.last_error_message END,
+    last_error_at = CASE WHEN d.retry AND r.status = 'published'
+        THEN coalesce($1::timestamptz, now()) ELSE r.last_error_at END,
+    updated_at = coalesce($1::timestamptz, now())
 FROM (
     SELECT
         unnest($2::text[]) AS notification_id,
         unnest($3::text[]) AS route_id,
         unnest($4::text[]) AS delivery_status,
         unnest($5::text[]) AS delivery_error,
-        unnest($6::boolean[]) AS permanent
+        unnest($6::boolean[]) AS permanent,
+        unnest($7::boolean[]) AS retry
 ) AS d
 WHERE r.notification_id = ANY($2::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
-RETURNING r.notification_id, r.route_id, r.delivery_status::text AS delivery_status,
-    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at
+RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_status)::text AS delivery_status,
+    r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at, (r.status = 'failed')::boolean AS retried
 `
 
 type RouteDeliveryStatusSetManyParams struct {
@@ -641,6 +652,7 @@ type RouteDeliveryStatusSetManyParams struct {
 	DeliveryStatuses []string
 	DeliveryErrors   []string
 	Permanents       []bool
+	Retries          []bool
 }
 
 type RouteDeliveryStatusSetManyRow struct {
@@ -649,6 +661,7 @@ type RouteDeliveryStatusSetManyRow struct {
 	DeliveryStatus   string
 	CreatedAt        time.Time
 	DeliveryStatusAt time.Time
+	Retried          bool
 }
 
 // Records receipts' verdicts on their routes: a route with no delivery
@@ -656,6 +669,13 @@ type RouteDeliveryStatusSetManyRow struct {
 // undelivered, expired) is never changed, so a duplicate or late
 // contradicting receipt changes nothing. The scheduling status is not
 // touched: published stays terminal. Returns the routes changed.
+//
+// With retry set (the provider's receipts say retry_temporary, and the
+// receipt is undelivered with a temporary code) a published route goes
+// back to the schedule instead: failed, due now, its delivery status
+// cleared for the next attempt's receipt; its rule routes it to the next
+// provider (routes.providers names the one that failed). The dispatcher
+// still holds it to its attempt budget.
 func (q *Queries) RouteDeliveryStatusSetMany(ctx context.Context, db DBTX, arg RouteDeliveryStatusSetManyParams) ([]RouteDeliveryStatusSetManyRow, error) {
 	rows, err := db.Query(ctx, routeDeliveryStatusSetMany,
 		arg.Now,
@@ -664,6 +684,7 @@ func (q *Queries) RouteDeliveryStatusSetMany(ctx context.Context, db DBTX, arg R
 		arg.DeliveryStatuses,
 		arg.DeliveryErrors,
 		arg.Permanents,
+		arg.Retries,
 	)
 	if err != nil {
 		return nil, err
@@ -678,6 +699,7 @@ func (q *Queries) RouteDeliveryStatusSetMany(ctx context.Context, db DBTX, arg R
 			&i.DeliveryStatus,
 			&i.CreatedAt,
 			&i.DeliveryStatusAt,
+			&i.Retried,
 		); err != nil {
 			return nil, err
 		}
