@@ -147,7 +147,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	defer srv.Close()
 	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS provider %s",
-		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS)
+		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS.URL)
 
 	var intakeDuplicates atomic.Int64
 	ecfg, err := engineConfig(srv, cfg.Logger)
@@ -251,7 +251,7 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 		_ = wh.Close()
 		return nil, err
 	}
-	sm, err := sms.New(sms.Config{URL: srv.SMS, APIKey: srv.SMSAPIKey, From: "HERALD", Timeout: 5 * time.Second, Logger: logger})
+	sm, err := sms.New(sms.Config{URL: srv.SMS.URL, APIKey: srv.SMS.APIKey, From: "HERALD", Timeout: 5 * time.Second, Logger: logger})
 	if err != nil {
 		_ = wh.Close()
 		_ = em.Close()
