@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
-	out, stderr, err := run(t, map[string]string{"DATABASE_URL": dbURL}, "demo", "--json", "-users", "60")
+	// 100 users: enough Kenyan numbers (one user in four) that the routes
+	// failing over to sms/backup outrun its cap.
+	out, stderr, err := run(t, map[string]string{"DATABASE_URL": dbURL}, "demo", "--json", "-users", "100")
 	require.NoError(t, err, stderr)
 	require.Contains(t, stderr, "routes", "progress goes to stderr")
 
@@ -26,7 +30,7 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(60+1+23+10+40), sum.Accepted, "orders, the newsletter, invoices, reminders, resets")
+	require.Equal(t, int64(100+1+23+10+40), sum.Accepted, "orders, the newsletter, invoices, reminders, resets")
 	require.Equal(t, 15+5, sum.Duplicates)
 	require.Equal(t, 2, sum.Conflicts, "one through each door")
 	require.Equal(t, 1, sum.Invalid)
@@ -80,6 +84,78 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 		dl += d.Count
 	}
 	require.Equal(t, sum.DeadLettered, dl)
+
+	// The providers part: every figure read again from the database, and
+	// against what the loopback providers' own servers counted.
+	p := sum.Providers
+	require.NotNil(t, p)
+	require.Empty(t, p.Skipped)
+	require.Len(t, p.Rules, 2)
+	require.Equal(t, []string{"sms/acme", "sms/backup"}, p.Rules[0].Providers)
+	require.Len(t, p.Providers, 2)
+	acme, backup := p.Providers[0], p.Providers[1]
+	require.Equal(t, "sms/acme", acme.Name)
+	require.Equal(t, "sms/backup", backup.Name)
+	for _, c := range p.Providers {
+		require.Equal(t, c.Attempts, count(`SELECT count(*) FROM herald.routes, unnest(providers) AS p WHERE p = $1`, c.Name), c.Name)
+		require.Equal(t, c.Routes, count(`SELECT count(*) FROM herald.routes WHERE $1 = ANY(providers)`, c.Name), c.Name)
+		require.Equal(t, c.Published, count(`SELECT count(*) FROM herald.routes
+			WHERE status = 'published' AND providers[cardinality(providers)] = $1`, c.Name), c.Name)
+		require.Equal(t, c.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters WHERE provider = $1`, c.Name), c.Name)
+	}
+	require.Equal(t, p.FailedOver, count(`SELECT count(*) FROM herald.routes WHERE cardinality(array_positions(providers, 'sms/acme')) > 0
+		AND cardinality(array_positions(providers, 'sms/backup')) > 0`))
+	require.Positive(t, p.FailedOver, "Kenyan numbers fail over from sms/acme to sms/backup")
+	require.Equal(t, p.FailedOver, count(`SELECT count(*) FROM herald.routes
+		WHERE providers[1] = 'sms/acme' AND providers[cardinality(providers)] = 'sms/backup'`), "each one from acme to backup")
+	require.Equal(t, p.FailedOverPublished, count(`SELECT count(*) FROM herald.routes
+		WHERE status = 'published' AND providers[1] = 'sms/acme' AND providers[cardinality(providers)] = 'sms/backup'`))
+	require.Equal(t, p.FailedOver, backup.Routes, "only failovers reach the backup")
+	// Every SMS attempt reached a server: a provider's, or (before the
+	// engine had loaded the providers) the channel's own driver's, which
+	// is sms/acme's server.
+	require.Equal(t, p.ChannelDriverAttempts, count(`SELECT coalesce(sum(attempt_count - coalesce(cardinality(providers), 0)), 0)
+		FROM herald.routes WHERE channel = 'sms' AND status <> 'skipped'`))
+	require.Equal(t, backup.Received, backup.Attempts)
+	require.Equal(t, acme.Received, acme.Attempts+p.ChannelDriverAttempts)
+	// The cap held at the provider: more than a second's worth of routes
+	// reached it, never more than its cap in any one second.
+	require.Equal(t, demo.BackupCapPerSecond, backup.CapPerSecond)
+	require.Greater(t, backup.Received, int64(backup.CapPerSecond))
+	require.Positive(t, backup.MaxPerSecond)
+	require.LessOrEqual(t, backup.MaxPerSecond, backup.CapPerSecond)
+	require.Equal(t, int64(len(p.Circuits)), count(`SELECT count(*) FROM herald.provider_events`))
+	// The database is left as the demo found it: its providers applied
+	// and removed again, both audited.
+	require.Zero(t, count(`SELECT count(*) FROM herald.providers`))
+	require.Equal(t, int64(2), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'routing_apply' AND actor = 'herald-demo'`))
+}
+
+func TestDemoLeavesADatabasesOwnProvidersAlone(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtemp.NewDatabase(t)
+	env := map[string]string{"DATABASE_URL": dbURL}
+	file := filepath.Join(t.TempDir(), "providers.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("providers:\n  - {name: webhook/own, driver: discard}\n"), 0o600))
+	_, stderr, err := run(t, env, "providers", "apply", "-f", file, "--actor", "ops")
+	require.NoError(t, err, stderr)
+
+	out, stderr, err := run(t, env, "demo", "--json", "-users", "10")
+	require.NoError(t, err, stderr)
+	var sum demo.Summary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	require.NotNil(t, sum.Providers)
+	require.Contains(t, sum.Providers.Skipped, "webhook/own")
+	require.Zero(t, sum.Providers.FailedOver)
+	require.Zero(t, sum.Unfinished)
+
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var names []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(name ORDER BY name) FROM herald.providers`).Scan(&names))
+	require.Equal(t, []string{"webhook/own"}, names)
 }
 
 func TestDemoRejectsABadUserCount(t *testing.T) {
@@ -104,6 +180,9 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	require.Zero(t, sum.Unfinished)
 	require.Equal(t, int64(10+1+23+10+40), sum.Accepted)
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
+	require.NotNil(t, sum.Providers)
+	require.Empty(t, sum.Providers.Skipped)
+	require.Positive(t, sum.Providers.FailedOver)
 	require.Contains(t, sum.Commands[0], "-keep", "the commands say how to keep the database")
 
 	// The cluster is gone: nothing answers at its URL any more.

@@ -2,10 +2,19 @@
 // workload to loopback channel servers that misbehave as real ones do, and a
 // summary of what happened read back from the database.
 //
-// The servers (Start) are a webhook receiver, a real SMTP server and an HTTP
-// SMS provider, throttling, failing for a while and refusing addresses that
-// do not exist, deterministically, so that a run shows herald's retries and
-// dead letters. They listen on 127.0.0.1 only.
+// The servers (Start) are a webhook receiver, a real SMTP server and two
+// HTTP SMS providers, throttling, failing for a while and refusing
+// addresses that do not exist, deterministically, so that a run shows
+// herald's retries and dead letters. They listen on 127.0.0.1 only.
+//
+// The SMS providers are the database's: the demo applies a providers file
+// (sms/acme, and sms/backup with a cap; a failover rule for +254 numbers,
+// which sms/acme cannot reach, and a catch-all) with routing.Apply before
+// the engine starts, and the summary reports what each provider took, the
+// failovers, and the most the capped provider's own server received in any
+// one second. On a database that holds providers of its own the demo leaves
+// them alone; on any database but its throwaway one it removes its
+// providers again when it is done.
 //
 // The workload goes through both doors: intents submitted through the public
 // client (with repeats, a key conflict and an intent the client refuses) and
@@ -146,8 +155,31 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	defer srv.Close()
-	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS provider %s",
-		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS)
+	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS providers %s (sms/acme) and %s (sms/backup)",
+		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS.URL, srv.SMSBackup.URL)
+
+	w := newWorkload(cfg.Users, srv)
+	pl, skipped, err := applyProviders(ctx, pool, srv, w.runID)
+	if err != nil {
+		return err
+	}
+	if pl != nil {
+		say("demo: providers applied with routing.Apply, as `herald providers apply -f` does: sms/acme, which cannot reach %s numbers today, and sms/backup, capped at %d/s;",
+			SMSDownPrefix, BackupCapPerSecond)
+		say("      SMS rule kenya (%s) fails over from sms/acme to sms/backup, rule default sends every other number to sms/acme", SMSDownPrefix)
+		if !cfg.Throwaway {
+			// Runs after the engine has stopped (deferred before it).
+			defer func() {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				defer cancel()
+				if err := removeProviders(rctx, pool, w.runID); err != nil {
+					say("demo: %v", err)
+				}
+			}()
+		}
+	} else {
+		say("demo: no providers applied: %s", skipped)
+	}
 
 	var intakeDuplicates atomic.Int64
 	ecfg, err := engineConfig(srv, cfg.Logger)
@@ -183,7 +215,6 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	stop := func() { stopEngine(); <-stopped }
 	defer stop()
 
-	w := newWorkload(cfg.Users, srv)
 	say("demo: run %s: submitting through the Go client and raw INSERTs into herald.intake", w.runID)
 	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep}
 	client, err := cfg.NewClientFunc(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
@@ -209,12 +240,18 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	if err := w.summarize(ctx, pool, sum); err != nil {
 		return err
 	}
+	sum.Providers = &Providers{Skipped: skipped}
+	if pl != nil {
+		if sum.Providers, err = pl.summarize(ctx, pool, srv, w.runID); err != nil {
+			return err
+		}
+	}
 	say("demo: a second producer's login tries to step outside its own rows…")
 	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClientFunc); err != nil {
 		return err
 	}
 	sum.Elapsed = time.Since(cfg.Started).Seconds()
-	sum.Commands = commands(cfg.DatabaseURL, cfg.Throwaway, cfg.Keep)
+	sum.Commands = commands(cfg.DatabaseURL, cfg.Throwaway, cfg.Keep, pl != nil)
 	if err := cfg.ReportFunc(sum); err != nil {
 		return err
 	}
@@ -251,7 +288,11 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 		_ = wh.Close()
 		return nil, err
 	}
-	sm, err := sms.New(sms.Config{URL: srv.SMS, APIKey: srv.SMSAPIKey, From: "HERALD", Timeout: 5 * time.Second, Logger: logger})
+	// The SMS channel's own driver, as serve's configuration gives it: it
+	// delivers only while the database holds no SMS providers (the demo's
+	// are applied before the engine starts, and the engine delivers the
+	// channel through them once it has loaded them).
+	sm, err := sms.New(sms.Config{URL: srv.SMS.URL, APIKey: srv.SMS.APIKey, From: "HERALD", Timeout: 5 * time.Second, Logger: logger})
 	if err != nil {
 		_ = wh.Close()
 		_ = em.Close()
@@ -259,8 +300,9 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 	}
 	backoff := dispatch.BackoffConfig{Base: 100 * time.Millisecond, Cap: 2 * time.Second}
 	return &engine.Config{
-		Logger:   logger,
-		Registry: metrics.NewRegistry(),
+		Logger:     logger,
+		Registry:   metrics.NewRegistry(),
+		GetenvFunc: srv.getenv,
 		Dispatch: dispatch.Config{
 			Channels: map[string]dispatch.ChannelConfig{
 				"webhook": {Deliverer: wh, Concurrency: 8, MaxAttempts: 5, Backoff: backoff, Timeout: 5 * time.Second},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,25 +17,46 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// Servers are the three loopback channel servers of a demo run.
+// Servers are the loopback channel servers of a demo run: a webhook
+// receiver, an SMTP server and two HTTP SMS providers.
 type Servers struct {
 	// Webhook is the receiver's base URL, e.g. http://127.0.0.1:41234.
 	Webhook string
 	// SMTPHost and SMTPPort address the SMTP server (no TLS, no AUTH).
 	SMTPHost string
 	SMTPPort int
-	// SMS is the provider's send endpoint URL.
-	SMS string
-	// SMSAPIKey is the key the provider expects as a bearer token.
-	SMSAPIKey string
+	// SMS is the demo's main SMS provider (sms/acme): it throttles, fails
+	// now and then, refuses unknown numbers and cannot reach SMSDownPrefix.
+	SMS *SMSProvider
+	// SMSBackup is the backup SMS provider (sms/backup): it accepts every
+	// number but the unknown ones.
+	SMSBackup *SMSProvider
 
-	// Counts of what each server saw.
+	// Counts of what the webhook receiver and the SMTP server saw.
 	WebhookRequests, WebhookAccepted atomic.Int64
 	MailRcpts, MailAccepted          atomic.Int64
-	SMSRequests, SMSAccepted         atomic.Int64
-	SMSThrottled, SMSFailed          atomic.Int64
 
 	closers []func()
+}
+
+// SMSProvider is one loopback HTTP SMS provider: bearer auth, JSON {"to",
+// "from", "body"} in, {"id", "status"} out. It counts what it receives, and
+// when, so that a cap can be checked at the provider itself.
+type SMSProvider struct {
+	// URL is its send endpoint.
+	URL string
+	// APIKey is the key it expects as a bearer token.
+	APIKey string
+
+	// Requests counts every request; Accepted, Throttled (429), Failed
+	// (500) and Unavailable (503) the answers of each kind.
+	Requests, Accepted, Throttled, Failed, Unavailable atomic.Int64
+
+	// quirky: throttle one request in seven, fail one in eleven, and answer
+	// 503 to SMSDownPrefix's numbers.
+	quirky bool
+	mu     sync.Mutex
+	times  []time.Time // when each request arrived
 }
 
 // Paths and address patterns the servers treat specially.
@@ -54,7 +76,7 @@ const (
 	MailboxGreylist = "greylist"
 )
 
-// SMSUnknownNumbers are valid E.164 numbers the SMS provider says it
+// SMSUnknownNumbers are valid E.164 numbers both SMS providers say they
 // cannot reach (HTTP 400, invalid_destination): permanent failures.
 var SMSUnknownNumbers = map[string]bool{
 	"+14155550199":   true,
@@ -62,20 +84,31 @@ var SMSUnknownNumbers = map[string]bool{
 	"+5511900000999": true,
 }
 
-// Start starts the three servers on loopback. Close stops them.
+// SMSDownPrefix is the destination prefix the main SMS provider cannot
+// reach: it answers 503 to every number that starts with it, as a provider
+// whose link to one country's operators is down does. A transient failure:
+// the demo's routing rule for the prefix fails over to the backup.
+const SMSDownPrefix = "+254"
+
+// Start starts the servers on loopback. Close stops them.
 func Start(ctx context.Context) (*Servers, error) {
-	s := &Servers{SMSAPIKey: "demo-sms-key"}
+	s := &Servers{
+		SMS:       &SMSProvider{APIKey: "demo-sms-key", quirky: true},
+		SMSBackup: &SMSProvider{APIKey: "demo-backup-key"},
+	}
 	var err error
 	if s.Webhook, err = s.serveHTTP(ctx, http.HandlerFunc(s.webhook)); err != nil {
 		s.Close()
 		return nil, err
 	}
-	sms, err := s.serveHTTP(ctx, http.HandlerFunc(s.sms))
-	if err != nil {
-		s.Close()
-		return nil, err
+	for _, p := range []*SMSProvider{s.SMS, s.SMSBackup} {
+		base, err := s.serveHTTP(ctx, http.HandlerFunc(p.serve))
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		p.URL = base + "/v1/messages"
 	}
-	s.SMS = sms + "/v1/messages"
 	if err := s.serveSMTP(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -129,13 +162,17 @@ func (s *Servers) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sms is the provider: bearer auth, JSON {"to", "from", "body"}; one request
-// in seven is throttled (429 with Retry-After: 1), one in eleven fails with
-// 500, and SMSUnknownNumbers are refused as invalid destinations.
-func (s *Servers) sms(w http.ResponseWriter, r *http.Request) {
-	n := s.SMSRequests.Add(1)
+// serve is the provider's endpoint. Both providers refuse
+// SMSUnknownNumbers as invalid destinations; the quirky one also answers
+// 503 to SMSDownPrefix's numbers, throttles one request in seven (429 with
+// Retry-After: 1) and fails one in eleven with 500.
+func (p *SMSProvider) serve(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.times = append(p.times, time.Now())
+	p.mu.Unlock()
+	n := p.Requests.Add(1)
 	w.Header().Set("Content-Type", "application/json")
-	if r.Header.Get("Authorization") != "Bearer "+s.SMSAPIKey {
+	if r.Header.Get("Authorization") != "Bearer "+p.APIKey {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, `{"error":"unauthorized"}`)
 		return
@@ -150,22 +187,50 @@ func (s *Servers) sms(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
-	case n%7 == 0:
-		s.SMSThrottled.Add(1)
+	case p.quirky && strings.HasPrefix(req.To, SMSDownPrefix):
+		p.Unavailable.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"error":"unavailable","message":"no route to the destination's operator"}`)
+	case p.quirky && n%7 == 0:
+		p.Throttled.Add(1)
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = io.WriteString(w, `{"error":"rate_limited","message":"too many requests"}`)
-	case n%11 == 0:
-		s.SMSFailed.Add(1)
+	case p.quirky && n%11 == 0:
+		p.Failed.Add(1)
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = io.WriteString(w, `{"error":"internal","message":"upstream carrier timeout"}`)
 	case SMSUnknownNumbers[req.To]:
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"error":"invalid_destination","message":"unknown number"}`)
 	default:
-		s.SMSAccepted.Add(1)
+		p.Accepted.Add(1)
 		_, _ = fmt.Fprintf(w, `{"id":"sm_%06d","status":"queued"}`, n)
 	}
+}
+
+// MaxPerSecond returns the most requests the provider received in any
+// one-second window (any window, not only those starting on a whole
+// second), and 0 before any.
+func (p *SMSProvider) MaxPerSecond() int {
+	p.mu.Lock()
+	times := slices.Clone(p.times)
+	p.mu.Unlock()
+	return maxInWindow(times, time.Second)
+}
+
+// maxInWindow returns the most of times (in any order) that fall in one
+// half-open window [t, t+width).
+func maxInWindow(times []time.Time, width time.Duration) int {
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	most, first := 0, 0
+	for last, t := range times {
+		for t.Sub(times[first]) >= width {
+			first++
+		}
+		most = max(most, last-first+1)
+	}
+	return most
 }
 
 func (s *Servers) serveSMTP(ctx context.Context) error {

@@ -31,7 +31,7 @@ func msg(addr string, content string) *channel.Message {
 func TestSMSProviderThrottlesFailsAndRefusesUnknownNumbers(t *testing.T) {
 	t.Parallel()
 	srv := setup(t)
-	d, err := sms.New(sms.Config{URL: srv.SMS, APIKey: srv.SMSAPIKey})
+	d, err := sms.New(sms.Config{URL: srv.SMS.URL, APIKey: srv.SMS.APIKey})
 	require.NoError(t, err)
 	defer d.Close()
 	ctx := context.Background()
@@ -53,10 +53,36 @@ func TestSMSProviderThrottlesFailsAndRefusesUnknownNumbers(t *testing.T) {
 	require.Equal(t, channel.Permanent, out.Class)
 	require.Equal(t, channel.ClassInvalidDestination, out.Classification)
 
-	bad, err := sms.New(sms.Config{URL: srv.SMS, APIKey: "wrong"})
+	out = d.Deliver(ctx, msg(demo.SMSDownPrefix+"710001002", `{"body":"hi"}`)) // request 16
+	require.Equal(t, channel.Transient, out.Class, "the main provider cannot reach "+demo.SMSDownPrefix)
+	require.Zero(t, out.RetryAfter, "a failover need not wait")
+	require.Equal(t, int64(1), srv.SMS.Unavailable.Load())
+
+	bad, err := sms.New(sms.Config{URL: srv.SMS.URL, APIKey: "wrong"})
 	require.NoError(t, err)
 	defer bad.Close()
 	require.Equal(t, sms.ClassProviderAuth, bad.Deliver(ctx, msg("+14155551234", `{"body":"hi"}`)).Classification)
+	require.Equal(t, int64(17), srv.SMS.Requests.Load())
+	require.Zero(t, srv.SMSBackup.Requests.Load())
+}
+
+func TestSMSBackupAcceptsEveryNumberButTheUnknownAndCountsPerSecond(t *testing.T) {
+	t.Parallel()
+	srv := setup(t)
+	d, err := sms.New(sms.Config{URL: srv.SMSBackup.URL, APIKey: srv.SMSBackup.APIKey})
+	require.NoError(t, err)
+	defer d.Close()
+	ctx := context.Background()
+
+	for range 14 {
+		require.Equal(t, channel.Delivered, d.Deliver(ctx, msg("+14155551234", `{"body":"hi"}`)).Class)
+	}
+	require.Equal(t, channel.Delivered, d.Deliver(ctx, msg(demo.SMSDownPrefix+"710001002", `{"body":"hi"}`)).Class)
+	require.Equal(t, channel.Permanent, d.Deliver(ctx, msg("+14155550199", `{"body":"hi"}`)).Class)
+	require.Equal(t, int64(16), srv.SMSBackup.Requests.Load())
+	require.Equal(t, int64(15), srv.SMSBackup.Accepted.Load())
+	require.Equal(t, 16, srv.SMSBackup.MaxPerSecond(), "16 requests in well under a second")
+	require.Zero(t, srv.SMS.MaxPerSecond())
 }
 
 func TestSMTPServerBouncesAndGreylists(t *testing.T) {

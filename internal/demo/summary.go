@@ -3,7 +3,9 @@ package demo
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Summary is what `herald demo` reports; every count but the client's
@@ -47,6 +49,8 @@ type Summary struct {
 
 	// Isolation is what a second producer's login tried and was refused.
 	Isolation *Isolation `json:"isolation"`
+	// Providers is what the SMS providers the demo applied did.
+	Providers *Providers `json:"providers"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -59,6 +63,69 @@ type Count struct {
 	Channel string `json:"channel,omitempty"`
 	Key     string `json:"key"`
 	Count   int64  `json:"count"`
+}
+
+// Providers is the summary's providers part: the SMS providers and rules
+// the demo applied, what each provider took (from routes.providers) and
+// what its loopback server received, the routes that failed over, and the
+// circuits' events during the run.
+type Providers struct {
+	// Skipped says why the demo applied no providers (the database holds
+	// providers of its own, or the login may not apply them); empty when
+	// it did.
+	Skipped string `json:"skipped,omitempty"`
+	// Rules are the SMS channel's rules, in order.
+	Rules     []Rule          `json:"rules,omitempty"`
+	Providers []ProviderCount `json:"providers,omitempty"`
+	// FailedOver counts the routes whose attempts went to more than one
+	// provider; FailedOverPublished those of them published.
+	FailedOver          int64 `json:"failed_over"`
+	FailedOverPublished int64 `json:"failed_over_published"`
+	// ChannelDriverAttempts counts SMS attempts made by the channel's own
+	// driver (the demo's serve configuration, pointing at sms/acme's
+	// server) rather than by a provider: before the engine had loaded the
+	// providers. Normally 0.
+	ChannelDriverAttempts int64 `json:"channel_driver_attempts"`
+	// Circuits are the providers' circuits opening and closing during the
+	// run, in order.
+	Circuits []CircuitEvent `json:"circuits,omitempty"`
+}
+
+// Rule is one routing rule the demo applied; Match is its prefixes, or
+// "anything else" for a catch-all.
+type Rule struct {
+	Name      string   `json:"name"`
+	Match     string   `json:"match"`
+	Strategy  string   `json:"strategy"`
+	Providers []string `json:"providers"`
+}
+
+// ProviderCount is one provider's line: what the database recorded of it
+// and what its loopback server received.
+type ProviderCount struct {
+	Name string `json:"name"`
+	// CapPerSecond is its cap; 0 is none.
+	CapPerSecond int `json:"cap_per_second"`
+	// Attempts are the attempts routes.providers says it took; Routes the
+	// routes it took at least one attempt of; Published and DeadLettered
+	// the routes whose last attempt it took, by outcome.
+	Attempts     int64 `json:"attempts"`
+	Routes       int64 `json:"routes"`
+	Published    int64 `json:"published"`
+	DeadLettered int64 `json:"dead_lettered"`
+	// Received is what its loopback server counted, and MaxPerSecond the
+	// most it received in any one-second window.
+	Received     int64 `json:"received"`
+	MaxPerSecond int   `json:"max_per_second"`
+}
+
+// CircuitEvent is a provider's circuit opening or closing
+// (herald.provider_events).
+type CircuitEvent struct {
+	Provider string    `json:"provider"`
+	At       time.Time `json:"at"`
+	Event    string    `json:"event"`
+	Detail   string    `json:"detail"`
 }
 
 // Isolation is what the demo's isolation probe found: a second
@@ -80,9 +147,11 @@ type Attempt struct {
 	How     string `json:"how"`
 }
 
-// commands are the commands that inspect the run's dead letters; dbURL is
-// the database's URL without its password.
-func commands(dbURL string, throwaway, keep bool) []string {
+// commands are the commands that inspect the run's dead letters and
+// providers; dbURL is the database's URL without its password, and
+// providers says that the demo's providers stay in the database (a
+// throwaway one's).
+func commands(dbURL string, throwaway, keep, providers bool) []string {
 	cmds := []string{
 		"export DATABASE_URL='" + dbURL + "'",
 		"go run ./cmd/herald dead-letters list",
@@ -90,6 +159,12 @@ func commands(dbURL string, throwaway, keep bool) []string {
 		"go run ./cmd/herald malformed list",
 		`psql "$DATABASE_URL" -c 'SELECT channel, classification, count(*) FROM herald.dead_letter_view GROUP BY 1, 2 ORDER BY 1, 2'`,
 		`psql "$DATABASE_URL" -c 'SELECT notification_type, channel, attempts, classification, message, recovery_hint FROM herald.dead_letter_view ORDER BY dead_lettered_at DESC LIMIT 20'`,
+		`psql "$DATABASE_URL" -c 'SELECT providers, status, count(*) FROM herald.routes WHERE providers IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC'`,
+	}
+	if throwaway && providers {
+		cmds = append(cmds,
+			"go run ./cmd/herald routing test "+SMSDownPrefix+"710001002",
+			`psql "$DATABASE_URL" -c 'SELECT * FROM herald.provider_health_view'`)
 	}
 	if throwaway && !keep {
 		cmds = append([]string{"# the throwaway database is gone once the demo exits: run `go run ./cmd/herald demo -keep` to keep it up, then in another terminal:"}, cmds...)
@@ -109,7 +184,7 @@ func WriteSummary(out io.Writer, s *Summary) error {
 	row("malformed", s.Malformed, "raw entries kept in herald.malformed_intents (the raw conflict included)")
 	row("routes", s.Routes, "one per (channel, recipient)")
 	row("published", s.Published, "delivered")
-	row("retried", s.Retried, "routes that needed more than one attempt (throttling, 5xx, greylisting)")
+	row("retried", s.Retried, "routes that needed more than one attempt (throttling, 5xx, greylisting, failover)")
 	row("dead-lettered", s.DeadLettered, "permanent failures and exhausted budgets, in herald.dead_letters")
 	row("skipped", s.Skipped, "no address for the channel, or opted out")
 	row("unfinished", s.Unfinished, "")
@@ -131,6 +206,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		}
 		_ = tw.Flush()
 	}
+	if s.Providers != nil {
+		writeProviders(out, s.Providers, row)
+	}
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {
 			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)
@@ -147,10 +225,60 @@ func WriteSummary(out io.Writer, s *Summary) error {
 			_ = tw.Flush()
 		}
 	}
-	fmt.Fprintln(out, "\ninspect the dead letters:")
+	fmt.Fprintln(out, "\ninspect the dead letters and the providers:")
 	for _, c := range s.Commands {
 		fmt.Fprintln(out, "  "+c)
 	}
 	fmt.Fprintf(out, "\nfinished in %.1fs\n", s.Elapsed)
 	return nil
+}
+
+// writeProviders prints the providers part of the summary, its last lines
+// as row prints the summary's.
+func writeProviders(out io.Writer, p *Providers, row func(name string, v any, note string)) {
+	if p.Skipped != "" {
+		fmt.Fprintf(out, "\nSMS providers: none applied (%s)\n", p.Skipped)
+		return
+	}
+	fmt.Fprintln(out, "\nSMS providers and rules, applied with routing.Apply as `herald providers apply -f` does:")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	for _, r := range p.Rules {
+		to := strings.Join(r.Providers, " → ")
+		if len(r.Providers) > 1 {
+			to += " (" + r.Strategy + ")"
+		}
+		fmt.Fprintf(tw, "  rule %s\t%s\t%s\n", r.Name, r.Match, to)
+	}
+	_ = tw.Flush()
+	line := "  %-12s %5s %9v %7v %10v %14v %9v %11v\n"
+	fmt.Fprintf(out, "\n"+line, "provider", "cap", "attempts", "routes", "published", "dead-lettered", "received", "most in 1s")
+	var capped *ProviderCount
+	for i, c := range p.Providers {
+		limit := "none"
+		if c.CapPerSecond > 0 {
+			limit = fmt.Sprintf("%d/s", c.CapPerSecond)
+			if capped == nil {
+				capped = &p.Providers[i]
+			}
+		}
+		fmt.Fprintf(out, line, c.Name, limit, c.Attempts, c.Routes, c.Published, c.DeadLettered, c.Received, c.MaxPerSecond)
+	}
+	fmt.Fprintln(out, "  attempts to dead-lettered: routes.providers; received and most in 1s: each provider's own server")
+	fmt.Fprintln(out)
+	row("failed over", p.FailedOver, fmt.Sprintf("routes sent on to the next provider after a transient failure, %d of them published", p.FailedOverPublished))
+	if capped != nil {
+		verdict := "held"
+		if capped.MaxPerSecond > capped.CapPerSecond {
+			verdict = "BROKEN"
+		}
+		row("cap "+verdict, capped.MaxPerSecond, fmt.Sprintf("the most %s's server received in any one second; its cap is %d/s",
+			capped.Name, capped.CapPerSecond))
+	}
+	if p.ChannelDriverAttempts > 0 {
+		row("no provider", p.ChannelDriverAttempts, "SMS attempts by the channel's own driver, before the engine had loaded the providers")
+	}
+	row("circuits", len(p.Circuits), "opened or closed (herald.provider_events)")
+	for _, e := range p.Circuits {
+		fmt.Fprintf(out, "  %-14s %8s   %s %s %s\n", "", "", e.At.Local().Format("15:04:05.000"), e.Provider, strings.ReplaceAll(e.Event, "_", " "))
+	}
 }

@@ -41,11 +41,14 @@ func newWorkload(users int, srv *Servers) *workload {
 
 func (w *workload) userID(i int) string { return fmt.Sprintf("u%04d", i) }
 
-// recipient is user i's directory entry: most have an e-mail and a phone;
-// every 25th has no phone (its SMS is skipped), every 40th opted out of
-// e-mail, every 50th has a mailbox that bounces (a dead letter), every 30th
-// is greylisted once (a retry), and every 67th has a number the provider
-// cannot reach (a dead letter).
+// recipient is user i's directory entry: most have an e-mail and a US
+// phone; every 25th has no phone (its SMS is skipped), every 40th opted out
+// of e-mail, every 50th has a mailbox that bounces (a dead letter), every
+// 30th is greylisted once (a retry), every 67th has a number the providers
+// cannot reach (a dead letter), and one in four of the others (i%4 == 2) a
+// Kenyan number, which the main SMS provider cannot reach today
+// (SMSDownPrefix): the demo's routing rule for +254 fails over to the
+// backup.
 func (w *workload) recipient(i int) heraldtype.Recipient {
 	r := heraldtype.Recipient{
 		UserID: w.userID(i),
@@ -64,6 +67,8 @@ func (w *workload) recipient(i int) heraldtype.Recipient {
 		r.Phone = ""
 	case i%67 == 0:
 		r.Phone = "+14155550199"
+	case i%4 == 2:
+		r.Phone = fmt.Sprintf("%s71%07d", SMSDownPrefix, 1000+i)
 	}
 	if i%40 == 0 {
 		r.OptedOut = []string{"email"}

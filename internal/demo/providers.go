@@ -1,0 +1,248 @@
+package demo
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/routing"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// The demo's delivery plane: two SMS providers and the rules that choose
+// between them, written to the database by routing.Apply (what `herald
+// providers apply -f FILE` runs) before the engine starts; the engine then
+// loads them as every `herald serve` does, and the SMS channel is delivered
+// by them rather than by the channel's own driver.
+//
+// sms/acme cannot reach SMSDownPrefix's numbers (503, transient), so the
+// kenya rule's routes fail over to sms/backup, whose cap the engine paces
+// across processes. The catch-all rule keeps every other number on
+// sms/acme, which stays at full speed while sms/backup's backlog waits for
+// its cap.
+const (
+	// BackupCapPerSecond is sms/backup's cap: small enough that the routes
+	// failing over to it outrun it, so that the pacing shows.
+	BackupCapPerSecond = 20
+
+	// The providers' credentials are environment references, as a real
+	// file's are; the demo's engine resolves them (engine.Config's
+	// GetenvFunc) and no other process can, so a `herald serve` sharing
+	// the database refuses the demo's file and keeps its own providers.
+	acmeKeyEnv   = "HERALD_DEMO_ACME_KEY"
+	backupKeyEnv = "HERALD_DEMO_BACKUP_KEY"
+	demoKeyEnv   = "HERALD_DEMO_" // how the demo's own providers are recognised
+
+	demoActor = "herald-demo"
+)
+
+// providersFile is the demo's providers file for srv, as an operator would
+// write it for `herald providers apply -f`.
+func providersFile(srv *Servers) string {
+	return fmt.Sprintf(`providers:
+  - name: sms/acme
+    driver: sms-http
+    # sms/acme's refusals of +254 and its throttling are about two answers
+    # in five: its circuit opens only at three in four, for two seconds.
+    circuit: {failure_ratio: 0.75, cooldown: 2s}
+    sms_http: {url: %q, api_key: {env: %s}, from: HERALD}
+  - name: sms/backup
+    driver: sms-http
+    cap_per_second: %d
+    sms_http: {url: %q, api_key: {env: %s}, from: HERALD}
+rules:
+  sms:
+    - name: kenya
+      match: {prefixes: [%q]}
+      strategy: failover
+      providers: [sms/acme, sms/backup]
+    - name: default
+      providers: [sms/acme]
+`, srv.SMS.URL, acmeKeyEnv, BackupCapPerSecond, srv.SMSBackup.URL, backupKeyEnv, SMSDownPrefix)
+}
+
+// getenv resolves the demo's credential references for its engine.
+func (srv *Servers) getenv(name string) string {
+	switch name {
+	case acmeKeyEnv:
+		return srv.SMS.APIKey
+	case backupKeyEnv:
+		return srv.SMSBackup.APIKey
+	}
+	return ""
+}
+
+// plane is what the demo applied, for the summary and the clean-up.
+type plane struct {
+	file *routing.File
+	// lastEvent is the newest herald.provider_events id before the run:
+	// the run's circuit events come after it.
+	lastEvent int64
+}
+
+// applyProviders applies the demo's providers file, unless the database
+// holds providers the demo did not write (a shared DATABASE_URL: they stay
+// as they are) or the login may not apply a file; then it returns a nil
+// plane and the reason. The demo's own providers left by an earlier run
+// are replaced.
+func applyProviders(ctx context.Context, pool *pgxpool.Pool, srv *Servers, runID string) (*plane, string, error) {
+	f, err := routing.Parse([]byte(providersFile(srv)))
+	if err != nil {
+		return nil, "", fmt.Errorf("the demo's providers file: %w", err)
+	}
+	t, err := routing.Load(ctx, pool)
+	if err != nil {
+		if denied(err) {
+			return nil, "this login may not read herald.providers", nil
+		}
+		return nil, "", err
+	}
+	var others []string
+	for name, p := range t.Providers {
+		if !strings.HasPrefix(p.SMSHTTP.APIKey.Env, demoKeyEnv) {
+			others = append(others, name)
+		}
+	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		return nil, fmt.Sprintf("the database holds providers the demo did not write (%s): it leaves them as they are",
+			strings.Join(others, ", ")), nil
+	}
+	events, err := store.New().ProviderEventList(ctx, pool, store.ProviderEventListParams{Max: 1})
+	if err != nil {
+		return nil, "", fmt.Errorf("read provider events: %w", err)
+	}
+	p := &plane{file: f}
+	if len(events) > 0 {
+		p.lastEvent = events[0].ID
+	}
+	if _, err := routing.Apply(ctx, pool, f, demoActor, &routing.ApplyOpts{Reason: "herald demo " + runID}); err != nil {
+		if denied(err) {
+			return nil, "this login may not apply providers (herald_operator may)", nil
+		}
+		return nil, "", fmt.Errorf("apply the demo's providers: %w", err)
+	}
+	return p, "", nil
+}
+
+// removeProviders removes the demo's providers and rules, leaving a shared
+// database as the demo found it (routes keep the providers they recorded).
+func removeProviders(ctx context.Context, pool *pgxpool.Pool, runID string) error {
+	f, err := routing.Parse([]byte("providers: []\n"))
+	if err != nil {
+		return err
+	}
+	if _, err := routing.Apply(ctx, pool, f, demoActor, &routing.ApplyOpts{Reason: "herald demo " + runID + " done"}); err != nil {
+		return fmt.Errorf("remove the demo's providers: %w", err)
+	}
+	return nil
+}
+
+// denied reports whether err is the database refusing the login.
+func denied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege
+}
+
+// The two statements below belong in queries/benchstore/demo.sql with the
+// demo's other reads; they are here, run as plain strings, because that
+// directory was closed to this change. Move them when it opens.
+
+// providerCountsSQL counts, per provider, the attempts routes.providers
+// records among one run's routes (request_id starting with $1), the routes
+// it took at least one attempt of, and the routes whose last attempt it
+// took, published or dead-lettered. A sequential scan of records, as the
+// demo's other reads.
+const providerCountsSQL = `
+SELECT
+    p.provider,
+    count(*)::bigint AS attempts,
+    count(DISTINCT (rt.notification_id, rt.route_id))::bigint AS routes,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'dead_letter')::bigint AS dead_lettered
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL unnest(rt.providers) WITH ORDINALITY AS p(provider, n)
+WHERE starts_with(r.request_id, $1::text)
+GROUP BY p.provider
+ORDER BY p.provider`
+
+// failoverSQL counts one run's SMS routes whose attempts went to more than
+// one provider (and those of them published), and the SMS attempts that
+// recorded no provider: made by the channel's own driver, before the
+// engine had loaded the providers (a skipped route reached no driver).
+const failoverSQL = `
+SELECT
+    count(*) FILTER (WHERE f.failed_over)::bigint AS failed_over,
+    count(*) FILTER (WHERE f.failed_over AND rt.status = 'published')::bigint AS failed_over_published,
+    coalesce(sum(rt.attempt_count - coalesce(cardinality(rt.providers), 0))
+        FILTER (WHERE rt.status <> 'skipped'), 0)::bigint AS channel_driver_attempts
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL (
+    SELECT EXISTS (SELECT 1 FROM unnest(rt.providers) AS p WHERE p <> rt.providers[1]) AS failed_over
+) AS f
+WHERE starts_with(r.request_id, $1::text) AND rt.channel = 'sms'`
+
+// summarize reads what the run's routes recorded of the providers, what
+// the providers' servers received, and the circuits' events since the
+// demo applied its file.
+func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers, runID string) (*Providers, error) {
+	out := &Providers{}
+	for _, r := range p.file.Rules["sms"] {
+		match := "anything else"
+		if len(r.Match.Prefixes) > 0 {
+			match = strings.Join(r.Match.Prefixes, ", ")
+		}
+		out.Rules = append(out.Rules, Rule{Name: r.Name, Match: match, Strategy: cmp.Or(r.Strategy, routing.StrategyFailover), Providers: r.Providers})
+	}
+	rows, err := pool.Query(ctx, providerCountsSQL, runID+":")
+	if err != nil {
+		return nil, fmt.Errorf("read the run's routes per provider: %w", err)
+	}
+	counts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ProviderCount, error) {
+		var c ProviderCount
+		err := row.Scan(&c.Name, &c.Attempts, &c.Routes, &c.Published, &c.DeadLettered)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the run's routes per provider: %w", err)
+	}
+	servers := map[string]*SMSProvider{"sms/acme": srv.SMS, "sms/backup": srv.SMSBackup}
+	for _, spec := range p.file.Providers {
+		c := ProviderCount{Name: spec.Name}
+		if i := slices.IndexFunc(counts, func(c ProviderCount) bool { return c.Name == spec.Name }); i >= 0 {
+			c = counts[i]
+		}
+		c.CapPerSecond = spec.CapPerSecond
+		if s := servers[spec.Name]; s != nil {
+			c.Received, c.MaxPerSecond = s.Requests.Load(), s.MaxPerSecond()
+		}
+		out.Providers = append(out.Providers, c)
+	}
+	if err := pool.QueryRow(ctx, failoverSQL, runID+":").Scan(
+		&out.FailedOver, &out.FailedOverPublished, &out.ChannelDriverAttempts); err != nil {
+		return nil, fmt.Errorf("read the run's failovers: %w", err)
+	}
+	for _, spec := range p.file.Providers {
+		events, err := store.New().ProviderEventList(ctx, pool, store.ProviderEventListParams{Provider: spec.Name, Max: 100})
+		if err != nil {
+			return nil, fmt.Errorf("read provider events: %w", err)
+		}
+		for _, e := range events {
+			if e.ID > p.lastEvent {
+				out.Circuits = append(out.Circuits, CircuitEvent{Provider: e.Provider, At: e.At, Event: e.Event, Detail: e.Detail})
+			}
+		}
+	}
+	slices.SortFunc(out.Circuits, func(a, b CircuitEvent) int { return a.At.Compare(b.At) })
+	return out, nil
+}
