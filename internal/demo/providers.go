@@ -9,12 +9,13 @@ import (
 	"strings"
 
 	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5"
+
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/routing"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
 // The demo's delivery plane: two SMS providers and the rules that choose
@@ -152,46 +153,6 @@ func denied(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege
 }
 
-// The two statements below belong in queries/benchstore/demo.sql with the
-// demo's other reads; they are here, run as plain strings, because that
-// directory was closed to this change. Move them when it opens.
-
-// providerCountsSQL counts, per provider, the attempts routes.providers
-// records among one run's routes (request_id starting with $1), the routes
-// it took at least one attempt of, and the routes whose last attempt it
-// took, published or dead-lettered. A sequential scan of records, as the
-// demo's other reads.
-const providerCountsSQL = `
-SELECT
-    p.provider,
-    count(*)::bigint AS attempts,
-    count(DISTINCT (rt.notification_id, rt.route_id))::bigint AS routes,
-    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'published')::bigint AS published,
-    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'dead_letter')::bigint AS dead_lettered
-FROM herald.records r
-JOIN herald.routes rt ON rt.notification_id = r.notification_id
-CROSS JOIN LATERAL unnest(rt.providers) WITH ORDINALITY AS p(provider, n)
-WHERE starts_with(r.request_id, $1::text)
-GROUP BY p.provider
-ORDER BY p.provider`
-
-// failoverSQL counts one run's SMS routes whose attempts went to more than
-// one provider (and those of them published), and the SMS attempts that
-// recorded no provider: made by the channel's own driver, before the
-// engine had loaded the providers (a skipped route reached no driver).
-const failoverSQL = `
-SELECT
-    count(*) FILTER (WHERE f.failed_over)::bigint AS failed_over,
-    count(*) FILTER (WHERE f.failed_over AND rt.status = 'published')::bigint AS failed_over_published,
-    coalesce(sum(rt.attempt_count - coalesce(cardinality(rt.providers), 0))
-        FILTER (WHERE rt.status <> 'skipped'), 0)::bigint AS channel_driver_attempts
-FROM herald.records r
-JOIN herald.routes rt ON rt.notification_id = r.notification_id
-CROSS JOIN LATERAL (
-    SELECT EXISTS (SELECT 1 FROM unnest(rt.providers) AS p WHERE p <> rt.providers[1]) AS failed_over
-) AS f
-WHERE starts_with(r.request_id, $1::text) AND rt.channel = 'sms'`
-
 // summarize reads what the run's routes recorded of the providers, what
 // the providers' servers received, and the circuits' events since the
 // demo applied its file.
@@ -204,17 +165,14 @@ func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers,
 		}
 		out.Rules = append(out.Rules, Rule{Name: r.Name, Match: match, Strategy: cmp.Or(r.Strategy, routing.StrategyFailover), Providers: r.Providers})
 	}
-	rows, err := pool.Query(ctx, providerCountsSQL, runID+":")
+	rows, err := benchstore.New().DemoProviderCounts(ctx, pool, runID+":")
 	if err != nil {
 		return nil, fmt.Errorf("read the run's routes per provider: %w", err)
 	}
-	counts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ProviderCount, error) {
-		var c ProviderCount
-		err := row.Scan(&c.Name, &c.Attempts, &c.Routes, &c.Published, &c.DeadLettered)
-		return c, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the run's routes per provider: %w", err)
+	counts := make([]ProviderCount, len(rows))
+	for i, r := range rows {
+		counts[i] = ProviderCount{Name: r.Provider, Attempts: r.Attempts, Routes: r.Routes,
+			Published: r.Published, DeadLettered: r.DeadLettered}
 	}
 	servers := map[string]*SMSProvider{"sms/acme": srv.SMS, "sms/backup": srv.SMSBackup}
 	for _, spec := range p.file.Providers {
@@ -228,10 +186,11 @@ func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers,
 		}
 		out.Providers = append(out.Providers, c)
 	}
-	if err := pool.QueryRow(ctx, failoverSQL, runID+":").Scan(
-		&out.FailedOver, &out.FailedOverPublished, &out.ChannelDriverAttempts); err != nil {
+	f, err := benchstore.New().DemoFailovers(ctx, pool, runID+":")
+	if err != nil {
 		return nil, fmt.Errorf("read the run's failovers: %w", err)
 	}
+	out.FailedOver, out.FailedOverPublished, out.ChannelDriverAttempts = f.FailedOver, f.FailedOverPublished, f.ChannelDriverAttempts
 	for _, spec := range p.file.Providers {
 		events, err := store.New().ProviderEventList(ctx, pool, store.ProviderEventListParams{Provider: spec.Name, Max: 100})
 		if err != nil {

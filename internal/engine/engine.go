@@ -153,6 +153,7 @@ type Engine struct {
 
 	metricsAddr  net.Addr
 	receiptsAddr net.Addr
+	watcher      *planeWatcher
 	closers      []func() // run once by Close, in reverse order
 	closeOnce    sync.Once
 	running      atomic.Bool
@@ -200,6 +201,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	// The delivery plane: providers and rules from the database, reloaded
 	// when they change (plane.go).
 	w := &planeWatcher{e: e, getenv: getenvOrNone(cfg.GetenvFunc), log: e.component("routing")}
+	e.watcher = w
 	e.closers = append(e.closers, w.closeAll)
 	e.parts = append(e.parts, part{"routing", w.run})
 	// The receipts matcher runs in every engine (SKIP LOCKED shares the
@@ -402,6 +404,14 @@ func (e *Engine) Run(ctx context.Context) error {
 		return ErrClosed
 	}
 	defer e.Close()
+
+	// The providers are loaded before the dispatcher claims, so that no
+	// route of a channel with providers goes through the channel's own
+	// driver for want of them; a database that does not answer within
+	// planeCheck leaves that to the watcher's next try.
+	lctx, cancel := context.WithTimeout(ctx, planeCheck)
+	e.watcher.check(lctx, true)
+	cancel()
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {

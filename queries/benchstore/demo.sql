@@ -72,3 +72,39 @@ FROM herald.malformed_intents
 WHERE stream_entry_id = ANY(@entry_refs::text[])
 GROUP BY failure_code
 ORDER BY failure_code;
+
+-- name: DemoProviderCounts :many
+-- Per provider, the attempts routes.providers records among one run's
+-- routes (request_id starting with @run_prefix), the routes it took at
+-- least one attempt of, and the routes whose last attempt it took,
+-- published or dead-lettered. A sequential scan of records, as the demo's
+-- other reads.
+SELECT
+    p.provider::text AS provider,
+    count(*)::bigint AS attempts,
+    count(DISTINCT (rt.notification_id, rt.route_id))::bigint AS routes,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'dead_letter')::bigint AS dead_lettered
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL unnest(rt.providers) WITH ORDINALITY AS p(provider, n)
+WHERE starts_with(r.request_id, @run_prefix::text)
+GROUP BY p.provider
+ORDER BY p.provider;
+
+-- name: DemoFailovers :one
+-- One run's SMS routes whose attempts went to more than one provider (and
+-- those of them published), and the SMS attempts that recorded no
+-- provider: made by the channel's own driver, before the engine had loaded
+-- the providers (a skipped route reached no driver).
+SELECT
+    count(*) FILTER (WHERE f.failed_over)::bigint AS failed_over,
+    count(*) FILTER (WHERE f.failed_over AND rt.status = 'published')::bigint AS failed_over_published,
+    coalesce(sum(rt.attempt_count - coalesce(cardinality(rt.providers), 0))
+        FILTER (WHERE rt.status <> 'skipped'), 0)::bigint AS channel_driver_attempts
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL (
+    SELECT EXISTS (SELECT 1 FROM unnest(rt.providers) AS p WHERE p <> rt.providers[1]) AS failed_over
+) AS f
+WHERE starts_with(r.request_id, @run_prefix::text) AND rt.channel = 'sms';

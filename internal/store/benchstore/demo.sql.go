@@ -45,6 +45,91 @@ func (q *Queries) DeadLetterCountByRequestPrefix(ctx context.Context, db DBTX, p
 	return items, nil
 }
 
+const demoFailovers = `-- name: DemoFailovers :one
+SELECT
+    count(*) FILTER (WHERE f.failed_over)::bigint AS failed_over,
+    count(*) FILTER (WHERE f.failed_over AND rt.status = 'published')::bigint AS failed_over_published,
+    coalesce(sum(rt.attempt_count - coalesce(cardinality(rt.providers), 0))
+        FILTER (WHERE rt.status <> 'skipped'), 0)::bigint AS channel_driver_attempts
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL (
+    SELECT EXISTS (SELECT 1 FROM unnest(rt.providers) AS p WHERE p <> rt.providers[1]) AS failed_over
+) AS f
+WHERE starts_with(r.request_id, $1::text) AND rt.channel = 'sms'
+`
+
+type DemoFailoversRow struct {
+	FailedOver            int64
+	FailedOverPublished   int64
+	ChannelDriverAttempts int64
+}
+
+// One run's SMS routes whose attempts went to more than one provider (and
+// those of them published), and the SMS attempts that recorded no
+// provider: made by the channel's own driver, before the engine had loaded
+// the providers (a skipped route reached no driver).
+func (q *Queries) DemoFailovers(ctx context.Context, db DBTX, runPrefix string) (DemoFailoversRow, error) {
+	row := db.QueryRow(ctx, demoFailovers, runPrefix)
+	var i DemoFailoversRow
+	err := row.Scan(&i.FailedOver, &i.FailedOverPublished, &i.ChannelDriverAttempts)
+	return i, err
+}
+
+const demoProviderCounts = `-- name: DemoProviderCounts :many
+SELECT
+    p.provider::text AS provider,
+    count(*)::bigint AS attempts,
+    count(DISTINCT (rt.notification_id, rt.route_id))::bigint AS routes,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE p.n = cardinality(rt.providers) AND rt.status = 'dead_letter')::bigint AS dead_lettered
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+CROSS JOIN LATERAL unnest(rt.providers) WITH ORDINALITY AS p(provider, n)
+WHERE starts_with(r.request_id, $1::text)
+GROUP BY p.provider
+ORDER BY p.provider
+`
+
+type DemoProviderCountsRow struct {
+	Provider     string
+	Attempts     int64
+	Routes       int64
+	Published    int64
+	DeadLettered int64
+}
+
+// Per provider, the attempts routes.providers records among one run's
+// routes (request_id starting with @run_prefix), the routes it took at
+// least one attempt of, and the routes whose last attempt it took,
+// published or dead-lettered. A sequential scan of records, as the demo's
+// other reads.
+func (q *Queries) DemoProviderCounts(ctx context.Context, db DBTX, runPrefix string) ([]DemoProviderCountsRow, error) {
+	rows, err := db.Query(ctx, demoProviderCounts, runPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoProviderCountsRow{}
+	for rows.Next() {
+		var i DemoProviderCountsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Attempts,
+			&i.Routes,
+			&i.Published,
+			&i.DeadLettered,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const intakeCount = `-- name: IntakeCount :one
 SELECT count(*) FROM herald.intake
 `
