@@ -51,6 +51,7 @@ func ExampleMigrator() {
 	// up 00004_tune_hot_tables.sql
 	// up 00005_drop_routes_record_fkey.sql
 	// up 00006_confine_producers.sql
+	// up 00007_create_providers.sql
 	// current: true
 	// steps: 0
 }
