@@ -52,6 +52,7 @@ func ExampleMigrator() {
 	// up 00005_drop_routes_record_fkey.sql
 	// up 00006_confine_producers.sql
 	// up 00007_create_providers.sql
+	// up 00008_name_providers_in_timeline.sql
 	// current: true
 	// steps: 0
 }
