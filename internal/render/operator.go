@@ -121,7 +121,8 @@ func Malformed(w io.Writer, e *operator.Malformed) error {
 }
 
 // Status writes one notification as `herald status` shows it: its record,
-// its routes and its timeline.
+// its routes (with the providers of their attempts, in order) and its
+// timeline.
 func Status(w io.Writer, st *operator.Status) error {
 	r := st.Record
 	tw := newTable(w)
@@ -144,12 +145,13 @@ func Status(w io.Writer, st *operator.Status) error {
 	}
 
 	fmt.Fprintln(w, "\nroutes:")
-	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
+	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tPROVIDERS\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
 		last := "-"
 		if rt.LastErrorClass != "" || rt.LastError != "" {
 			last = clip(rt.LastErrorClass+": "+rt.LastError, 60)
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts), stampPtr(rt.NextAttemptAt), last)
+		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts),
+			dash(strings.Join(rt.Providers, ",")), stampPtr(rt.NextAttemptAt), last)
 	})
 	if err != nil {
 		return err
