@@ -53,6 +53,7 @@ func ExampleMigrator() {
 	// up 00006_confine_producers.sql
 	// up 00007_create_providers.sql
 	// up 00008_name_providers_in_timeline.sql
+	// up 00009_add_provider_to_dead_letter_view.sql
 	// current: true
 	// steps: 0
 }

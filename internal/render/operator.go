@@ -13,10 +13,10 @@ import (
 // DeadLetterPage writes a page of `herald dead-letters list`.
 func DeadLetterPage(w io.Writer, p *operator.DeadLetterPage) error {
 	return list(w, "dead letters", "herald dead-letters list", p.Next,
-		"DEAD LETTERED\tROUTE\tCHANNEL\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE", p.DeadLetters,
+		"DEAD LETTERED\tROUTE\tCHANNEL\tPROVIDER\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE", p.DeadLetters,
 		func(dl operator.DeadLetter) string {
-			return fmt.Sprintf("%s\t%s/%s\t%s\t%s\t%s\t%s\t%d/%d\t%s",
-				stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer,
+			return fmt.Sprintf("%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s",
+				stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dash(dl.Provider), dl.Producer,
 				dl.NotificationType, dl.Classification, dl.Attempts, dl.MaxAttempts, clip(dl.Message, 60))
 		})
 }
@@ -34,6 +34,7 @@ func DeadLetters(w io.Writer, dls []operator.DeadLetter, ref operator.RouteRef) 
 			{"type", dl.NotificationType},
 			{"producer", dl.Producer},
 			{"channel", dl.Channel},
+			{"provider", dash(dl.Provider)},
 			{"recipient", dl.RecipientRef},
 			{"attempts", fmt.Sprintf("%d of %d", dl.Attempts, dl.MaxAttempts)},
 			{"classification", dl.Classification},
