@@ -13,7 +13,7 @@ import (
 func init() {
 	register(&command{
 		name:    "stats",
-		summary: "show backlog, lag, recent throughput and dead letters per channel",
+		summary: "show backlog, lag, recent throughput and dead letters per channel, and provider health",
 		run:     runStats,
 	})
 }

@@ -177,7 +177,8 @@ func maxAttempts(n int) string {
 }
 
 // Stats writes what `herald stats` read: the backlog and its lag per
-// channel, what was published in the last window, and the dead letters.
+// channel, what was published in the last window, the dead letters, and
+// the providers' health and circuit events.
 func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	fmt.Fprintf(w, "at %s\n\nbacklog (routes still to deliver):\n", stamp(st.At))
 	err := table(w, "CHANNEL\tSTATUS\tROUTES\tDUE\tLAG", st.Backlog, true, func(b operator.Backlog) string {
@@ -198,7 +199,44 @@ func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	}
 
 	fmt.Fprintln(w, "\ndead letters:")
-	return table(w, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST", st.DeadLetters, true, func(d operator.DeadLetterCount) string {
+	err = table(w, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST", st.DeadLetters, true, func(d operator.DeadLetterCount) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s", d.Channel, d.Classification, d.DeadLetters, stamp(d.NewestAt))
+	})
+	if err != nil {
+		return err
+	}
+	return providerStats(w, st)
+}
+
+// providerStats writes the providers part of `herald stats`: each
+// provider's circuit, cap and last five minutes' attempts, then the newest
+// circuit events. Without providers it says none is configured.
+func providerStats(w io.Writer, st *operator.Stats) error {
+	if len(st.Providers) == 0 {
+		fmt.Fprintln(w, "\nproviders: none (each channel delivers through serve's configured driver)")
+		return nil
+	}
+	fmt.Fprintln(w, "\nproviders (attempts in the last 5 minutes):")
+	err := table(w, "PROVIDER\tCIRCUIT\tCAP/S\tDELIVERED\tTRANSIENT\tPERMANENT\tTHROTTLED\tMEAN LATENCY", st.Providers, false,
+		func(p operator.ProviderHealth) string {
+			circuit, capacity, latency := p.Circuit, "none", "-"
+			if p.OpenUntil != nil {
+				circuit = "open until " + stamp(*p.OpenUntil)
+			}
+			if p.CapPerSecond > 0 {
+				capacity = fmt.Sprint(p.CapPerSecond)
+			}
+			if p.MeanLatencySeconds != nil {
+				latency = seconds(*p.MeanLatencySeconds)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s", p.Provider, circuit, capacity,
+				p.Delivered, p.Transient, p.Permanent, p.Throttled, latency)
+		})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ncircuit events (newest %d):\n", operator.CircuitEventsShown)
+	return table(w, "AT\tPROVIDER\tEVENT\tDETAIL", st.CircuitEvents, true, func(e operator.CircuitEvent) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", stamp(e.At), e.Provider, e.Event, clip(e.Detail, 120))
 	})
 }
