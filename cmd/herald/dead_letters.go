@@ -331,34 +331,6 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 }
 
 func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
-	var g globalFlags
-	fs := m.newFlagSet("dead-letters progress", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	arg, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
-	if err != nil {
-		return err
-	}
-	id, err := parseReplayID(arg)
-	if err != nil {
-		return err
-	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	p, err := op.Progress(ctx, id)
-	if err != nil {
-		return err
-	}
-	if p.Batches == 0 {
-		// Nothing moved yet: a replay queued and not started, or none.
-		queued, err := op.ReplayQueued(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !queued {
-			return fmt.Errorf("replay %s: %w: no batch in herald.audit_log and no River job", id, operator.ErrNotFound)
-		}
-	}
-	return output(m, g.JSON, p, render.ReplayProgress)
+	return runShow(ctx, m, "dead-letters progress", "REPLAY_ID", args, parseReplayID, (*operator.Operator).ReplayStatus,
+		func(w io.Writer, p *operator.ReplayProgress, _ string) error { return render.ReplayProgress(w, p) })
 }
