@@ -15,6 +15,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/heraldhq/herald/internal/connstr"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 // globalFlags are accepted by every command that touches the database.
@@ -96,19 +97,11 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 // printUsage prints fs's usage on Stdout: the command line, the command's
 // summary and the flags with their defaults.
 func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
-	w := m.Stdout
-	fmt.Fprintf(w, "Usage: %s [flags]", fs.Name())
-	if argsUsage != "" {
-		fmt.Fprintf(w, " %s", argsUsage)
-	}
-	fmt.Fprintln(w)
+	var summary string
 	if c, ok := commands[strings.TrimPrefix(fs.Name(), "herald ")]; ok {
-		fmt.Fprintf(w, "\n%s\n", c.summary)
+		summary = c.summary
 	}
-	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	render.FlagUsage(m.Stdout, fs, summary, argsUsage)
 }
 
 func parseLevel(s string) (slog.Level, error) {
