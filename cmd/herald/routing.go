@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
@@ -80,33 +78,21 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 	if *tried != "" {
 		in.Tried = strings.Split(*tried, ",")
 	}
-	pool, err := m.pool(ctx, &g)
+	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	t, err := routing.Load(ctx, pool)
+	rt, err := op.TestRouting(ctx, in)
 	if err != nil {
 		return err
 	}
-	open, err := routing.OpenCircuits(ctx, pool, time.Time{})
-	if err != nil {
-		return err
-	}
-	in.IsOpenFunc = func(p string) bool { _, ok := open[p]; return ok }
-	d, err := t.Pick(in)
-	var nr *routing.NoRouteError
-	if errors.As(err, &nr) {
-		d.Explanation.Skipped = nr.Skipped
-	} else if err != nil {
-		return err
-	}
-	rt := &render.RoutingTest{Channel: *ch, Version: t.Version, Decision: d, Open: open, NoRoute: nr}
 	if g.JSON {
-		if werr := render.RoutingTestJSON(m.Stdout, rt); werr != nil {
-			return werr
-		}
-		return err
+		err = render.RoutingTestJSON(m.Stdout, rt)
+	} else {
+		render.RoutingDecision(m.Stdout, rt)
 	}
-	render.RoutingDecision(m.Stdout, rt)
+	if err == nil && rt.NoRoute != nil {
+		return rt.NoRoute // exit 1, with what no rule matched
+	}
 	return err
 }

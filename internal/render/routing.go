@@ -6,9 +6,9 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/routing"
 )
 
@@ -194,19 +194,8 @@ func describeProviders(r routing.Rule) string {
 	return strings.Join(parts, ", ")
 }
 
-// RoutingTest is what `herald routing test` found for one destination:
-// Pick's decision on a channel at a routing version, the circuits open at
-// the time (provider to until when), and NoRoute when no rule matched.
-type RoutingTest struct {
-	Channel  string
-	Version  int64
-	Decision routing.Decision
-	Open     map[string]time.Time
-	NoRoute  *routing.NoRouteError
-}
-
 // RoutingTestJSON writes rt as `herald routing test --json` prints it.
-func RoutingTestJSON(w io.Writer, rt *RoutingTest) error {
+func RoutingTestJSON(w io.Writer, rt *operator.RoutingTest) error {
 	d := rt.Decision
 	out := struct {
 		Channel  string `json:"channel"`
@@ -236,7 +225,7 @@ func RoutingTestJSON(w io.Writer, rt *RoutingTest) error {
 // skipped and why, the rule that matched, its providers in the order they
 // would be tried, and the provider. When no rule matched it writes the
 // rules skipped only (the command's error says the rest).
-func RoutingDecision(w io.Writer, rt *RoutingTest) {
+func RoutingDecision(w io.Writer, rt *operator.RoutingTest) {
 	d := rt.Decision
 	fmt.Fprintf(w, "channel %s, routing version %d\n", rt.Channel, rt.Version)
 	for _, s := range d.Explanation.Skipped {
