@@ -52,19 +52,15 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := m.pool(ctx, &g)
+	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	changes, err := routing.Apply(ctx, pool, f, *actor, &routing.ApplyOpts{Reason: *reason, DryRun: *dryRun})
+	res, err := op.ApplyRouting(ctx, f, *actor, &routing.ApplyOpts{Reason: *reason, DryRun: *dryRun})
 	if err != nil {
 		return err
 	}
-	version, err := routing.ReadVersion(ctx, pool)
-	if err != nil {
-		return err
-	}
-	return output(m, g.JSON, &render.Applied{DryRun: *dryRun, Changes: changes, Version: version}, render.AppliedChanges)
+	return output(m, g.JSON, res, render.AppliedChanges)
 }
 
 // routingShow runs a command that prints the providers and rules as

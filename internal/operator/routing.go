@@ -42,3 +42,27 @@ func (o *Operator) TestRouting(ctx context.Context, in routing.PickInput) (*Rout
 	}
 	return rt, nil
 }
+
+// RoutingApplied is what ApplyRouting did (or, for a dry run, would do):
+// the changes, and the routing version after it.
+type RoutingApplied struct {
+	DryRun  bool             `json:"dry_run"`
+	Changes []routing.Change `json:"changes"`
+	Version int64            `json:"version"`
+}
+
+// ApplyRouting makes the database's providers and rules f's, in one
+// audited transaction (routing.Apply, as actor, with opts), and reads the
+// routing version after it. Applying what is already there changes
+// nothing and writes nothing.
+func (o *Operator) ApplyRouting(ctx context.Context, f *routing.File, actor string, opts *routing.ApplyOpts) (*RoutingApplied, error) {
+	changes, err := routing.Apply(ctx, o.pool, f, actor, opts)
+	if err != nil {
+		return nil, err
+	}
+	version, err := routing.ReadVersion(ctx, o.pool)
+	if err != nil {
+		return nil, err
+	}
+	return &RoutingApplied{DryRun: opts != nil && opts.DryRun, Changes: changes, Version: version}, nil
+}

@@ -12,17 +12,9 @@ import (
 	"github.com/heraldhq/herald/internal/routing"
 )
 
-// Applied is what `herald providers apply` did (or, for a dry run, would
-// do): the changes and the routing version after it.
-type Applied struct {
-	DryRun  bool             `json:"dry_run"`
-	Changes []routing.Change `json:"changes"`
-	Version int64            `json:"version"`
-}
-
 // AppliedChanges writes what `herald providers apply` changed, a line per
 // provider or rule, or "no changes".
-func AppliedChanges(w io.Writer, a *Applied) error {
+func AppliedChanges(w io.Writer, a *operator.RoutingApplied) error {
 	if len(a.Changes) == 0 {
 		fmt.Fprintf(w, "no changes (version %d)\n", a.Version)
 		return nil
