@@ -26,8 +26,7 @@ func init() {
 
 func runBench(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("bench", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("bench", &g)
 	var cfg bench.Config
 	fs.IntVar(&cfg.Intents, "intents", bench.DefaultIntents, "intents submitted per engine")
 	fs.IntVar(&cfg.RoutesPerIntent, "routes-per-intent", 1, "routes (webhook destinations) per intent")

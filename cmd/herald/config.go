@@ -44,6 +44,14 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	return fs
 }
 
+// newJSONFlagSet is newFlagSet for a command that prints an answer, with
+// --json bound to g.JSON.
+func (m *Main) newJSONFlagSet(name string, g *globalFlags) *flag.FlagSet {
+	fs := m.newFlagSet(name, g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	return fs
+}
+
 // connStringFlag is the -database-url flag. It shows its value, the
 // default taken from the environment included, with the password masked,
 // so that -h and flag errors do not print it.

@@ -135,8 +135,7 @@ type listFlags struct {
 
 // newListFlagSet is newFlagSet for a list command, with listFlags bound.
 func (m *Main) newListFlagSet(name string, l *listFlags) *flag.FlagSet {
-	fs := m.newFlagSet(name, &l.globalFlags)
-	fs.BoolVar(&l.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &l.globalFlags)
 	fs.IntVar(&l.limit, "limit", operator.DefaultPageSize, fmt.Sprintf("rows per page, 1 to %d", operator.MaxPageSize))
 	fs.StringVar(&l.after, "after", "", "the cursor printed under the previous page")
 	return fs
@@ -176,8 +175,7 @@ func runShow[ID, T any](ctx context.Context, m *Main, name, argUsage string, arg
 	parse func(string) (ID, error), fetch func(*operator.Operator, context.Context, ID) (T, error), text func(io.Writer, T, ID) error,
 ) error {
 	var g globalFlags
-	fs := m.newFlagSet(name, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &g)
 	arg, err := m.parseOneArg(fs, &g, args, name[strings.LastIndexByte(name, ' ')+1:], argUsage)
 	if err != nil {
 		return err
@@ -261,8 +259,7 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	var d deadLetterFlags
-	fs := m.newFlagSet("dead-letters replay", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("dead-letters replay", &g)
 	d.bind(fs)
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required, but for -dry-run)")

@@ -25,8 +25,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	var g globalFlags
-	fs := m.newFlagSet("migrate "+sub, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("migrate "+sub, &g)
 	to := fs.Int64("to", -1, "down: roll back to this version (0: everything, River's tables too); default: the last migration only")
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err

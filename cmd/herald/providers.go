@@ -33,8 +33,7 @@ func runProviders(ctx context.Context, m *Main, args []string) error {
 // providersApply makes the database's providers and rules the file's.
 func providersApply(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("providers apply", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("providers apply", &g)
 	file := fs.String("f", "", "the providers and rules `FILE` (YAML) to apply (required)")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
@@ -67,8 +66,7 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 // applied (providers list, routing list): as JSON with asJSON, else text.
 func routingShow(ctx context.Context, m *Main, name string, args []string, asJSON, text func(io.Writer, *routing.Table) error) error {
 	var g globalFlags
-	fs := m.newFlagSet(name, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &g)
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}

@@ -52,8 +52,7 @@ func guessChannel(dest string) string {
 // and why: the rules as applied and the circuits as serve sees them.
 func routingTest(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("routing test", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("routing test", &g)
 	ch := fs.String("channel", "", "the route's channel: "+strings.Join(intake.Channels(), ", ")+" (default: from DESTINATION: +digits sms, an address email, a URL webhook)")
 	producer := fs.String("producer", "", "the notification's producer")
 	typ := fs.String("type", "", "the notification's type")

@@ -20,8 +20,7 @@ func init() {
 
 func runStats(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("stats", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("stats", &g)
 	window := fs.Duration("window", 5*time.Minute, "throughput over this last stretch of time")
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
