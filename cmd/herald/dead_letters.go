@@ -315,10 +315,7 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, map[string]any{"queued": q})
-		}
-		return render.Queued(m.Stdout, q)
+		return output(m, g.JSON, render.QueuedReplay{Queued: q}, render.Queued)
 	}
 	res, err := op.Replay(ctx, f, opts)
 	if err != nil {

@@ -69,9 +69,16 @@ func ReplayResult(w io.Writer, res *operator.ReplayResult) error {
 	})
 }
 
+// QueuedReplay is the bulk replay `herald dead-letters replay` handed to a
+// River job; --json prints it as {"queued": ...}.
+type QueuedReplay struct {
+	Queued *operator.Queued `json:"queued"`
+}
+
 // Queued writes the bulk replay `herald dead-letters replay` handed to a
 // River job, and the command that follows its progress.
-func Queued(w io.Writer, q *operator.Queued) error {
+func Queued(w io.Writer, r QueuedReplay) error {
+	q := r.Queued
 	fmt.Fprintf(w, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
 	fmt.Fprintf(w, "progress: herald dead-letters progress %s\n", q.ReplayID)
 	return nil
