@@ -334,9 +334,10 @@ func (c *Client) report(ins []*Intent, results []SubmitResult) {
 	}
 }
 
-// Get returns the notification id with every route's state, attempts and
-// last error. It returns ErrNotFound if there is no such notification
-// (including one removed by retention).
+// Get returns the notification id with every route's state, attempts,
+// last error and the providers that took its attempts. It returns
+// ErrNotFound if there is no such notification (including one removed by
+// retention).
 func (c *Client) Get(ctx context.Context, id string) (*Notification, error) {
 	return c.get(ctx, c.pool, id)
 }
@@ -402,6 +403,7 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 			SMSEncoding:       r.SmsEncoding,
 			SMSSegments:       int(r.SmsSegments),
 			ProviderMessageID: r.ProviderMessageID,
+			Providers:         r.Providers,
 			CreatedAt:         r.CreatedAt,
 			UpdatedAt:         r.UpdatedAt,
 			PublishedAt:       r.PublishedAt,

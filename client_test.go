@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/operator/operatortest"
 )
 
 func TestNewClientRefusesBadConfigNamingTheField(t *testing.T) {
@@ -445,6 +446,55 @@ func TestGetUnknownNotificationIsErrNotFound(t *testing.T) {
 	b := setup(t, nil)
 	_, err := b.client.Get(context.Background(), "no-such-id")
 	require.ErrorIs(t, err, herald.ErrNotFound)
+}
+
+func TestGetShowsTheProviderOfEachAttemptInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	rcpt, err := b.client.Submit(ctx, newIntent("k1"))
+	require.NoError(t, err)
+
+	// The dispatcher's own statements: the SMS routes fail on sms/acme and
+	// fail over to sms/backup, which publishes them; email has no
+	// providers (serve's configured driver); webhook is not attempted.
+	require.Equal(t, 2, operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{
+		Provider: "sms/acme", Status: "failed", Classification: "transient", Message: "HTTP 503"}))
+	require.Equal(t, 2, operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{
+		Provider: "sms/backup", Status: "published", ProviderMessageID: "bk-1"}))
+	require.Equal(t, 2, operatortest.Deliver(t, b.pool, "email", operatortest.Attempt{Status: "published"}))
+
+	check := func(n *herald.Notification) {
+		t.Helper()
+		require.Len(t, n.Routes, routesPerIntent)
+		for _, r := range n.Routes {
+			switch r.Channel {
+			case herald.ChannelSMS:
+				require.Equal(t, herald.RouteStatusPublished, r.Status, r.ID)
+				require.Equal(t, 2, r.Attempts)
+				require.Equal(t, []string{"sms/acme", "sms/backup"}, r.Providers, "in attempt order")
+				require.Equal(t, "sms/backup", r.Provider(), "the one that published it")
+				require.Equal(t, "bk-1", r.ProviderMessageID)
+			case herald.ChannelEmail:
+				require.Equal(t, herald.RouteStatusPublished, r.Status, r.ID)
+				require.Empty(t, r.Providers, "a channel without providers records none")
+				require.Empty(t, r.Provider())
+			default:
+				require.Equal(t, herald.RouteStatusPending, r.Status, r.ID)
+				require.Empty(t, r.Providers, "no attempt yet")
+			}
+		}
+	}
+	n, err := b.client.Get(ctx, rcpt.NotificationID)
+	require.NoError(t, err)
+	check(n)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	n, err = b.client.GetTx(ctx, tx, rcpt.NotificationID)
+	require.NoError(t, err)
+	check(n)
 }
 
 func TestCancelCancelsRoutesNotYetTerminalAndWritesAnAuditRow(t *testing.T) {

@@ -95,6 +95,11 @@ type Route struct {
 	SMSSegments int
 	// ProviderMessageID is what the channel's provider called the delivery.
 	ProviderMessageID string
+	// Providers are the providers that took the route's attempts, in order
+	// ("sms/acme", "sms/backup" after a failover), across replays too.
+	// Empty on a channel delivered by serve's configured driver, which has
+	// no providers, and before the first attempt.
+	Providers []string
 	// CreatedAt and UpdatedAt are the row's times; the others are set when
 	// the route reached that state, else nil.
 	CreatedAt      time.Time
@@ -105,6 +110,16 @@ type Route struct {
 	CanceledAt     *time.Time
 	// ExpiresAt is when the route stops being attempted; nil for never.
 	ExpiresAt *time.Time
+}
+
+// Provider returns the provider that took the route's last attempt: the
+// one that published it, dead-lettered it, or failed it last. It returns ""
+// when Providers is empty.
+func (r Route) Provider() string {
+	if len(r.Providers) == 0 {
+		return ""
+	}
+	return r.Providers[len(r.Providers)-1]
 }
 
 // CancelResult is what Client.Cancel did.

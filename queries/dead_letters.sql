@@ -27,7 +27,7 @@
 SELECT
     v.notification_id, v.route_id, v.notification_type, v.producer, v.recipient_ref, v.channel,
     v.attempts, v.max_attempts, v.classification, v.message, v.recovery_hint,
-    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at
+    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at, v.provider
 FROM herald.dead_letter_view v
 WHERE (sqlc.narg('channel')::text IS NULL OR v.channel = sqlc.narg('channel')::text)
     AND (sqlc.narg('producer')::text IS NULL OR v.producer = sqlc.narg('producer')::text)
@@ -78,7 +78,7 @@ WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::t
 SELECT
     v.notification_id, v.route_id, v.notification_type, v.producer, v.recipient_ref, v.channel,
     v.attempts, v.max_attempts, v.classification, v.message, v.recovery_hint,
-    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at
+    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at, v.provider
 FROM herald.dead_letter_view v
 WHERE v.notification_id = @notification_id
     AND (sqlc.narg('route_id')::text IS NULL OR v.route_id = sqlc.narg('route_id')::text)

@@ -27,3 +27,16 @@ SET delivered = h.delivered + excluded.delivered,
 -- name: ProviderHealthDeleteBefore :execrows
 -- Forgets buckets older than @before (a day, by default).
 DELETE FROM herald.provider_health WHERE bucket < @before::timestamptz;
+
+-- name: ProviderHealthViewList :many
+-- Every provider's circuit, cap and last five minutes' outcomes, as
+-- herald.provider_health_view gives them, for herald stats. The view's
+-- latencies are NULL when the provider made no attempt in those five
+-- minutes; they read 0 here (the counts say there was no attempt).
+SELECT
+    v.provider, v.channel, v.driver, v.cap_per_second, v.circuit, v.open_until, v.circuit_reason,
+    v.delivered_5m, v.transient_5m, v.permanent_5m, v.throttled_5m,
+    coalesce(v.mean_latency_seconds_5m, 0)::float8 AS mean_latency_seconds_5m,
+    coalesce(v.max_latency_seconds_5m, 0)::float8 AS max_latency_seconds_5m
+FROM herald.provider_health_view v
+ORDER BY v.provider;

@@ -26,8 +26,7 @@ func init() {
 
 func runBench(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("bench", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("bench", &g)
 	var cfg bench.Config
 	fs.IntVar(&cfg.Intents, "intents", bench.DefaultIntents, "intents submitted per engine")
 	fs.IntVar(&cfg.RoutesPerIntent, "routes-per-intent", 1, "routes (webhook destinations) per intent")
@@ -137,37 +136,25 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, rep)
-		}
-		return bench.WriteTable(m.Stdout, rep)
+		return output(m, g.JSON, rep, bench.WriteTable)
 	case "scale":
 		rep, err := bench.RunScale(ctx, db, &cfg, *backlog)
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, rep)
-		}
-		return bench.WriteScale(m.Stdout, rep)
+		return output(m, g.JSON, rep, bench.WriteScale)
 	case "xmin":
 		rep, err := bench.RunXmin(ctx, db, &cfg, *hold)
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, rep)
-		}
-		return bench.WriteXmin(m.Stdout, rep)
+		return output(m, g.JSON, rep, bench.WriteXmin)
 	case "soak":
 		rep, err := bench.RunSoak(ctx, db, &cfg, *duration)
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, rep)
-		}
-		return bench.WriteSoak(m.Stdout, rep)
+		return output(m, g.JSON, rep, bench.WriteSoak)
 	default:
 		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
 	}

@@ -23,8 +23,7 @@ func init() {
 // for a notification that does not exist.
 func runCancel(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("cancel", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("cancel", &g)
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required)")
 	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
 	arg, err := m.parseOneArg(fs, &g, args, "cancel", "NOTIFICATION_ID")

@@ -15,6 +15,7 @@ import (
 	"github.com/lmittmann/tint"
 
 	"github.com/heraldhq/herald/internal/connstr"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 // globalFlags are accepted by every command that touches the database.
@@ -40,6 +41,14 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
 	fs.StringVar(&g.LogLevel, "log-level", cmp.Or(m.Getenv("HERALD_LOG_LEVEL"), "info"),
 		"log level: debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	return fs
+}
+
+// newJSONFlagSet is newFlagSet for a command that prints an answer, with
+// --json bound to g.JSON.
+func (m *Main) newJSONFlagSet(name string, g *globalFlags) *flag.FlagSet {
+	fs := m.newFlagSet(name, g)
+	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	return fs
 }
 
@@ -96,19 +105,11 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 // printUsage prints fs's usage on Stdout: the command line, the command's
 // summary and the flags with their defaults.
 func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
-	w := m.Stdout
-	fmt.Fprintf(w, "Usage: %s [flags]", fs.Name())
-	if argsUsage != "" {
-		fmt.Fprintf(w, " %s", argsUsage)
-	}
-	fmt.Fprintln(w)
+	var summary string
 	if c, ok := commands[strings.TrimPrefix(fs.Name(), "herald ")]; ok {
-		fmt.Fprintf(w, "\n%s\n", c.summary)
+		summary = c.summary
 	}
-	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	render.FlagUsage(m.Stdout, fs, summary, argsUsage)
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -135,8 +135,7 @@ type listFlags struct {
 
 // newListFlagSet is newFlagSet for a list command, with listFlags bound.
 func (m *Main) newListFlagSet(name string, l *listFlags) *flag.FlagSet {
-	fs := m.newFlagSet(name, &l.globalFlags)
-	fs.BoolVar(&l.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &l.globalFlags)
 	fs.IntVar(&l.limit, "limit", operator.DefaultPageSize, fmt.Sprintf("rows per page, 1 to %d", operator.MaxPageSize))
 	fs.StringVar(&l.after, "after", "", "the cursor printed under the previous page")
 	return fs
@@ -176,8 +175,7 @@ func runShow[ID, T any](ctx context.Context, m *Main, name, argUsage string, arg
 	parse func(string) (ID, error), fetch func(*operator.Operator, context.Context, ID) (T, error), text func(io.Writer, T, ID) error,
 ) error {
 	var g globalFlags
-	fs := m.newFlagSet(name, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &g)
 	arg, err := m.parseOneArg(fs, &g, args, name[strings.LastIndexByte(name, ' ')+1:], argUsage)
 	if err != nil {
 		return err
@@ -261,8 +259,7 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	var d deadLetterFlags
-	fs := m.newFlagSet("dead-letters replay", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("dead-letters replay", &g)
 	d.bind(fs)
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required, but for -dry-run)")
@@ -318,10 +315,7 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		if g.JSON {
-			return writeJSON(m.Stdout, map[string]any{"queued": q})
-		}
-		return render.Queued(m.Stdout, q)
+		return output(m, g.JSON, render.QueuedReplay{Queued: q}, render.Queued)
 	}
 	res, err := op.Replay(ctx, f, opts)
 	if err != nil {
@@ -331,34 +325,6 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 }
 
 func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
-	var g globalFlags
-	fs := m.newFlagSet("dead-letters progress", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	arg, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
-	if err != nil {
-		return err
-	}
-	id, err := parseReplayID(arg)
-	if err != nil {
-		return err
-	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	p, err := op.Progress(ctx, id)
-	if err != nil {
-		return err
-	}
-	if p.Batches == 0 {
-		// Nothing moved yet: a replay queued and not started, or none.
-		queued, err := op.ReplayQueued(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !queued {
-			return fmt.Errorf("replay %s: %w: no batch in herald.audit_log and no River job", id, operator.ErrNotFound)
-		}
-	}
-	return output(m, g.JSON, p, render.ReplayProgress)
+	return runShow(ctx, m, "dead-letters progress", "REPLAY_ID", args, parseReplayID, (*operator.Operator).ReplayStatus,
+		func(w io.Writer, p *operator.ReplayProgress, _ string) error { return render.ReplayProgress(w, p) })
 }

@@ -198,3 +198,29 @@ func seedDead(t *testing.T, b *opBundle, n int) []operator.RouteRef {
 	t.Helper()
 	return seed(t, b, operatortest.Spec{N: n, Dead: true})
 }
+
+func TestDeadLettersListAndShowNameTheProviderOfTheFinalAttempt(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	dead := seed(t, b, operatortest.Spec{Channel: "sms"})[0]
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Provider: "sms/acme", Status: "failed", Classification: "transient", Message: "HTTP 503"})
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Provider: "sms/backup", Status: "dead_letter", Classification: "permanent", Message: "number barred"})
+	seed(t, b, operatortest.Spec{Channel: "email", Dead: true}) // no provider
+
+	var page operator.DeadLetterPage
+	runJSON(t, b.env, &page, "dead-letters", "list", "--channel", "sms")
+	require.Len(t, page.DeadLetters, 1)
+	require.Equal(t, "sms/backup", page.DeadLetters[0].Provider)
+	var shown []operator.DeadLetter
+	runJSON(t, b.env, &shown, "dead-letters", "show", dead.String())
+	require.Equal(t, "sms/backup", shown[0].Provider)
+
+	out, _, err := run(t, b.env, "dead-letters", "list")
+	require.NoError(t, err)
+	require.Regexp(t, `DEAD LETTERED\s+ROUTE\s+CHANNEL\s+PROVIDER\s+PRODUCER`, out)
+	require.Regexp(t, `/sms:0\s+sms\s+sms/backup\s+shop`, out)
+	require.Regexp(t, `/email:0\s+email\s+-\s+shop`, out)
+	out, _, err = run(t, b.env, "dead-letters", "show", dead.String())
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^provider:\s+sms/backup$`, out)
+}

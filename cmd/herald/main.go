@@ -22,9 +22,10 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/heraldhq/herald/internal/render"
 )
 
 func main() {
@@ -142,17 +143,11 @@ func (m *Main) Close() {
 func (m *Main) onClose(f func()) { m.closers = append(m.closers, f) }
 
 func (m *Main) usage(w io.Writer) {
-	fmt.Fprintln(w, "herald: a durable notification-intent engine on PostgreSQL")
-	fmt.Fprintln(w, "\nUsage: herald COMMAND [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	summaries := make(map[string]string, len(commands))
+	for n, c := range commands {
+		summaries[n] = c.summary
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'herald COMMAND -h' for a command's flags.")
+	render.Usage(w, summaries)
 }
 
 // usageError marks a mistake in the command line: exit status 2.
@@ -185,8 +180,7 @@ func (m *Main) subcommand(name string, args []string, valid ...string) (string, 
 	one := strings.Join(valid, ", ")
 	switch {
 	case len(args) > 0 && (isHelp(args[0]) || args[0] == "help"):
-		fmt.Fprintf(m.Stdout, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands: %s\n\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags.\n",
-			name, commands[name].summary, one, name)
+		render.SubcommandUsage(m.Stdout, name, commands[name].summary, valid)
 		return "", nil, flag.ErrHelp
 	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
 		return "", nil, usageError{fmt.Errorf("%s: missing subcommand: one of %s", name, one)}

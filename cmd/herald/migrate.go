@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,8 +25,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	var g globalFlags
-	fs := m.newFlagSet("migrate "+sub, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("migrate "+sub, &g)
 	to := fs.Int64("to", -1, "down: roll back to this version (0: everything, River's tables too); default: the last migration only")
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
@@ -61,17 +61,11 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	default:
 		steps, err = mig.DownOne(ctx)
 	}
+	var werr error // what a failed run did is printed too
 	if g.JSON {
-		if jerr := writeJSON(m.Stdout, map[string]any{"steps": steps}); jerr != nil && err == nil {
-			err = jerr
-		}
-		return err
+		werr = writeJSON(m.Stdout, map[string]any{"steps": steps})
+	} else {
+		werr = render.MigrationSteps(m.Stdout, steps, sub == "up", err != nil)
 	}
-	// A failed run prints the steps it took, and no "nothing to do".
-	if len(steps) > 0 || err == nil {
-		if werr := render.MigrationSteps(m.Stdout, steps, sub == "up"); werr != nil && err == nil {
-			err = werr
-		}
-	}
-	return err
+	return cmp.Or(err, werr)
 }

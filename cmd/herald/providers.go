@@ -3,12 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"slices"
+	"io"
 
-	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/routing"
 )
@@ -29,14 +26,14 @@ func runProviders(ctx context.Context, m *Main, args []string) error {
 	if sub == "apply" {
 		return providersApply(ctx, m, args)
 	}
-	return providersList(ctx, m, args)
+	// Every provider: never a credential, only where it is read from.
+	return routingShow(ctx, m, "providers list", args, render.ProvidersJSON, render.Providers)
 }
 
 // providersApply makes the database's providers and rules the file's.
 func providersApply(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("providers apply", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("providers apply", &g)
 	file := fs.String("f", "", "the providers and rules `FILE` (YAML) to apply (required)")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
 	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
@@ -54,50 +51,22 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	pool, err := m.pool(ctx, &g)
+	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	changes, err := routing.Apply(ctx, pool, f, *actor, &routing.ApplyOpts{Reason: *reason, DryRun: *dryRun})
+	res, err := op.ApplyRouting(ctx, f, *actor, &routing.ApplyOpts{Reason: *reason, DryRun: *dryRun})
 	if err != nil {
 		return err
 	}
-	version, err := routing.ReadVersion(ctx, pool)
-	if err != nil {
-		return err
-	}
-	if g.JSON {
-		return writeJSON(m.Stdout, struct {
-			DryRun  bool             `json:"dry_run"`
-			Changes []routing.Change `json:"changes"`
-			Version int64            `json:"version"`
-		}{*dryRun, changes, version})
-	}
-	if len(changes) == 0 {
-		fmt.Fprintf(m.Stdout, "no changes (version %d)\n", version)
-		return nil
-	}
-	tw := render.NewTable(m.Stdout)
-	for _, c := range changes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Change, c.Kind, c.Name)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if *dryRun {
-		fmt.Fprintf(m.Stdout, "dry run: %d change(s), nothing applied (version %d)\n", len(changes), version)
-	} else {
-		fmt.Fprintf(m.Stdout, "applied %d change(s): version %d\n", len(changes), version)
-	}
-	return nil
+	return output(m, g.JSON, res, render.AppliedChanges)
 }
 
-// providersList prints every provider: never a credential, only where it
-// is read from.
-func providersList(ctx context.Context, m *Main, args []string) error {
+// routingShow runs a command that prints the providers and rules as
+// applied (providers list, routing list): as JSON with asJSON, else text.
+func routingShow(ctx context.Context, m *Main, name string, args []string, asJSON, text func(io.Writer, *routing.Table) error) error {
 	var g globalFlags
-	fs := m.newFlagSet("providers list", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet(name, &g)
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
@@ -109,100 +78,8 @@ func providersList(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	names := sortedNames(t.Providers)
 	if g.JSON {
-		type circuit struct {
-			FailureRatio float64 `json:"failure_ratio"`
-			MinAttempts  int     `json:"min_attempts"`
-			Cooldown     string  `json:"cooldown"`
-		}
-		type provider struct {
-			Name         string          `json:"name"`
-			Channel      string          `json:"channel"`
-			Driver       string          `json:"driver"`
-			Concurrency  int             `json:"concurrency"`
-			CapPerSecond int             `json:"cap_per_second"`
-			Circuit      circuit         `json:"circuit"`
-			Settings     json.RawMessage `json:"settings"`
-		}
-		out := struct {
-			Version   int64      `json:"version"`
-			Providers []provider `json:"providers"`
-		}{Version: t.Version, Providers: []provider{}}
-		for _, n := range names {
-			p := t.Providers[n]
-			settings, err := p.SettingsJSON()
-			if err != nil {
-				return err
-			}
-			out.Providers = append(out.Providers, provider{
-				Name: p.Name, Channel: p.Channel, Driver: p.Driver, Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond,
-				Circuit:  circuit{p.Circuit.FailureRatio, p.Circuit.MinAttempts, p.Circuit.Cooldown.String()},
-				Settings: settings,
-			})
-		}
-		return writeJSON(m.Stdout, out)
+		return asJSON(m.Stdout, t)
 	}
-	if len(names) == 0 {
-		fmt.Fprintln(m.Stdout, "no providers: each channel delivers through serve's configured driver (herald providers apply -f FILE adds some)")
-		return nil
-	}
-	tw := render.NewTable(m.Stdout)
-	fmt.Fprintln(tw, "NAME\tCHANNEL\tDRIVER\tCONCURRENCY\tCAP/S\tTIMEOUT\tCIRCUIT\tTARGET\tCREDENTIALS")
-	for _, n := range names {
-		p := t.Providers[n]
-		concurrency, capacity, timeout := "channel's", "none", "channel's"
-		if p.Concurrency > 0 {
-			concurrency = fmt.Sprint(p.Concurrency)
-		}
-		if p.CapPerSecond > 0 {
-			capacity = fmt.Sprint(p.CapPerSecond)
-		}
-		if p.Timeout > 0 {
-			timeout = p.Timeout.String()
-		}
-		target, creds := describeProvider(p)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Channel, p.Driver, concurrency, capacity, timeout,
-			fmt.Sprintf("ratio %g, min %d, cooldown %s", p.Circuit.FailureRatio, p.Circuit.MinAttempts, p.Circuit.Cooldown),
-			render.Dash(target), render.Dash(creds))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "version %d; a circuit opens when at least min attempts since it closed failed transiently at ratio or more, for cooldown\n", t.Version)
-	return nil
-}
-
-// describeProvider returns where p delivers and where its credentials are
-// read from (never their values).
-func describeProvider(p routing.Provider) (target, creds string) {
-	secret := func(name string, s config.Secret) string {
-		if s.IsZero() {
-			return ""
-		}
-		return name + " " + s.String()
-	}
-	switch p.Driver {
-	case config.DriverWebhook:
-		return "", secret("secrets", p.Webhook.Secrets)
-	case config.DriverSMTP:
-		port := ""
-		if p.SMTP.Port > 0 {
-			port = fmt.Sprintf(":%d", p.SMTP.Port)
-		}
-		return p.SMTP.Host + port, secret("password", p.SMTP.Password)
-	case config.DriverSMSHTTP:
-		return p.SMSHTTP.URL, secret("api_key", p.SMSHTTP.APIKey)
-	}
-	return "", ""
-}
-
-// sortedNames returns m's keys, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return text(m.Stdout, t)
 }

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
@@ -29,78 +26,10 @@ func runRouting(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if sub == "list" {
-		return routingList(ctx, m, args)
+		// Each channel's rules, in order.
+		return routingShow(ctx, m, "routing list", args, render.RulesJSON, render.Rules)
 	}
 	return routingTest(ctx, m, args)
-}
-
-// routingList prints each channel's rules in order.
-func routingList(ctx context.Context, m *Main, args []string) error {
-	var g globalFlags
-	fs := m.newFlagSet("routing list", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
-	if err := m.noArgs(fs, &g, args); err != nil {
-		return err
-	}
-	pool, err := m.pool(ctx, &g)
-	if err != nil {
-		return err
-	}
-	t, err := routing.Load(ctx, pool)
-	if err != nil {
-		return err
-	}
-	if g.JSON {
-		return writeJSON(m.Stdout, struct {
-			Version int64                     `json:"version"`
-			Rules   map[string][]routing.Rule `json:"rules"`
-		}{t.Version, t.Rules})
-	}
-	if len(t.Rules) == 0 {
-		fmt.Fprintln(m.Stdout, "no rules: each channel delivers through serve's configured driver")
-		return nil
-	}
-	tw := render.NewTable(m.Stdout)
-	fmt.Fprintln(tw, "CHANNEL\t#\tRULE\tMATCH\tSTRATEGY\tPROVIDERS")
-	for _, ch := range sortedNames(t.Rules) {
-		for _, r := range t.Rules[ch] {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", ch, r.Position, r.Name, describeMatch(r.Match), r.Strategy, describeProviders(r))
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(m.Stdout, "version %d; the first rule of a channel whose every matcher matches decides; a route no rule matches is dead-lettered as no_route\n", t.Version)
-	return nil
-}
-
-// describeMatch shows a rule's matchers on one line; "any" for none.
-func describeMatch(mt routing.Match) string {
-	var parts []string
-	for _, l := range []struct {
-		key    string
-		values []string
-	}{{"prefix", mt.Prefixes}, {"producer", mt.Producers}, {"type", mt.Types}, {"priority", mt.Priorities}} {
-		if len(l.values) > 0 {
-			parts = append(parts, l.key+" "+strings.Join(l.values, ","))
-		}
-	}
-	if len(parts) == 0 {
-		return "any"
-	}
-	return strings.Join(parts, "; ")
-}
-
-// describeProviders shows a rule's providers, with their weights.
-func describeProviders(r routing.Rule) string {
-	if len(r.Weights) == 0 {
-		return strings.Join(r.Providers, ", ")
-	}
-	parts := make([]string, len(r.Providers))
-	for i, p := range r.Providers {
-		parts[i] = fmt.Sprintf("%s %d", p, r.Weights[i])
-	}
-	return strings.Join(parts, ", ")
 }
 
 var phoneArgRE = regexp.MustCompile(`^\+[0-9]+$`)
@@ -123,8 +52,7 @@ func guessChannel(dest string) string {
 // and why: the rules as applied and the circuits as serve sees them.
 func routingTest(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("routing test", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("routing test", &g)
 	ch := fs.String("channel", "", "the route's channel: "+strings.Join(intake.Channels(), ", ")+" (default: from DESTINATION: +digits sms, an address email, a URL webhook)")
 	producer := fs.String("producer", "", "the notification's producer")
 	typ := fs.String("type", "", "the notification's type")
@@ -149,91 +77,21 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 	if *tried != "" {
 		in.Tried = strings.Split(*tried, ",")
 	}
-	pool, err := m.pool(ctx, &g)
+	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {
 		return err
 	}
-	t, err := routing.Load(ctx, pool)
+	rt, err := op.TestRouting(ctx, in)
 	if err != nil {
-		return err
-	}
-	open, err := routing.OpenCircuits(ctx, pool, time.Time{})
-	if err != nil {
-		return err
-	}
-	in.IsOpenFunc = func(p string) bool { _, ok := open[p]; return ok }
-	d, err := t.Pick(in)
-	var nr *routing.NoRouteError
-	if errors.As(err, &nr) {
-		d.Explanation.Skipped = nr.Skipped
-	} else if err != nil {
 		return err
 	}
 	if g.JSON {
-		out := struct {
-			Channel  string `json:"channel"`
-			Version  int64  `json:"version"`
-			Provider string `json:"provider"`
-			Rule     string `json:"rule"`
-			Strategy string `json:"strategy"`
-			NoRules  bool   `json:"no_rules"`
-			NoRoute  bool   `json:"no_route"`
-			AllOpen  bool   `json:"all_open"`
-			Wrap     bool   `json:"wrap"`
-			routing.Explanation
-		}{*ch, t.Version, d.Provider, d.Rule, d.Strategy, d.NoRules, nr != nil, d.AllOpen, d.Wrap, d.Explanation}
-		if out.Skipped == nil {
-			out.Skipped = []routing.SkippedRule{}
-		}
-		if out.Candidates == nil {
-			out.Candidates = []routing.Candidate{}
-		}
-		if nr != nil {
-			out.Reason = nr.Error()
-		}
-		if werr := writeJSON(m.Stdout, out); werr != nil {
-			return werr
-		}
-		return err
+		err = render.RoutingTestJSON(m.Stdout, rt)
+	} else {
+		render.RoutingDecision(m.Stdout, rt)
 	}
-	printDecision(m.Stdout, *ch, t.Version, d, open)
+	if err == nil && rt.NoRoute != nil {
+		return rt.NoRoute // exit 1, with what no rule matched
+	}
 	return err
-}
-
-// printDecision prints Pick's decision for a terminal.
-func printDecision(w io.Writer, ch string, version int64, d routing.Decision, open map[string]time.Time) {
-	fmt.Fprintf(w, "channel %s, routing version %d\n", ch, version)
-	for _, s := range d.Explanation.Skipped {
-		fmt.Fprintf(w, "  rule %s: skipped, %s\n", s.Rule, s.Reason)
-	}
-	switch {
-	case d.NoRules:
-		fmt.Fprintf(w, "  %s\n", d.Explanation.Reason)
-		return
-	case d.Rule == "":
-		return // no route: the error says so
-	}
-	fmt.Fprintf(w, "  rule %s: matched (%s)\n", d.Rule, d.Strategy)
-	for _, c := range d.Explanation.Candidates {
-		var notes []string
-		if c.Weight > 0 {
-			notes = append(notes, fmt.Sprintf("weight %d", c.Weight))
-		}
-		if c.Open {
-			notes = append(notes, "circuit open until "+render.Stamp(open[c.Provider]))
-		}
-		if c.Last {
-			notes = append(notes, "took the last attempt")
-		}
-		note := ""
-		if len(notes) > 0 {
-			note = " (" + strings.Join(notes, ", ") + ")"
-		}
-		fmt.Fprintf(w, "    %s%s\n", c.Provider, note)
-	}
-	fmt.Fprintf(w, "provider: %s\n", d.Provider)
-	if d.AllOpen {
-		fmt.Fprintln(w, "every provider's circuit is open: the route waits for the first cool-down to end")
-	}
-	fmt.Fprintf(w, "why: %s\n", d.Explanation.Reason)
 }

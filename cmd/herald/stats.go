@@ -13,15 +13,14 @@ import (
 func init() {
 	register(&command{
 		name:    "stats",
-		summary: "show backlog, lag, recent throughput and dead letters per channel",
+		summary: "show backlog, lag, recent throughput and dead letters per channel, and provider health",
 		run:     runStats,
 	})
 }
 
 func runStats(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	fs := m.newFlagSet("stats", &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("stats", &g)
 	window := fs.Duration("window", 5*time.Minute, "throughput over this last stretch of time")
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 func TestStatsReportsBacklogLagAndDeadLetters(t *testing.T) {
@@ -33,4 +36,52 @@ func TestStatsReportsBacklogLagAndDeadLetters(t *testing.T) {
 	require.Contains(t, out, "permanent")
 	_, _, err = run(t, b.env, "stats", "--window", "0s")
 	require.Equal(t, 2, exitCode(err))
+}
+
+func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := opSetup(t)
+	out, _, err := run(t, b.env, "stats")
+	require.NoError(t, err)
+	require.Contains(t, out, "providers: none")
+
+	b = routingBundle(t) // sms/acme capped at 200/s, sms/backup
+	// What serve writes: one process's counts for sms/acme in a bucket
+	// after the circuit's since, then the round that opens its circuit
+	// (25 of 31 attempts failed transiently).
+	now := time.Now().Add(5 * time.Second)
+	q := store.New()
+	require.NoError(t, q.ProviderHealthAdd(ctx, b.pool, store.ProviderHealthAddParams{
+		Providers: []string{"sms/acme"}, Now: &now,
+		Delivered: []int64{5}, Transient: []int64{25}, Permanent: []int64{1}, Throttled: []int64{7},
+		LatencySums: []float64{6.2}, LatencyMaxes: []float64{0.9},
+	}))
+	later := now.Add(time.Second)
+	require.NoError(t, q.ProviderCircuitEvaluate(ctx, b.pool, &later))
+
+	var st operator.Stats
+	runJSON(t, b.env, &st, "stats")
+	require.Len(t, st.Providers, 2)
+	acme, backup := st.Providers[0], st.Providers[1]
+	require.Equal(t, "sms/acme", acme.Provider)
+	require.Equal(t, "open", acme.Circuit)
+	require.NotNil(t, acme.OpenUntil)
+	require.WithinDuration(t, later.Add(30*time.Second), *acme.OpenUntil, time.Second, "the default cool-down")
+	require.Contains(t, acme.CircuitReason, "25 of 31 attempts failed transiently")
+	require.Equal(t, 200, acme.CapPerSecond)
+	require.Equal(t, []int64{5, 25, 1, 7}, []int64{acme.Delivered, acme.Transient, acme.Permanent, acme.Throttled})
+	require.InDelta(t, 0.2, *acme.MeanLatencySeconds, 1e-9)
+	require.Equal(t, operator.ProviderHealth{Provider: "sms/backup", Channel: "sms", Driver: "sms-http", Circuit: "closed"}, backup,
+		"closed, uncapped, no attempt: no latency")
+	require.Len(t, st.CircuitEvents, 1)
+	require.Equal(t, "circuit_opened", st.CircuitEvents[0].Event)
+	require.Equal(t, "sms/acme", st.CircuitEvents[0].Provider)
+
+	out, _, err = run(t, b.env, "stats")
+	require.NoError(t, err)
+	require.Regexp(t, `PROVIDER\s+CIRCUIT\s+CAP/S\s+DELIVERED\s+TRANSIENT\s+PERMANENT\s+THROTTLED\s+MEAN LATENCY`, out)
+	require.Regexp(t, `sms/acme\s+open until \S+ \S+Z\s+200\s+5\s+25\s+1\s+7\s+200ms\n`, out)
+	require.Regexp(t, `sms/backup\s+closed\s+none\s+0\s+0\s+0\s+0\s+-\n`, out)
+	require.Regexp(t, `\S+Z\s+sms/acme\s+circuit_opened\s+25 of 31 attempts failed transiently`, out)
 }

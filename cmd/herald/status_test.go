@@ -49,3 +49,29 @@ func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	_, _, err = run(t, b.env, "status")
 	require.Equal(t, 2, exitCode(err))
 }
+
+func TestStatusShowsTheProvidersOfEachRoute(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	failover := seed(t, b, operatortest.Spec{Channel: "sms"})[0]
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Provider: "sms/acme", Status: "failed", Classification: "transient", Message: "HTTP 503"})
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Provider: "sms/backup", Status: "published", ProviderMessageID: "bk-1"})
+	plain := seed(t, b, operatortest.Spec{Channel: "email"})[0]
+
+	var st operator.Status
+	runJSON(t, b.env, &st, "status", failover.NotificationID)
+	require.Equal(t, []string{"sms/acme", "sms/backup"}, st.Routes[0].Providers)
+	out, _, err := run(t, b.env, "status", failover.NotificationID)
+	require.NoError(t, err)
+	require.Regexp(t, `ROUTE\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+PROVIDERS\s+NEXT ATTEMPT`, out)
+	require.Regexp(t, `sms:0\s+sms\s+published\s+2/3\s+sms/acme,sms/backup\s+-`, out)
+	require.Contains(t, out, "via sms/acme, transient: HTTP 503", "the timeline names the failed attempt's provider")
+	require.Contains(t, out, "via sms/backup, provider id bk-1")
+
+	out, _, err = run(t, b.env, "status", plain.NotificationID, "--json")
+	require.NoError(t, err)
+	require.Contains(t, out, `"providers": []`, "none yet, and an array for scripts")
+	out, _, err = run(t, b.env, "status", plain.NotificationID)
+	require.NoError(t, err)
+	require.Regexp(t, `email:0\s+email\s+pending\s+0/3\s+-\s+`, out)
+}

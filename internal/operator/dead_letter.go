@@ -12,20 +12,23 @@ import (
 // RecipientRef is as stored (a user id, or the address of a direct
 // recipient).
 type DeadLetter struct {
-	NotificationID   string    `json:"notification_id"`
-	RouteID          string    `json:"route_id"`
-	NotificationType string    `json:"type"`
-	Producer         string    `json:"producer"`
-	RecipientRef     string    `json:"recipient_ref"`
-	Channel          string    `json:"channel"`
-	Attempts         int       `json:"attempts"`
-	MaxAttempts      int       `json:"max_attempts"`
-	Classification   string    `json:"classification"`
-	Message          string    `json:"message"`
-	RecoveryHint     string    `json:"recovery_hint"`
-	AcceptedAt       time.Time `json:"accepted_at"`
-	LastFailedAt     time.Time `json:"last_failed_at"`
-	DeadLetteredAt   time.Time `json:"dead_lettered_at"`
+	NotificationID   string `json:"notification_id"`
+	RouteID          string `json:"route_id"`
+	NotificationType string `json:"type"`
+	Producer         string `json:"producer"`
+	RecipientRef     string `json:"recipient_ref"`
+	Channel          string `json:"channel"`
+	// Provider took the final attempt; "" when none did (no_route, or a
+	// channel without providers).
+	Provider       string    `json:"provider"`
+	Attempts       int       `json:"attempts"`
+	MaxAttempts    int       `json:"max_attempts"`
+	Classification string    `json:"classification"`
+	Message        string    `json:"message"`
+	RecoveryHint   string    `json:"recovery_hint"`
+	AcceptedAt     time.Time `json:"accepted_at"`
+	LastFailedAt   time.Time `json:"last_failed_at"`
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
 }
 
 // DeadLetterPage is one page of dead letters, newest first. Next is the
@@ -124,6 +127,7 @@ func deadLetter(r store.DeadLetterGetRow) DeadLetter {
 		Producer:         r.Producer,
 		RecipientRef:     r.RecipientRef,
 		Channel:          r.Channel,
+		Provider:         r.Provider,
 		Attempts:         int(r.Attempts),
 		MaxAttempts:      int(r.MaxAttempts),
 		Classification:   r.Classification,

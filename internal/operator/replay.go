@@ -180,6 +180,25 @@ func (o *Operator) Progress(ctx context.Context, replayID string) (*ReplayProgre
 	}, nil
 }
 
+// ReplayStatus is Progress for a person following a replay: it returns
+// ErrNotFound when the replay has written no batch and no River job of it
+// exists either (neither run nor queued), where Progress says zero batches.
+func (o *Operator) ReplayStatus(ctx context.Context, replayID string) (*ReplayProgress, error) {
+	p, err := o.Progress(ctx, replayID)
+	if err != nil || p.Batches > 0 {
+		return p, err
+	}
+	// Nothing moved yet: a replay queued and not started, or none.
+	queued, err := o.ReplayQueued(ctx, replayID)
+	if err != nil {
+		return nil, err
+	}
+	if !queued {
+		return nil, fmt.Errorf("replay %s: %w: no batch in herald.audit_log and no River job", replayID, ErrNotFound)
+	}
+	return p, nil
+}
+
 // ReplayQueued reports whether a River job of the bulk replay replayID
 // exists, in any state. A replay handed to River by EnqueueReplay writes its
 // first batch to herald.audit_log only once a ReplayWorker works it, so

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // Backlog is the routes still to deliver on one channel in one status.
@@ -36,6 +38,44 @@ type DeadLetterCount struct {
 	NewestAt       time.Time `json:"newest_at"`
 }
 
+// ProviderHealth is one provider's circuit, cap and last five minutes'
+// outcomes: a row of herald.provider_health_view.
+type ProviderHealth struct {
+	Provider string `json:"provider"`
+	Channel  string `json:"channel"`
+	Driver   string `json:"driver"`
+	// CapPerSecond is its throughput cap across every serve; 0 for none.
+	CapPerSecond int `json:"cap_per_second"`
+	// Circuit is "closed" or "open"; an open one is open until OpenUntil,
+	// for CircuitReason.
+	Circuit       string     `json:"circuit"`
+	OpenUntil     *time.Time `json:"open_until,omitempty"`
+	CircuitReason string     `json:"circuit_reason,omitempty"`
+	// The last five minutes' attempts by outcome, and the routes that
+	// waited for the cap.
+	Delivered int64 `json:"delivered_5m"`
+	Transient int64 `json:"transient_5m"`
+	Permanent int64 `json:"permanent_5m"`
+	Throttled int64 `json:"throttled_5m"`
+	// MeanLatencySeconds and MaxLatencySeconds measure one attempt over
+	// the last five minutes; nil when there was none.
+	MeanLatencySeconds *float64 `json:"mean_latency_seconds_5m"`
+	MaxLatencySeconds  *float64 `json:"max_latency_seconds_5m"`
+}
+
+// CircuitEvent is a circuit opening or closing (herald.provider_events).
+type CircuitEvent struct {
+	At       time.Time `json:"at"`
+	Provider string    `json:"provider"`
+	// Event is "circuit_opened" or "circuit_closed".
+	Event  string `json:"event"`
+	Detail string `json:"detail"`
+}
+
+// CircuitEventsShown is how many of the newest circuit events Stats
+// returns.
+const CircuitEventsShown = 10
+
 // Stats is the engine in figures at one moment.
 type Stats struct {
 	At            time.Time         `json:"at"`
@@ -43,11 +83,19 @@ type Stats struct {
 	Backlog       []Backlog         `json:"backlog"`
 	Throughput    []Throughput      `json:"throughput"`
 	DeadLetters   []DeadLetterCount `json:"dead_letters"`
+	// Providers are every provider's health, by name; empty when no
+	// provider is configured.
+	Providers []ProviderHealth `json:"providers"`
+	// CircuitEvents are the newest circuit openings and closings, newest
+	// first.
+	CircuitEvents []CircuitEvent `json:"circuit_events"`
 }
 
 // Stats returns the backlog and lag per channel and status, what each
-// channel published over the last window (by the database's clock), and the
-// dead letters per channel and classification.
+// channel published over the last window (by the database's clock), the
+// dead letters per channel and classification, each provider's circuit, cap
+// and last five minutes (whatever the window), and the newest circuit
+// events.
 func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, error) {
 	if window <= 0 {
 		return nil, fmt.Errorf("stats: window must be positive, got %s", window)
@@ -84,5 +132,38 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	for i, d := range dl {
 		st.DeadLetters[i] = DeadLetterCount{Channel: d.Channel, Classification: d.Classification, DeadLetters: d.DeadLetters, NewestAt: d.NewestAt}
 	}
+	if err := o.providerStats(ctx, st); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// providerStats reads every provider's health and the newest circuit
+// events into st.
+func (o *Operator) providerStats(ctx context.Context, st *Stats) error {
+	ph, err := o.q.ProviderHealthViewList(ctx, o.pool)
+	if err != nil {
+		return fmt.Errorf("read provider health: %w", err)
+	}
+	st.Providers = make([]ProviderHealth, len(ph))
+	for i, p := range ph {
+		h := ProviderHealth{
+			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
+			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
+			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
+		}
+		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
+			h.MeanLatencySeconds, h.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m
+		}
+		st.Providers[i] = h
+	}
+	ev, err := o.q.ProviderEventList(ctx, o.pool, store.ProviderEventListParams{Max: CircuitEventsShown})
+	if err != nil {
+		return fmt.Errorf("read circuit events: %w", err)
+	}
+	st.CircuitEvents = make([]CircuitEvent, len(ev))
+	for i, e := range ev {
+		st.CircuitEvents[i] = CircuitEvent{At: e.At, Provider: e.Provider, Event: e.Event, Detail: e.Detail}
+	}
+	return nil
 }

@@ -41,7 +41,10 @@ type Route struct {
 	LastErrorClass    string     `json:"last_error_classification,omitempty"`
 	LastErrorAt       *time.Time `json:"last_error_at,omitempty"`
 	ProviderMessageID string     `json:"provider_message_id,omitempty"`
-	UpdatedAt         time.Time  `json:"updated_at"`
+	// Providers are the providers that took its attempts, in order; empty
+	// on a channel without providers.
+	Providers []string  `json:"providers"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Event is one line of a notification's timeline (herald.notification_timeline).
@@ -128,6 +131,7 @@ func route(r store.HeraldRoute) Route {
 		LastErrorClass:    r.LastErrorClassification,
 		LastErrorAt:       r.LastErrorAt,
 		ProviderMessageID: r.ProviderMessageID,
+		Providers:         append([]string{}, r.Providers...), // [] in JSON when none
 		UpdatedAt:         r.UpdatedAt,
 	}
 }

@@ -16,14 +16,15 @@ func MigrationStatus(w io.Writer, sts []schema.Status) error {
 }
 
 // MigrationSteps writes a line per migration applied (up) or rolled back,
-// and, when there is none, a line saying the schema is up to date (up) or
-// already at the target version.
-func MigrationSteps(w io.Writer, steps []schema.Step, up bool) error {
+// and, when there is none and the run did not fail, a line saying the
+// schema is up to date (up) or already at the target version. A failed run
+// shows the steps it took before failing, and nothing else.
+func MigrationSteps(w io.Writer, steps []schema.Step, up, failed bool) error {
 	for _, s := range steps {
 		fmt.Fprintf(w, "%-6s %-4s %5d  %s  (%s)\n", s.Component, s.Direction, s.Version, s.Name, s.Duration.Round(1000))
 	}
 	switch {
-	case len(steps) > 0:
+	case len(steps) > 0 || failed:
 	case up:
 		fmt.Fprintln(w, "nothing to do: the schema is up to date")
 	default:

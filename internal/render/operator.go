@@ -13,10 +13,10 @@ import (
 // DeadLetterPage writes a page of `herald dead-letters list`.
 func DeadLetterPage(w io.Writer, p *operator.DeadLetterPage) error {
 	return list(w, "dead letters", "herald dead-letters list", p.Next,
-		"DEAD LETTERED\tROUTE\tCHANNEL\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE", p.DeadLetters,
+		"DEAD LETTERED\tROUTE\tCHANNEL\tPROVIDER\tPRODUCER\tTYPE\tCLASS\tATTEMPTS\tMESSAGE", p.DeadLetters,
 		func(dl operator.DeadLetter) string {
-			return fmt.Sprintf("%s\t%s/%s\t%s\t%s\t%s\t%s\t%d/%d\t%s",
-				stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dl.Producer,
+			return fmt.Sprintf("%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s",
+				stamp(dl.DeadLetteredAt), dl.NotificationID, dl.RouteID, dl.Channel, dash(dl.Provider), dl.Producer,
 				dl.NotificationType, dl.Classification, dl.Attempts, dl.MaxAttempts, clip(dl.Message, 60))
 		})
 }
@@ -34,6 +34,7 @@ func DeadLetters(w io.Writer, dls []operator.DeadLetter, ref operator.RouteRef) 
 			{"type", dl.NotificationType},
 			{"producer", dl.Producer},
 			{"channel", dl.Channel},
+			{"provider", dash(dl.Provider)},
 			{"recipient", dl.RecipientRef},
 			{"attempts", fmt.Sprintf("%d of %d", dl.Attempts, dl.MaxAttempts)},
 			{"classification", dl.Classification},
@@ -68,9 +69,16 @@ func ReplayResult(w io.Writer, res *operator.ReplayResult) error {
 	})
 }
 
+// QueuedReplay is the bulk replay `herald dead-letters replay` handed to a
+// River job; --json prints it as {"queued": ...}.
+type QueuedReplay struct {
+	Queued *operator.Queued `json:"queued"`
+}
+
 // Queued writes the bulk replay `herald dead-letters replay` handed to a
 // River job, and the command that follows its progress.
-func Queued(w io.Writer, q *operator.Queued) error {
+func Queued(w io.Writer, r QueuedReplay) error {
+	q := r.Queued
 	fmt.Fprintf(w, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
 	fmt.Fprintf(w, "progress: herald dead-letters progress %s\n", q.ReplayID)
 	return nil
@@ -121,7 +129,8 @@ func Malformed(w io.Writer, e *operator.Malformed) error {
 }
 
 // Status writes one notification as `herald status` shows it: its record,
-// its routes and its timeline.
+// its routes (with the providers of their attempts, in order) and its
+// timeline.
 func Status(w io.Writer, st *operator.Status) error {
 	r := st.Record
 	tw := newTable(w)
@@ -144,12 +153,13 @@ func Status(w io.Writer, st *operator.Status) error {
 	}
 
 	fmt.Fprintln(w, "\nroutes:")
-	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
+	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tPROVIDERS\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
 		last := "-"
 		if rt.LastErrorClass != "" || rt.LastError != "" {
 			last = clip(rt.LastErrorClass+": "+rt.LastError, 60)
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts), stampPtr(rt.NextAttemptAt), last)
+		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts),
+			dash(strings.Join(rt.Providers, ",")), stampPtr(rt.NextAttemptAt), last)
 	})
 	if err != nil {
 		return err
@@ -174,7 +184,8 @@ func maxAttempts(n int) string {
 }
 
 // Stats writes what `herald stats` read: the backlog and its lag per
-// channel, what was published in the last window, and the dead letters.
+// channel, what was published in the last window, the dead letters, and
+// the providers' health and circuit events.
 func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	fmt.Fprintf(w, "at %s\n\nbacklog (routes still to deliver):\n", stamp(st.At))
 	err := table(w, "CHANNEL\tSTATUS\tROUTES\tDUE\tLAG", st.Backlog, true, func(b operator.Backlog) string {
@@ -195,7 +206,44 @@ func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	}
 
 	fmt.Fprintln(w, "\ndead letters:")
-	return table(w, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST", st.DeadLetters, true, func(d operator.DeadLetterCount) string {
+	err = table(w, "CHANNEL\tCLASSIFICATION\tDEAD LETTERS\tNEWEST", st.DeadLetters, true, func(d operator.DeadLetterCount) string {
 		return fmt.Sprintf("%s\t%s\t%d\t%s", d.Channel, d.Classification, d.DeadLetters, stamp(d.NewestAt))
+	})
+	if err != nil {
+		return err
+	}
+	return providerStats(w, st)
+}
+
+// providerStats writes the providers part of `herald stats`: each
+// provider's circuit, cap and last five minutes' attempts, then the newest
+// circuit events. Without providers it says none is configured.
+func providerStats(w io.Writer, st *operator.Stats) error {
+	if len(st.Providers) == 0 {
+		fmt.Fprintln(w, "\nproviders: none (each channel delivers through serve's configured driver)")
+		return nil
+	}
+	fmt.Fprintln(w, "\nproviders (attempts in the last 5 minutes):")
+	err := table(w, "PROVIDER\tCIRCUIT\tCAP/S\tDELIVERED\tTRANSIENT\tPERMANENT\tTHROTTLED\tMEAN LATENCY", st.Providers, false,
+		func(p operator.ProviderHealth) string {
+			circuit, capacity, latency := p.Circuit, "none", "-"
+			if p.OpenUntil != nil {
+				circuit = "open until " + stamp(*p.OpenUntil)
+			}
+			if p.CapPerSecond > 0 {
+				capacity = fmt.Sprint(p.CapPerSecond)
+			}
+			if p.MeanLatencySeconds != nil {
+				latency = seconds(*p.MeanLatencySeconds)
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s", p.Provider, circuit, capacity,
+				p.Delivered, p.Transient, p.Permanent, p.Throttled, latency)
+		})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ncircuit events (newest %d):\n", operator.CircuitEventsShown)
+	return table(w, "AT\tPROVIDER\tEVENT\tDETAIL", st.CircuitEvents, true, func(e operator.CircuitEvent) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", stamp(e.At), e.Provider, e.Event, clip(e.Detail, 120))
 	})
 }

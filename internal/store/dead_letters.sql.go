@@ -108,7 +108,7 @@ const deadLetterGet = `-- name: DeadLetterGet :many
 SELECT
     v.notification_id, v.route_id, v.notification_type, v.producer, v.recipient_ref, v.channel,
     v.attempts, v.max_attempts, v.classification, v.message, v.recovery_hint,
-    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at
+    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at, v.provider
 FROM herald.dead_letter_view v
 WHERE v.notification_id = $1
     AND ($2::text IS NULL OR v.route_id = $2::text)
@@ -135,6 +135,7 @@ type DeadLetterGetRow struct {
 	AcceptedAt       time.Time
 	LastFailedAt     time.Time
 	DeadLetteredAt   time.Time
+	Provider         string
 }
 
 // The dead letters of one notification, or of one of its routes when
@@ -163,6 +164,7 @@ func (q *Queries) DeadLetterGet(ctx context.Context, db DBTX, arg DeadLetterGetP
 			&i.AcceptedAt,
 			&i.LastFailedAt,
 			&i.DeadLetteredAt,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -179,7 +181,7 @@ const deadLetterList = `-- name: DeadLetterList :many
 SELECT
     v.notification_id, v.route_id, v.notification_type, v.producer, v.recipient_ref, v.channel,
     v.attempts, v.max_attempts, v.classification, v.message, v.recovery_hint,
-    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at
+    v.accepted_at, v.last_failed_at::timestamptz AS last_failed_at, v.dead_lettered_at, v.provider
 FROM herald.dead_letter_view v
 WHERE ($1::text IS NULL OR v.channel = $1::text)
     AND ($2::text IS NULL OR v.producer = $2::text)
@@ -234,6 +236,7 @@ type DeadLetterListRow struct {
 	AcceptedAt       time.Time
 	LastFailedAt     time.Time
 	DeadLetteredAt   time.Time
+	Provider         string
 }
 
 // Queries of herald.dead_letters: one row per dead route, what an operator
@@ -297,6 +300,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 			&i.AcceptedAt,
 			&i.LastFailedAt,
 			&i.DeadLetteredAt,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}

@@ -61,6 +61,7 @@ type HeraldDeadLetterView struct {
 	AcceptedAt       time.Time
 	LastFailedAt     time.Time
 	DeadLetteredAt   time.Time
+	Provider         string
 }
 
 type HeraldDeliveryReceipt struct {

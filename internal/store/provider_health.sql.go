@@ -74,3 +74,67 @@ func (q *Queries) ProviderHealthDeleteBefore(ctx context.Context, db DBTX, befor
 	}
 	return result.RowsAffected(), nil
 }
+
+const providerHealthViewList = `-- name: ProviderHealthViewList :many
+SELECT
+    v.provider, v.channel, v.driver, v.cap_per_second, v.circuit, v.open_until, v.circuit_reason,
+    v.delivered_5m, v.transient_5m, v.permanent_5m, v.throttled_5m,
+    coalesce(v.mean_latency_seconds_5m, 0)::float8 AS mean_latency_seconds_5m,
+    coalesce(v.max_latency_seconds_5m, 0)::float8 AS max_latency_seconds_5m
+FROM herald.provider_health_view v
+ORDER BY v.provider
+`
+
+type ProviderHealthViewListRow struct {
+	Provider             string
+	Channel              string
+	Driver               string
+	CapPerSecond         int32
+	Circuit              string
+	OpenUntil            *time.Time
+	CircuitReason        string
+	Delivered5m          int64
+	Transient5m          int64
+	Permanent5m          int64
+	Throttled5m          int64
+	MeanLatencySeconds5m float64
+	MaxLatencySeconds5m  float64
+}
+
+// Every provider's circuit, cap and last five minutes' outcomes, as
+// herald.provider_health_view gives them, for herald stats. The view's
+// latencies are NULL when the provider made no attempt in those five
+// minutes; they read 0 here (the counts say there was no attempt).
+func (q *Queries) ProviderHealthViewList(ctx context.Context, db DBTX) ([]ProviderHealthViewListRow, error) {
+	rows, err := db.Query(ctx, providerHealthViewList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ProviderHealthViewListRow{}
+	for rows.Next() {
+		var i ProviderHealthViewListRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Channel,
+			&i.Driver,
+			&i.CapPerSecond,
+			&i.Circuit,
+			&i.OpenUntil,
+			&i.CircuitReason,
+			&i.Delivered5m,
+			&i.Transient5m,
+			&i.Permanent5m,
+			&i.Throttled5m,
+			&i.MeanLatencySeconds5m,
+			&i.MaxLatencySeconds5m,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -110,3 +110,53 @@ func addressFor(channel string) string {
 		return "user@example.com"
 	}
 }
+
+// Attempt is one delivery attempt as Deliver writes it: which provider took
+// it and how it ended.
+type Attempt struct {
+	// Provider took the attempt ("sms/acme"); "" for a channel without
+	// providers.
+	Provider string
+	// Status is "published", "failed" (due again at once) or
+	// "dead_letter".
+	Status string
+	// Classification and Message describe a failure ("transient", "HTTP
+	// 503").
+	Classification string
+	Message        string
+	// ProviderMessageID is what the provider called a published delivery.
+	ProviderMessageID string
+}
+
+// Deliver claims every due route of channel and completes each with a,
+// through the dispatcher's own statements (RouteClaimDue and
+// RouteCompleteMany, which appends a.Provider to routes.providers and names
+// it in dead_letters.provider), and returns how many routes it completed.
+func Deliver(t testing.TB, db store.DBTX, channel string, a Attempt) int {
+	t.Helper()
+	ctx := context.Background()
+	q := store.New()
+	claimed, err := q.RouteClaimDue(ctx, db, store.RouteClaimDueParams{Channel: channel, Max: 1000, LeaseSeconds: 30})
+	require.NoError(t, err)
+	var p store.RouteCompleteManyParams
+	for _, c := range claimed {
+		p.NotificationIds = append(p.NotificationIds, c.NotificationID)
+		p.RouteIds = append(p.RouteIds, c.RouteID)
+		p.Attempts = append(p.Attempts, c.AttemptCount)
+		p.LeaseUntils = append(p.LeaseUntils, *c.LeaseUntil)
+		p.Statuses = append(p.Statuses, a.Status)
+		p.DelaySeconds = append(p.DelaySeconds, 0)
+		p.Classifications = append(p.Classifications, a.Classification)
+		p.Messages = append(p.Messages, a.Message)
+		p.RecoveryHints = append(p.RecoveryHints, "check the provider, then replay")
+		p.MaxAttempts = append(p.MaxAttempts, c.MaxAttempts)
+		p.ResolvedEmails = append(p.ResolvedEmails, "")
+		p.ResolvedLocales = append(p.ResolvedLocales, "")
+		p.ProviderMessageIds = append(p.ProviderMessageIds, a.ProviderMessageID)
+		p.Providers = append(p.Providers, a.Provider)
+	}
+	done, err := q.RouteCompleteMany(ctx, db, p)
+	require.NoError(t, err)
+	require.Len(t, done, len(claimed), "every claimed route completed")
+	return len(done)
+}
