@@ -404,6 +404,9 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 			SMSSegments:       int(r.SmsSegments),
 			ProviderMessageID: r.ProviderMessageID,
 			Providers:         r.Providers,
+			DeliveryStatus:    deref(r.DeliveryStatus),
+			DeliveryStatusAt:  r.DeliveryStatusAt,
+			DeliveryError:     r.DeliveryError,
 			CreatedAt:         r.CreatedAt,
 			UpdatedAt:         r.UpdatedAt,
 			PublishedAt:       r.PublishedAt,
@@ -554,4 +557,12 @@ func forbidden(err error) error {
 		return &ForbiddenError{err: pgErr}
 	}
 	return err
+}
+
+// deref returns *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -100,6 +100,14 @@ type Route struct {
 	// Empty on a channel delivered by serve's configured driver, which has
 	// no providers, and before the first attempt.
 	Providers []string
+	// DeliveryStatus is what the provider's delivery receipt said after
+	// publication: "delivered", "undelivered", "expired" or "unknown"; ""
+	// while no receipt has come (or the provider sends none).
+	// DeliveryStatusAt is when it was recorded, and DeliveryError the
+	// provider's error code for an undelivered message.
+	DeliveryStatus   string
+	DeliveryStatusAt *time.Time
+	DeliveryError    string
 	// CreatedAt and UpdatedAt are the row's times; the others are set when
 	// the route reached that state, else nil.
 	CreatedAt      time.Time

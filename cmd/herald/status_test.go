@@ -63,7 +63,7 @@ func TestStatusShowsTheProvidersOfEachRoute(t *testing.T) {
 	require.Equal(t, []string{"sms/acme", "sms/backup"}, st.Routes[0].Providers)
 	out, _, err := run(t, b.env, "status", failover.NotificationID)
 	require.NoError(t, err)
-	require.Regexp(t, `ROUTE\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+PROVIDERS\s+NEXT ATTEMPT`, out)
+	require.Regexp(t, `ROUTE\s+CHANNEL\s+STATUS\s+ATTEMPTS\s+PROVIDERS\s+DELIVERY\s+NEXT ATTEMPT`, out)
 	require.Regexp(t, `sms:0\s+sms\s+published\s+2/3\s+sms/acme,sms/backup\s+-`, out)
 	require.Contains(t, out, "via sms/acme, transient: HTTP 503", "the timeline names the failed attempt's provider")
 	require.Contains(t, out, "via sms/backup, provider id bk-1")

@@ -43,8 +43,13 @@ type Route struct {
 	ProviderMessageID string     `json:"provider_message_id,omitempty"`
 	// Providers are the providers that took its attempts, in order; empty
 	// on a channel without providers.
-	Providers []string  `json:"providers"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Providers []string `json:"providers"`
+	// DeliveryStatus is the receipt's verdict after publication
+	// (delivered, undelivered, expired, unknown); '' while none came.
+	DeliveryStatus   string     `json:"delivery_status,omitempty"`
+	DeliveryStatusAt *time.Time `json:"delivery_status_at,omitempty"`
+	DeliveryError    string     `json:"delivery_error,omitempty"`
+	UpdatedAt        time.Time  `json:"updated_at"`
 }
 
 // Event is one line of a notification's timeline (herald.notification_timeline).
@@ -119,7 +124,7 @@ func record(r store.HeraldRecord) Record {
 }
 
 func route(r store.HeraldRoute) Route {
-	return Route{
+	rt := Route{
 		RouteID:           r.RouteID,
 		Channel:           r.Channel,
 		RecipientRef:      r.RecipientRef,
@@ -132,6 +137,12 @@ func route(r store.HeraldRoute) Route {
 		LastErrorAt:       r.LastErrorAt,
 		ProviderMessageID: r.ProviderMessageID,
 		Providers:         append([]string{}, r.Providers...), // [] in JSON when none
+		DeliveryStatusAt:  r.DeliveryStatusAt,
+		DeliveryError:     r.DeliveryError,
 		UpdatedAt:         r.UpdatedAt,
 	}
+	if r.DeliveryStatus != nil {
+		rt.DeliveryStatus = *r.DeliveryStatus
+	}
+	return rt
 }

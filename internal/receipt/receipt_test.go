@@ -152,6 +152,23 @@ func TestReceiptsSetTheRoutesDeliveryStatusAndDuplicatesChangeNothing(t *testing
 	require.Equal(t, ptr("delivered"), b.delivery(t, delivered).Status, "a final status is never overwritten")
 	st, _ = b.state(t, late)
 	require.Equal(t, "duplicate", st)
+
+	// The timeline shows each receipt of the notification.
+	rows, err := b.pool.Query(context.Background(), `
+		SELECT detail FROM herald.notification_timeline($1) WHERE event = 'receipt' ORDER BY at`, delivered)
+	require.NoError(t, err)
+	var details []string
+	for rows.Next() {
+		var d string
+		require.NoError(t, rows.Scan(&d))
+		details = append(details, d)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{
+		"DELIVRD from sms/acme: delivered, error 000, matched",
+		"DELIVRD from sms/acme: delivered, error 000, duplicate",
+		"UNDELIV from sms/acme: undelivered, error X, duplicate",
+	}, details)
 }
 
 func TestEarlyReceiptIsMatchedOnceItsRouteHasTheIDAndAnUnknownOneIsKeptAsUnmatched(t *testing.T) {

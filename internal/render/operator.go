@@ -153,13 +153,17 @@ func Status(w io.Writer, st *operator.Status) error {
 	}
 
 	fmt.Fprintln(w, "\nroutes:")
-	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tPROVIDERS\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
+	err := table(w, "ROUTE\tCHANNEL\tSTATUS\tATTEMPTS\tPROVIDERS\tDELIVERY\tNEXT ATTEMPT\tLAST ERROR", st.Routes, false, func(rt operator.Route) string {
 		last := "-"
 		if rt.LastErrorClass != "" || rt.LastError != "" {
 			last = clip(rt.LastErrorClass+": "+rt.LastError, 60)
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts),
-			dash(strings.Join(rt.Providers, ",")), stampPtr(rt.NextAttemptAt), last)
+		delivery := rt.DeliveryStatus
+		if rt.DeliveryError != "" {
+			delivery += " (" + rt.DeliveryError + ")"
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s\t%s\t%s", rt.RouteID, rt.Channel, rt.Status, rt.Attempts, maxAttempts(rt.MaxAttempts),
+			dash(strings.Join(rt.Providers, ",")), dash(delivery), stampPtr(rt.NextAttemptAt), last)
 	})
 	if err != nil {
 		return err
