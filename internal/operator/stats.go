@@ -89,6 +89,27 @@ type Stats struct {
 	// CircuitEvents are the newest circuit openings and closings, newest
 	// first.
 	CircuitEvents []CircuitEvent `json:"circuit_events"`
+	// Receipts are the delivery receipts received over the window, per
+	// provider; empty when none came.
+	Receipts []ReceiptStats `json:"receipts"`
+}
+
+// ReceiptStats is one provider's receipts over the stats window: how many
+// came, what the matcher made of them, the delivery statuses they set, and
+// the receipt lag (acceptance to delivery status) of those that set one.
+type ReceiptStats struct {
+	Provider      string  `json:"provider"`
+	Received      int64   `json:"received"`
+	Waiting       int64   `json:"waiting"`
+	Matched       int64   `json:"matched"`
+	Duplicate     int64   `json:"duplicate"`
+	Unmatched     int64   `json:"unmatched"`
+	Malformed     int64   `json:"malformed"`
+	Delivered     int64   `json:"delivered"`
+	Undelivered   int64   `json:"undelivered"`
+	Expired       int64   `json:"expired"`
+	LagP50Seconds float64 `json:"lag_p50_seconds"`
+	LagP95Seconds float64 `json:"lag_p95_seconds"`
 }
 
 // Stats returns the backlog and lag per channel and status, what each
@@ -134,6 +155,17 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	}
 	if err := o.providerStats(ctx, st); err != nil {
 		return nil, err
+	}
+	rs, err := o.q.ReceiptStatsSince(ctx, o.pool, now.Add(-window))
+	if err != nil {
+		return nil, fmt.Errorf("read receipts: %w", err)
+	}
+	st.Receipts = make([]ReceiptStats, len(rs))
+	for i, r := range rs {
+		st.Receipts[i] = ReceiptStats{Provider: r.Provider, Received: r.Received, Waiting: r.Waiting,
+			Matched: r.Matched, Duplicate: r.Duplicate, Unmatched: r.Unmatched, Malformed: r.Malformed,
+			Delivered: r.Delivered, Undelivered: r.Undelivered, Expired: r.Expired,
+			LagP50Seconds: r.LagP50Seconds, LagP95Seconds: r.LagP95Seconds}
 	}
 	return st, nil
 }

@@ -169,6 +169,15 @@ func TestReceiptsSetTheRoutesDeliveryStatusAndDuplicatesChangeNothing(t *testing
 		"DELIVRD from sms/acme: delivered, error 000, duplicate",
 		"UNDELIV from sms/acme: undelivered, error X, duplicate",
 	}, details)
+
+	// `herald stats` counts them per provider.
+	stats, err := store.New().ReceiptStatsSince(context.Background(), b.pool, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.Len(t, stats, 1)
+	s := stats[0]
+	require.Equal(t, []int64{7, 5, 2, 0, 2, 2, 0}, []int64{s.Received, s.Matched, s.Duplicate, s.Unmatched,
+		s.Delivered, s.Undelivered, s.Expired})
+	require.GreaterOrEqual(t, s.LagP95Seconds, s.LagP50Seconds)
 }
 
 func TestEarlyReceiptIsMatchedOnceItsRouteHasTheIDAndAnUnknownOneIsKeptAsUnmatched(t *testing.T) {

@@ -216,7 +216,26 @@ func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return providerStats(w, st)
+	if err := providerStats(w, st); err != nil {
+		return err
+	}
+	return receiptStats(w, st, window)
+}
+
+// receiptStats writes the receipts part of `herald stats`: per provider,
+// the window's receipts by what the matcher made of them, the delivery
+// statuses they set, and the receipt lag.
+func receiptStats(w io.Writer, st *operator.Stats, window time.Duration) error {
+	fmt.Fprintf(w, "\ndelivery receipts (last %s):\n", window)
+	return table(w, "PROVIDER\tRECEIVED\tMATCHED\tDUPLICATE\tWAITING\tUNMATCHED\tMALFORMED\tDELIVERED\tUNDELIVERED\tEXPIRED\tLAG P50\tLAG P95",
+		st.Receipts, true, func(r operator.ReceiptStats) string {
+			lag50, lag95 := "-", "-"
+			if r.Matched > 0 {
+				lag50, lag95 = seconds(r.LagP50Seconds), seconds(r.LagP95Seconds)
+			}
+			return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s", r.Provider, r.Received, r.Matched,
+				r.Duplicate, r.Waiting, r.Unmatched, r.Malformed, r.Delivered, r.Undelivered, r.Expired, lag50, lag95)
+		})
 }
 
 // providerStats writes the providers part of `herald stats`: each

@@ -183,3 +183,79 @@ func (q *Queries) ReceiptMarkMany(ctx context.Context, db DBTX, arg ReceiptMarkM
 	)
 	return err
 }
+
+const receiptStatsSince = `-- name: ReceiptStatsSince :many
+SELECT
+    d.provider,
+    count(*)::bigint AS received,
+    count(*) FILTER (WHERE d.state = 'new')::bigint AS waiting,
+    count(*) FILTER (WHERE d.state = 'matched')::bigint AS matched,
+    count(*) FILTER (WHERE d.state = 'duplicate')::bigint AS duplicate,
+    count(*) FILTER (WHERE d.state = 'unmatched')::bigint AS unmatched,
+    count(*) FILTER (WHERE d.state = 'malformed')::bigint AS malformed,
+    count(*) FILTER (WHERE d.state = 'matched' AND d.delivery_status = 'delivered')::bigint AS delivered,
+    count(*) FILTER (WHERE d.state = 'matched' AND d.delivery_status = 'undelivered')::bigint AS undelivered,
+    count(*) FILTER (WHERE d.state = 'matched' AND d.delivery_status = 'expired')::bigint AS expired,
+    coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.matched_at - r.created_at))
+        FILTER (WHERE d.state = 'matched'), 0)::float8 AS lag_p50_seconds,
+    coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM d.matched_at - r.created_at))
+        FILTER (WHERE d.state = 'matched'), 0)::float8 AS lag_p95_seconds
+FROM herald.delivery_receipts d
+LEFT JOIN herald.routes r ON r.notification_id = d.notification_id AND r.route_id = d.route_id
+WHERE d.received_at >= $1::timestamptz
+GROUP BY d.provider
+ORDER BY d.provider
+`
+
+type ReceiptStatsSinceRow struct {
+	Provider      string
+	Received      int64
+	Waiting       int64
+	Matched       int64
+	Duplicate     int64
+	Unmatched     int64
+	Malformed     int64
+	Delivered     int64
+	Undelivered   int64
+	Expired       int64
+	LagP50Seconds float64
+	LagP95Seconds float64
+}
+
+// Per provider, the receipts received since @since by what the matcher
+// made of them, the delivery statuses they set, and the receipt lag of
+// those that set one (a route's acceptance to its delivery status, p50
+// and p95). For `herald stats`: it scans the window's receipts and reads
+// each matched one's route by its key.
+func (q *Queries) ReceiptStatsSince(ctx context.Context, db DBTX, since time.Time) ([]ReceiptStatsSinceRow, error) {
+	rows, err := db.Query(ctx, receiptStatsSince, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ReceiptStatsSinceRow{}
+	for rows.Next() {
+		var i ReceiptStatsSinceRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Received,
+			&i.Waiting,
+			&i.Matched,
+			&i.Duplicate,
+			&i.Unmatched,
+			&i.Malformed,
+			&i.Delivered,
+			&i.Undelivered,
+			&i.Expired,
+			&i.LagP50Seconds,
+			&i.LagP95Seconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
