@@ -10,6 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/logch"
+	"github.com/heraldhq/herald/internal/channel/smppch"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/config"
@@ -117,12 +118,31 @@ func deliverer(name string, ch config.Channel, getenv func(string) string, logge
 			Timeout:         ch.Timeout,
 			Logger:          logger,
 		}))
+	case config.DriverSMPP:
+		s := ch.SMPP
+		password, err := s.Password.Resolve(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("smpp.password: %w", err)
+		}
+		// Receipts and inbound messages are logged and accepted until
+		// their inbox is wired here (ReceiptFunc, InboundFunc).
+		return built(smppch.New(smppch.Config{
+			Provider: name, Host: s.Host, Port: s.Port,
+			SystemID: s.SystemID, Password: password, SystemType: s.SystemType,
+			Binds: s.Binds, Window: s.Window, SubmitsPerSecond: s.SubmitsPerSecond,
+			SourceAddr: s.SourceAddr, SourceTON: s.SourceTON, SourceNPI: s.SourceNPI, ServiceType: s.ServiceType,
+			GSM7Packed: s.GSM7Packed, LongMessages: s.LongMessages, Receipts: s.Receipts,
+			EnquireLinkInterval: s.EnquireLinkInterval, DeadPeerTimeout: s.DeadPeerTimeout,
+			ResponseTimeout: s.ResponseTimeout, BindTimeout: s.BindTimeout,
+			ReconnectMax: s.ReconnectMax, ThrottleWait: s.ThrottleWait,
+			Logger: logger,
+		}))
 	case config.DriverLog:
 		return built(logch.New(logch.Config{Logger: logger, Channel: name}))
 	case config.DriverDiscard:
 		return channel.Discard, nil
 	}
-	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", cmp.Or(ch.Driver, "(empty)"))
+	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", cmp.Or(ch.Driver, "(empty)"))
 }
 
 // built returns d as a Deliverer, or a nil Deliverer (not a nil *T in an

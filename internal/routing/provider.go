@@ -33,6 +33,7 @@ type Provider struct {
 	Webhook config.WebhookDriver
 	SMTP    config.SMTPDriver
 	SMSHTTP config.SMSHTTPDriver
+	SMPP    config.SMPPDriver
 }
 
 // Circuit is when a provider's circuit opens: when at least MinAttempts
@@ -55,6 +56,7 @@ func (p Provider) ChannelConfig() config.Channel {
 		Webhook:     p.Webhook,
 		SMTP:        p.SMTP,
 		SMSHTTP:     p.SMSHTTP,
+		SMPP:        p.SMPP,
 	}
 }
 
@@ -89,6 +91,9 @@ func (s *ProviderSpec) provider() Provider {
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
 	}
+	if s.SMPP != nil {
+		p.SMPP = *s.SMPP
+	}
 	return p
 }
 
@@ -99,6 +104,7 @@ type settings struct {
 	Webhook *config.WebhookDriver `yaml:"webhook,omitempty"`
 	SMTP    *config.SMTPDriver    `yaml:"smtp,omitempty"`
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http,omitempty"`
+	SMPP    *config.SMPPDriver    `yaml:"smpp,omitempty"`
 }
 
 // SettingsJSON returns p's providers.settings: a JSON object keyed as the
@@ -116,6 +122,8 @@ func (p Provider) SettingsJSON() (json.RawMessage, error) {
 		s.SMTP = &p.SMTP
 	case config.DriverSMSHTTP:
 		s.SMSHTTP = &p.SMSHTTP
+	case config.DriverSMPP:
+		s.SMPP = &p.SMPP
 	}
 	// Through YAML, for the file's keys (the config types have no JSON
 	// tags), then pruned of zero values.
@@ -211,6 +219,9 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 	}
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
+	}
+	if s.SMPP != nil {
+		p.SMPP = *s.SMPP
 	}
 	return p, nil
 }
