@@ -176,10 +176,18 @@ type Client struct {
 	sessions []*session
 	rr       atomic.Uint32
 
+	// gate holds a token per window slot of every bind: a Submit takes one
+	// first, blocking (and woken one at a time) while every window is
+	// full, so only the rarer waits (a bind down or resting) need the
+	// broadcast of changed.
+	gate chan struct{}
+
 	mu      sync.Mutex
 	changed chan struct{}
+	waiters atomic.Int32 // Submits waiting on changed
 
 	closed    atomic.Bool
+	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -212,7 +220,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg:     cfg,
 		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		changed: make(chan struct{}),
+		gate:    make(chan struct{}, cfg.Binds*cfg.Window),
 		hsem:    make(chan struct{}, maxHandlers),
+		done:    make(chan struct{}),
 	}
 	c.log = c.log.With("provider", cfg.Provider)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -225,8 +235,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// notify wakes every Submit waiting for a bind or a window slot.
+// notify wakes every Submit waiting for a bind to come up, rest or free a
+// slot.
 func (c *Client) notify() {
+	if c.waiters.Load() == 0 {
+		return
+	}
 	c.mu.Lock()
 	close(c.changed)
 	c.changed = make(chan struct{})
@@ -252,12 +266,24 @@ func (c *Client) Submit(ctx context.Context, sm *SM) (SubmitResult, error) {
 	if err != nil {
 		return SubmitResult{}, err
 	}
+	select {
+	case c.gate <- struct{}{}:
+	case <-c.done:
+		return SubmitResult{}, ErrClosed
+	case <-ctx.Done():
+		return SubmitResult{}, ctx.Err()
+	}
+	defer func() { <-c.gate }()
 	for {
 		if c.closed.Load() {
 			return SubmitResult{}, ErrClosed
 		}
+		c.waiters.Add(1)
 		wake := c.waitChan()
 		s, wait, err := c.pick()
+		if s != nil || err != nil {
+			c.waiters.Add(-1)
+		}
 		if err != nil {
 			return SubmitResult{}, err
 		}
@@ -268,7 +294,9 @@ func (c *Client) Submit(ctx context.Context, sm *SM) (SubmitResult, error) {
 			}
 			return res, err
 		}
-		if err := waitFor(ctx, wake, wait); err != nil {
+		err = waitFor(ctx, wake, wait)
+		c.waiters.Add(-1)
+		if err != nil {
 			return SubmitResult{}, err
 		}
 	}
@@ -358,6 +386,7 @@ func (c *Client) Stats() ClientStats {
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		close(c.done)
 		var wg sync.WaitGroup
 		for _, s := range c.sessions {
 			wg.Go(s.unbind)

@@ -102,7 +102,7 @@ func TestPackedGSM7LongMessagesReassemble(t *testing.T) {
 }
 
 // deliverLikeTheDispatcher retries Transient outcomes after their
-// RetryAfter (or a short backoff), as the dispatcher would, up to
+// RetryAfter (or 100ms, shorter than any dispatcher backoff), as the dispatcher would, up to
 // maxAttempts; it returns the last outcome and the attempts it took.
 func deliverLikeTheDispatcher(ctx context.Context, d channel.Deliverer, m *channel.Message, maxAttempts int, seen func(channel.Outcome)) (channel.Outcome, int) {
 	for attempt := 1; ; attempt++ {
@@ -113,7 +113,7 @@ func deliverLikeTheDispatcher(ctx context.Context, d channel.Deliverer, m *chann
 		if out.Class != channel.Transient || attempt == maxAttempts {
 			return out, attempt
 		}
-		time.Sleep(max(out.RetryAfter, 20*time.Millisecond))
+		time.Sleep(max(out.RetryAfter, 100*time.Millisecond))
 	}
 }
 
