@@ -21,7 +21,7 @@
 //	  listen: ":8081"          # providers post delivery receipts here; off when empty
 //	channels:
 //	  email:
-//	    driver: smtp           # webhook | smtp | sms-http | log | discard
+//	    driver: smtp           # webhook | smtp | sms-http | smpp | log | discard
 //	    concurrency: 16        # deliveries in flight
 //	    max_attempts: 10       # for routes that do not set their own
 //	    backoff: {base: 1s, cap: 10m}
@@ -80,6 +80,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/smpp"
 )
 
 // Drivers a channel may use.
@@ -90,6 +91,8 @@ const (
 	DriverSMTP = "smtp"
 	// DriverSMSHTTP calls an SMS provider's HTTP API (channel/sms).
 	DriverSMSHTTP = "sms-http"
+	// DriverSMPP submits SMS to an SMSC over SMPP 3.4 (channel/smppch).
+	DriverSMPP = "smpp"
 	// DriverLog logs each delivery, masked, for development (channel/logch).
 	DriverLog = "log"
 	// DriverDiscard accepts and drops every delivery (channel.Discard): for
@@ -145,7 +148,7 @@ type Intake struct {
 
 // Channel is one channel's driver and delivery policy.
 type Channel struct {
-	// Driver is webhook, smtp, sms-http, log or discard. Required.
+	// Driver is webhook, smtp, sms-http, smpp, log or discard. Required.
 	Driver      string        `yaml:"driver"`
 	Concurrency int           `yaml:"concurrency"`
 	MaxAttempts int           `yaml:"max_attempts"`
@@ -156,6 +159,7 @@ type Channel struct {
 	Webhook WebhookDriver `yaml:"webhook"`
 	SMTP    SMTPDriver    `yaml:"smtp"`
 	SMSHTTP SMSHTTPDriver `yaml:"sms_http"`
+	SMPP    SMPPDriver    `yaml:"smpp"`
 }
 
 // Backoff is a channel's retry spacing.
@@ -196,6 +200,104 @@ type SMSHTTPDriver struct {
 	FromField       string `yaml:"from_field"`
 	BodyField       string `yaml:"body_field"`
 	ResponseIDField string `yaml:"response_id_field"`
+}
+
+// SMPPDriver configures the smpp driver: binds to one SMSC. Zero values
+// take the defaults of internal/smpp and channel/smppch.
+type SMPPDriver struct {
+	// Host is the SMSC's; Port defaults to 2775.
+	Host string `yaml:"host"`
+	Port int    `yaml:"port"`
+	// SystemID, Password and SystemType are the bind's credentials;
+	// system_id and password are required.
+	SystemID   string `yaml:"system_id"`
+	Password   Secret `yaml:"password"`
+	SystemType string `yaml:"system_type"`
+	// Binds is how many transceiver binds each serve process keeps
+	// (default 1); Window the submit_sm outstanding per bind (default 10);
+	// SubmitsPerSecond paces each bind (0: no pacing; the provider's
+	// cap_per_second still applies across processes).
+	Binds            int `yaml:"binds"`
+	Window           int `yaml:"window"`
+	SubmitsPerSecond int `yaml:"submits_per_second"`
+	// SourceAddr is the sender: "+" and digits, a short code or an
+	// alphanumeric id; SourceTON and SourceNPI override the TON and NPI
+	// chosen from its form (unknown, international, national,
+	// network_specific, subscriber, alphanumeric, abbreviated; unknown,
+	// isdn, data, telex, land_mobile, national, private, ermes, internet,
+	// wap).
+	SourceAddr  string `yaml:"source_addr"`
+	SourceTON   string `yaml:"source_ton"`
+	SourceNPI   string `yaml:"source_npi"`
+	ServiceType string `yaml:"service_type"`
+	// GSM7Packed packs GSM-7 septets; by default each takes an octet.
+	GSM7Packed bool `yaml:"gsm7_packed"`
+	// LongMessages is udh (default), sar or payload.
+	LongMessages string `yaml:"long_messages"`
+	// Receipts asks for delivery receipts: final (default), failure or
+	// none.
+	Receipts string `yaml:"receipts"`
+	// Timings: enquire_link every EnquireLinkInterval (30s); a bind
+	// silent for DeadPeerTimeout (three intervals) is dropped; a submit
+	// waits ResponseTimeout (10s); connecting and binding BindTimeout
+	// (10s); reconnects back off up to ReconnectMax (30s); a throttled
+	// bind rests ThrottleWait (1s). (omitempty keeps a zero duration out
+	// of providers.settings, where it would read "0s".)
+	EnquireLinkInterval time.Duration `yaml:"enquire_link_interval,omitempty"`
+	DeadPeerTimeout     time.Duration `yaml:"dead_peer_timeout,omitempty"`
+	ResponseTimeout     time.Duration `yaml:"response_timeout,omitempty"`
+	BindTimeout         time.Duration `yaml:"bind_timeout,omitempty"`
+	ReconnectMax        time.Duration `yaml:"reconnect_max,omitempty"`
+	ThrottleWait        time.Duration `yaml:"throttle_wait,omitempty"`
+}
+
+// check validates the section; the error names the field under "smpp.".
+func (s SMPPDriver) check(secret func(Secret) error) error {
+	src, _, _ := smpp.SourceAddress(s.SourceAddr)
+	switch {
+	case s.Host == "":
+		return errors.New("smpp.host: required")
+	case s.Port < 0 || s.Port > 65535:
+		return errors.New("smpp.port: must be between 1 and 65535")
+	case s.SystemID == "":
+		return errors.New("smpp.system_id: required")
+	case len(s.SystemID) >= smpp.MaxSystemIDLen:
+		return fmt.Errorf("smpp.system_id: must be at most %d characters", smpp.MaxSystemIDLen-1)
+	case len(s.SystemType) >= smpp.MaxSystemTypeLen:
+		return fmt.Errorf("smpp.system_type: must be at most %d characters", smpp.MaxSystemTypeLen-1)
+	case s.Binds < 0 || s.Binds > smpp.MaxBinds:
+		return fmt.Errorf("smpp.binds: must be between 1 and %d", smpp.MaxBinds)
+	case s.Window < 0 || s.Window > smpp.MaxWindow:
+		return fmt.Errorf("smpp.window: must be between 1 and %d", smpp.MaxWindow)
+	case s.SubmitsPerSecond < 0:
+		return errors.New("smpp.submits_per_second: must not be negative")
+	case len(src) >= smpp.MaxAddrLen:
+		return fmt.Errorf("smpp.source_addr: must be at most %d characters", smpp.MaxAddrLen-1)
+	case len(s.ServiceType) >= smpp.MaxServiceTypeLen:
+		return fmt.Errorf("smpp.service_type: must be at most %d characters", smpp.MaxServiceTypeLen-1)
+	case s.EnquireLinkInterval < 0 || s.DeadPeerTimeout < 0 || s.ResponseTimeout < 0 ||
+		s.BindTimeout < 0 || s.ReconnectMax < 0 || s.ThrottleWait < 0:
+		return errors.New("smpp: durations must not be negative")
+	case s.DeadPeerTimeout > 0 && s.DeadPeerTimeout <= cmp.Or(s.EnquireLinkInterval, smpp.DefaultEnquireLinkInterval):
+		return fmt.Errorf("smpp.dead_peer_timeout: %s must exceed enquire_link_interval %s",
+			s.DeadPeerTimeout, cmp.Or(s.EnquireLinkInterval, smpp.DefaultEnquireLinkInterval))
+	}
+	if _, _, err := smpp.ParseTON(s.SourceTON); err != nil {
+		return fmt.Errorf("smpp.source_ton: %w", err)
+	}
+	if _, _, err := smpp.ParseNPI(s.SourceNPI); err != nil {
+		return fmt.Errorf("smpp.source_npi: %w", err)
+	}
+	if _, err := smpp.ParseLongMode(s.LongMessages); err != nil {
+		return fmt.Errorf("smpp.long_messages: %w", err)
+	}
+	if _, err := smpp.ParseReceipts(s.Receipts); err != nil {
+		return fmt.Errorf("smpp.receipts: %w", err)
+	}
+	if err := secret(s.Password); err != nil {
+		return fmt.Errorf("smpp.password: %w", err)
+	}
+	return nil
 }
 
 // Secret says where a credential is: an environment variable or a file
@@ -496,11 +598,13 @@ func (ch Channel) check(secret func(Secret) error) error {
 		if err := secret(ch.SMSHTTP.APIKey); err != nil {
 			return fmt.Errorf("sms_http.api_key: %w", err)
 		}
+	case DriverSMPP:
+		return ch.SMPP.check(secret)
 	case DriverLog, DriverDiscard:
 	case "":
-		return errors.New("driver: required (webhook, smtp, sms-http, log or discard)")
+		return errors.New("driver: required (webhook, smtp, sms-http, smpp, log or discard)")
 	default:
-		return fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", ch.Driver)
+		return fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", ch.Driver)
 	}
 	return nil
 }

@@ -147,5 +147,55 @@ func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T)
 	ch.SMSHTTP.APIKey = Secret{Env: "K", File: "/k"}
 	require.EqualError(t, ch.ValidateDriver(), "sms_http.api_key: set env or file, not both")
 	require.EqualError(t, Channel{Driver: DriverSMTP, SMTP: SMTPDriver{Host: "h"}}.ValidateDriver(), "smtp.from: required")
-	require.EqualError(t, Channel{Driver: "fax"}.ValidateDriver(), `driver: "fax" is not webhook, smtp, sms-http, log or discard`)
+	require.EqualError(t, Channel{Driver: "fax"}.ValidateDriver(), `driver: "fax" is not webhook, smtp, sms-http, smpp, log or discard`)
+}
+
+func TestTheSMPPDriverIsValidatedNamingTheField(t *testing.T) {
+	t.Parallel()
+	ok := SMPPDriver{Host: "smsc.example.com", SystemID: "herald", Password: Secret{Env: "SMSC_PASSWORD"}}
+	require.NoError(t, Channel{Driver: DriverSMPP, SMPP: ok}.ValidateDriver())
+	for want, mutate := range map[string]func(*SMPPDriver){
+		"smpp.host: required":                                               func(s *SMPPDriver) { s.Host = "" },
+		"smpp.system_id: required":                                          func(s *SMPPDriver) { s.SystemID = "" },
+		"smpp.system_id: must be at most 15 characters":                     func(s *SMPPDriver) { s.SystemID = "a-very-long-system-id" },
+		"smpp.password: required: set env or file":                          func(s *SMPPDriver) { s.Password = Secret{} },
+		"smpp.port: must be between 1 and 65535":                            func(s *SMPPDriver) { s.Port = 70000 },
+		"smpp.binds: must be between 1 and 64":                              func(s *SMPPDriver) { s.Binds = 65 },
+		"smpp.window: must be between 1 and 1000":                           func(s *SMPPDriver) { s.Window = -1 },
+		`smpp.long_messages: "split" is not udh, sar or payload`:            func(s *SMPPDriver) { s.LongMessages = "split" },
+		`smpp.receipts: "always" is not final, failure or none`:             func(s *SMPPDriver) { s.Receipts = "always" },
+		"smpp.source_addr: must be at most 20 characters":                   func(s *SMPPDriver) { s.SourceAddr = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" },
+		"smpp.dead_peer_timeout: 10s must exceed enquire_link_interval 30s": func(s *SMPPDriver) { s.DeadPeerTimeout = 10 * time.Second },
+	} {
+		s := ok
+		mutate(&s)
+		require.EqualError(t, Channel{Driver: DriverSMPP, SMPP: s}.ValidateDriver(), want)
+	}
+	require.ErrorContains(t, Channel{Driver: DriverSMPP, SMPP: SMPPDriver{Host: "h", SystemID: "x", Password: Secret{}, SourceTON: "intl"}}.ValidateDriver(),
+		`smpp.source_ton: "intl" is not one of`)
+}
+
+func TestAnSMPPChannelLoadsFromTheFile(t *testing.T) {
+	t.Parallel()
+	path := writeFile(t, `
+channels:
+  sms:
+    driver: smpp
+    smpp:
+      host: 127.0.0.1
+      port: 2775
+      system_id: herald
+      password: {env: SMSC_PASSWORD}
+      binds: 2
+      window: 20
+      long_messages: sar
+      enquire_link_interval: 15s
+`)
+	c, err := Load(path, env(map[string]string{"SMSC_PASSWORD": "pw"}))
+	require.NoError(t, err)
+	s := c.Channels["sms"].SMPP
+	require.Equal(t, 2, s.Binds)
+	require.Equal(t, 15*time.Second, s.EnquireLinkInterval)
+	_, err = Load(path, env(nil))
+	require.EqualError(t, err, "channels.sms.smpp.password: environment variable SMSC_PASSWORD is empty or unset")
 }

@@ -2,20 +2,27 @@ package engine
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/logch"
+	"github.com/heraldhq/herald/internal/channel/smppch"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/smpp"
 )
 
 // FromConfig returns the engine configuration `herald serve`'s
@@ -53,8 +60,8 @@ func FromConfig(c *config.Config) *Config {
 // channelConfig returns the dispatcher's configuration of channel name as
 // ch configures it, with a Deliverer built by ch's driver; secrets are read
 // here, through getenv or their files.
-func channelConfig(name string, ch config.Channel, getenv func(string) string, logger *slog.Logger) (dispatch.ChannelConfig, error) {
-	d, err := deliverer(name, ch, getenv, logger)
+func channelConfig(name string, ch config.Channel, env driverEnv) (dispatch.ChannelConfig, error) {
+	d, err := deliverer(name, ch, env)
 	if err != nil {
 		return dispatch.ChannelConfig{}, err
 	}
@@ -68,8 +75,20 @@ func channelConfig(name string, ch config.Channel, getenv func(string) string, l
 	}, nil
 }
 
-// deliverer builds one channel's Deliverer.
-func deliverer(name string, ch config.Channel, getenv func(string) string, logger *slog.Logger) (channel.Deliverer, error) {
+// driverEnv is what building a Deliverer needs beside its settings: the
+// environment its secrets name, a logger, and the database the SMPP
+// driver stores receipts and inbound messages in (nil: it refuses them, so
+// the SMSC sends them again), with the metrics that count them.
+type driverEnv struct {
+	getenv  func(string) string
+	logger  *slog.Logger
+	pool    *pgxpool.Pool
+	metrics *metrics.Metrics
+}
+
+// deliverer builds one channel's (or provider's) Deliverer.
+func deliverer(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+	getenv, logger := env.getenv, env.logger
 	switch ch.Driver {
 	case config.DriverWebhook:
 		secrets, err := ch.Webhook.Secrets.Resolve(getenv)
@@ -123,12 +142,53 @@ func deliverer(name string, ch config.Channel, getenv func(string) string, logge
 			Timeout:         ch.Timeout,
 			Logger:          logger,
 		}))
+	case config.DriverSMPP:
+		s := ch.SMPP
+		password, err := s.Password.Resolve(getenv)
+		if err != nil {
+			return nil, fmt.Errorf("smpp.password: %w", err)
+		}
+		// Receipts and inbound messages are stored before the SMSC is
+		// answered; a failed store answers it with an error, and it sends
+		// them again.
+		provider := name
+		return built(smppch.New(smppch.Config{
+			ReceiptFunc: func(ctx context.Context, r smpp.Receipt) error {
+				if env.pool == nil {
+					return errors.New("no database to store the receipt in")
+				}
+				_, err := receipt.Store(ctx, env.pool, receipt.Receipt{Provider: provider,
+					ProviderMessageID: r.ProviderMessageID, Status: r.Status, ErrorCode: r.ErrorCode,
+					Raw: r.Raw, Source: receipt.SourceSMPP})
+				if err == nil {
+					env.metrics.ReceiptReceived(provider, receipt.SourceSMPP)
+				}
+				return err
+			},
+			InboundFunc: func(ctx context.Context, m smpp.Inbound) error {
+				if env.pool == nil {
+					return errors.New("no database to store the inbound message in")
+				}
+				_, err := receipt.StoreInbound(ctx, env.pool, receipt.Inbound{Provider: provider,
+					From: m.From, To: m.To, Body: m.Body, DataCoding: m.DataCoding})
+				return err
+			},
+			Provider: name, Host: s.Host, Port: s.Port,
+			SystemID: s.SystemID, Password: password, SystemType: s.SystemType,
+			Binds: s.Binds, Window: s.Window, SubmitsPerSecond: s.SubmitsPerSecond,
+			SourceAddr: s.SourceAddr, SourceTON: s.SourceTON, SourceNPI: s.SourceNPI, ServiceType: s.ServiceType,
+			GSM7Packed: s.GSM7Packed, LongMessages: s.LongMessages, Receipts: s.Receipts,
+			EnquireLinkInterval: s.EnquireLinkInterval, DeadPeerTimeout: s.DeadPeerTimeout,
+			ResponseTimeout: s.ResponseTimeout, BindTimeout: s.BindTimeout,
+			ReconnectMax: s.ReconnectMax, ThrottleWait: s.ThrottleWait,
+			Logger: logger,
+		}))
 	case config.DriverLog:
 		return built(logch.New(logch.Config{Logger: logger, Channel: name}))
 	case config.DriverDiscard:
 		return channel.Discard, nil
 	}
-	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", cmp.Or(ch.Driver, "(empty)"))
+	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", cmp.Or(ch.Driver, "(empty)"))
 }
 
 // built returns d as a Deliverer, or a nil Deliverer (not a nil *T in an

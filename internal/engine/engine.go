@@ -245,7 +245,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 			return nil, fmt.Errorf("new engine: channel %q is in both Drivers and Dispatch.Channels", name)
 		}
 		// Every deliverer logs its own "channel" key.
-		ch, err := channelConfig(name, cfg.Drivers[name], getenv, dcfg.Logger)
+		ch, err := channelConfig(name, cfg.Drivers[name], driverEnv{getenv: getenv, logger: dcfg.Logger, pool: e.pool, metrics: e.metrics})
 		if err != nil {
 			return nil, fmt.Errorf("channels.%s: %w", name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/routing"
@@ -139,7 +140,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		}
 		b, ok := w.built[name]
 		if !ok || b.key != string(raw) {
-			d, err := deliverer(name, p.ChannelConfig(), w.getenv, w.log)
+			d, err := deliverer(name, p.ChannelConfig(), driverEnv{getenv: w.getenv, logger: w.log, pool: w.e.pool, metrics: w.e.metrics})
 			if err != nil {
 				return fail(fmt.Errorf("providers.%s: %w", name, err))
 			}
@@ -150,7 +151,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		plane.Providers[name] = &dispatch.Provider{
 			Name: name, Channel: p.Channel, Deliverer: b.deliverer,
 			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout,
-			Receipts: p.Receipts != nil,
+			Receipts: p.Receipts != nil || (p.Driver == config.DriverSMPP && p.SMPP.Receipts != "none"),
 		}
 	}
 	plane.PickFunc = func(ch string, in dispatch.PickInput) dispatch.PickResult {

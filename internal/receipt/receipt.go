@@ -86,3 +86,28 @@ func backoff(attempts int32) time.Duration {
 	d := time.Second << min(attempts, 6)
 	return min(d, time.Minute)
 }
+
+// Inbound is a mobile-originated message: what someone sent to one of the
+// senders' numbers, as a provider handed it over.
+type Inbound struct {
+	Provider   string
+	From, To   string
+	Body       string
+	DataCoding uint8
+}
+
+// StoreInbound writes m to herald.inbound_messages and returns its id, as
+// Store does a receipt: before the provider is answered.
+func StoreInbound(ctx context.Context, db store.DBTX, m Inbound) (int64, error) {
+	id, err := store.New().InboundMessageInsert(ctx, db, store.InboundMessageInsertParams{
+		Provider:   clip(m.Provider, maxField),
+		FromAddr:   clip(m.From, 64),
+		ToAddr:     clip(m.To, 64),
+		Body:       clip(m.Body, maxRaw),
+		DataCoding: int16(m.DataCoding),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store inbound message of %s: %w", m.Provider, err)
+	}
+	return id, nil
+}

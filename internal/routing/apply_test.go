@@ -234,3 +234,46 @@ func TestDefaultCircuitIsTheSchemasDefault(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, routing.DefaultCircuit, tab.Providers["sms/d"].Circuit)
 }
+
+func TestAnSMPPProviderIsAppliedAndReadBackWithItsPasswordAsAReference(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const file = `
+providers:
+  - name: sms/smsc
+    driver: smpp
+    cap_per_second: 100
+    smpp:
+      host: smsc.example.com
+      port: 2775
+      system_id: herald
+      password: {env: SMSC_PASSWORD}
+      binds: 4
+      window: 20
+      source_addr: HERALD
+      long_messages: sar
+      enquire_link_interval: 15s
+rules:
+  sms:
+    - name: default
+      providers: [sms/smsc]
+`
+	b.apply(t, file, nil)
+	got, err := routing.Load(ctx, b.pool)
+	require.NoError(t, err)
+	want := table(t, file)
+	want.Version = 1
+	require.Equal(t, want, got)
+	p := got.Providers["sms/smsc"]
+	require.Equal(t, "smpp", p.Driver)
+	require.Equal(t, 4, p.SMPP.Binds)
+	require.Equal(t, 15*time.Second, p.SMPP.EnquireLinkInterval)
+	require.Equal(t, "SMSC_PASSWORD", p.SMPP.Password.Env)
+
+	var settings string
+	require.NoError(t, b.pool.QueryRow(ctx, "SELECT settings::text FROM herald.providers WHERE name = 'sms/smsc'").Scan(&settings))
+	require.JSONEq(t, `{"smpp": {"host": "smsc.example.com", "port": 2775, "system_id": "herald", "password": {"env": "SMSC_PASSWORD"},
+		"binds": 4, "window": 20, "source_addr": "HERALD", "long_messages": "sar", "enquire_link_interval": "15s"}}`, settings)
+	require.Empty(t, b.apply(t, file, nil), "the same file again changes nothing")
+}

@@ -57,7 +57,7 @@ type File struct {
 type ProviderSpec struct {
 	// Name is "<channel>/<name>", e.g. "sms/acme".
 	Name string `yaml:"name"`
-	// Driver is webhook, smtp, sms-http, log or discard.
+	// Driver is webhook, smtp, sms-http, smpp, log or discard.
 	Driver string `yaml:"driver"`
 	// Concurrency is the deliveries in flight per serve process; 0 takes
 	// the channel's.
@@ -73,6 +73,7 @@ type ProviderSpec struct {
 	Webhook *config.WebhookDriver `yaml:"webhook"`
 	SMTP    *config.SMTPDriver    `yaml:"smtp"`
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http"`
+	SMPP    *config.SMPPDriver    `yaml:"smpp"`
 
 	// Receipts, when given, is how the provider sends delivery receipts.
 	Receipts *Receipts `yaml:"receipts"`
@@ -170,12 +171,12 @@ var (
 )
 
 // drivers are every driver a provider may use.
-var drivers = []string{config.DriverWebhook, config.DriverSMTP, config.DriverSMSHTTP, config.DriverLog, config.DriverDiscard}
+var drivers = []string{config.DriverWebhook, config.DriverSMTP, config.DriverSMSHTTP, config.DriverSMPP, config.DriverLog, config.DriverDiscard}
 
 // driversOf says which drivers can deliver each channel.
 var driversOf = map[string][]string{
 	channel.Email:   {config.DriverSMTP, config.DriverLog, config.DriverDiscard},
-	channel.SMS:     {config.DriverSMSHTTP, config.DriverLog, config.DriverDiscard},
+	channel.SMS:     {config.DriverSMSHTTP, config.DriverSMPP, config.DriverLog, config.DriverDiscard},
 	channel.Webhook: {config.DriverWebhook, config.DriverLog, config.DriverDiscard},
 }
 
@@ -228,9 +229,9 @@ func (p *ProviderSpec) validate() (string, error) {
 	case !providerNameRE.MatchString(p.Name):
 		return "", fmt.Errorf("name: %q %s (at most 63)", p.Name, nameForm)
 	case p.Driver == "":
-		return "", errors.New("driver: required (webhook, smtp, sms-http, log or discard)")
+		return "", errors.New("driver: required (webhook, smtp, sms-http, smpp, log or discard)")
 	case !slices.Contains(drivers, p.Driver):
-		return "", fmt.Errorf("driver: %q is not webhook, smtp, sms-http, log or discard", p.Driver)
+		return "", fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", p.Driver)
 	case !slices.Contains(driversOf[ch], p.Driver):
 		return "", fmt.Errorf("driver: %s cannot deliver channel %s (%s can)", p.Driver, ch, strings.Join(driversOf[ch], ", "))
 	case p.Concurrency < 0 || p.Concurrency > MaxConcurrency:
@@ -253,6 +254,7 @@ func (p *ProviderSpec) validate() (string, error) {
 		{"webhook", config.DriverWebhook, p.Webhook != nil},
 		{"smtp", config.DriverSMTP, p.SMTP != nil},
 		{"sms_http", config.DriverSMSHTTP, p.SMSHTTP != nil},
+		{"smpp", config.DriverSMPP, p.SMPP != nil},
 	} {
 		if s.given && s.driver != p.Driver {
 			return "", fmt.Errorf("%s: not used by driver %s", s.key, p.Driver)

@@ -101,8 +101,12 @@ func TestParseRefusesABadFileWithOneLineNamingTheField(t *testing.T) {
 		{"NameBadCharacters", "providers:\n  - name: sms/Acme\n    driver: log\n", `providers[0].name: "sms/Acme" must be <channel>/<name>`},
 		{"NameTwice", "providers:\n" + sms + sms, `providers[1].name: "sms/acme" is given twice`},
 		{"DriverMissing", "providers:\n  - name: sms/a\n", "providers[0].driver: required"},
-		{"DriverUnknown", "providers:\n  - name: sms/a\n    driver: smpp\n", `providers[0].driver: "smpp" is not webhook, smtp, sms-http, log or discard`},
+		{"DriverUnknown", "providers:\n  - name: sms/a\n    driver: pigeon\n", `providers[0].driver: "pigeon" is not webhook, smtp, sms-http, smpp, log or discard`},
 		{"DriverOfOtherChannel", "providers:\n  - name: sms/a\n    driver: smtp\n", "providers[0].driver: smtp cannot deliver channel sms"},
+		{"SMPPForEmail", "providers:\n  - name: email/a\n    driver: smpp\n", "providers[0].driver: smpp cannot deliver channel email"},
+		{"SMPPHostMissing", "providers:\n  - name: sms/a\n    driver: smpp\n    smpp: {system_id: h, password: {env: P}}\n", "providers[0].smpp.host: required"},
+		{"SMPPPasswordMissing", "providers:\n  - name: sms/a\n    driver: smpp\n    smpp: {host: smsc.example, system_id: h}\n", "providers[0].smpp.password: required: set env or file"},
+		{"SMPPBadLongMode", "providers:\n  - name: sms/a\n    driver: smpp\n    smpp: {host: smsc.example, system_id: h, password: {env: P}, long_messages: chunks}\n", `providers[0].smpp.long_messages: "chunks" is not udh, sar or payload`},
 		{"URLMissing", "providers:\n" + sms + "  - name: sms/b\n    driver: sms-http\n    sms_http: {api_key: {env: K}}\n", "providers[1].sms_http.url: required"},
 		{"SectionMissing", "providers:\n  - name: sms/a\n    driver: sms-http\n", "providers[0].sms_http.url: required"},
 		{"APIKeyMissing", "providers:\n  - name: sms/a\n    driver: sms-http\n    sms_http: {url: \"https://a.example\"}\n", "providers[0].sms_http.api_key: required: set env or file"},
@@ -161,7 +165,7 @@ func TestReadFileNamesTheFile(t *testing.T) {
 	p := t.TempDir() + "/providers.yaml"
 	require.NoError(t, writeFile(p, "providers:\n  - name: sms/a\n"))
 	_, err = routing.ReadFile(p)
-	require.EqualError(t, err, p+": providers[0].driver: required (webhook, smtp, sms-http, log or discard)")
+	require.EqualError(t, err, p+": providers[0].driver: required (webhook, smtp, sms-http, smpp, log or discard)")
 	require.False(t, strings.Contains(err.Error(), "\n"))
 }
 

@@ -33,6 +33,7 @@ type Provider struct {
 	Webhook config.WebhookDriver
 	SMTP    config.SMTPDriver
 	SMSHTTP config.SMSHTTPDriver
+	SMPP    config.SMPPDriver
 
 	// Receipts is how the provider sends delivery receipts; nil when it
 	// sends none.
@@ -59,6 +60,7 @@ func (p Provider) ChannelConfig() config.Channel {
 		Webhook:     p.Webhook,
 		SMTP:        p.SMTP,
 		SMSHTTP:     p.SMSHTTP,
+		SMPP:        p.SMPP,
 	}
 }
 
@@ -93,6 +95,9 @@ func (s *ProviderSpec) provider() Provider {
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
 	}
+	if s.SMPP != nil {
+		p.SMPP = *s.SMPP
+	}
 	p.Receipts = s.Receipts
 	return p
 }
@@ -104,6 +109,7 @@ type settings struct {
 	Webhook *config.WebhookDriver `yaml:"webhook,omitempty"`
 	SMTP    *config.SMTPDriver    `yaml:"smtp,omitempty"`
 	SMSHTTP *config.SMSHTTPDriver `yaml:"sms_http,omitempty"`
+	SMPP    *config.SMPPDriver    `yaml:"smpp,omitempty"`
 	// Receipts is kept whole: its zero values mean defaults.
 	Receipts *Receipts `yaml:"receipts,omitempty"`
 }
@@ -123,6 +129,8 @@ func (p Provider) SettingsJSON() (json.RawMessage, error) {
 		s.SMTP = &p.SMTP
 	case config.DriverSMSHTTP:
 		s.SMSHTTP = &p.SMSHTTP
+	case config.DriverSMPP:
+		s.SMPP = &p.SMPP
 	}
 	s.Receipts = p.Receipts
 	// Through YAML, for the file's keys (the config types have no JSON
@@ -219,6 +227,9 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 	}
 	if s.SMSHTTP != nil {
 		p.SMSHTTP = *s.SMSHTTP
+	}
+	if s.SMPP != nil {
+		p.SMPP = *s.SMPP
 	}
 	p.Receipts = s.Receipts
 	return p, nil

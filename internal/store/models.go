@@ -82,6 +82,16 @@ type HeraldDeliveryReceipt struct {
 	MatchedAt         *time.Time
 }
 
+type HeraldInboundMessage struct {
+	ID         int64
+	Provider   string
+	FromAddr   string
+	ToAddr     string
+	Body       string
+	DataCoding int16
+	ReceivedAt time.Time
+}
+
 type HeraldIntake struct {
 	ID          int64
 	Body        string

@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/smpp"
+	"github.com/heraldhq/herald/internal/smpp/smsctest"
+)
+
+// TestSMPPProviderReceiptsAndInboundReachTheDatabase delivers through an
+// SMPP provider from the database to the test SMSC, which sends a receipt
+// (twice) and a mobile-originated message: the receipt sets the route's
+// delivery status once, and the message is stored for operators.
+func TestSMPPProviderReceiptsAndInboundReachTheDatabase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "pw"})
+	require.NoError(t, err)
+	smsc.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD", Twice: true})
+	host, port, err := net.SplitHostPort(smsc.Addr())
+	require.NoError(t, err)
+	b.applyRouting(t, fmt.Sprintf(`
+providers:
+  - name: sms/smsc
+    driver: smpp
+    smpp: {host: %q, port: %s, system_id: herald, password: {env: SMSC_PASSWORD}}
+rules:
+  sms:
+    - name: all
+      providers: [sms/smsc]
+`, host, port))
+	e, err := New(b.pool, &Config{
+		Logger:     discardLogger(),
+		GetenvFunc: env(map[string]string{"SMSC_PASSWORD": "pw"}),
+		Dispatch: dispatch.Config{
+			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
+			PollInterval: 50 * time.Millisecond,
+		},
+		Intake: &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+
+	b.submitSMS(t, "smpp-1", "+254712345678")
+	require.Equal(t, []string{"sms/smsc"}, b.providersOf(t, "smpp-1"))
+	require.Eventually(t, func() bool {
+		var s *string
+		err := b.pool.QueryRow(ctx, `
+			SELECT r.delivery_status FROM herald.routes r JOIN herald.records rec USING (notification_id)
+			WHERE rec.idempotency_key = 'smpp-1'`).Scan(&s)
+		return err == nil && s != nil && *s == "delivered"
+	}, 15*time.Second, 20*time.Millisecond, "the SMSC's receipt set the delivery status")
+	require.Eventually(t, func() bool {
+		var matched, duplicate int
+		err := b.pool.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE state = 'matched'), count(*) FILTER (WHERE state = 'duplicate')
+			FROM herald.delivery_receipts WHERE source = 'smpp'`).Scan(&matched, &duplicate)
+		return err == nil && matched == 1 && duplicate == 1
+	}, 15*time.Second, 20*time.Millisecond, "the duplicated receipt changed nothing")
+
+	mo, err := smsctest.MO("254700000001", "447911123456", "STOP")
+	require.NoError(t, err)
+	st, err := smsc.Deliver(ctx, mo)
+	require.NoError(t, err)
+	require.Equal(t, smpp.StatusOK, st, "answered only once stored")
+	var body, from string
+	require.NoError(t, b.pool.QueryRow(ctx,
+		`SELECT body, from_addr FROM herald.inbound_messages WHERE provider = 'sms/smsc'`).Scan(&body, &from))
+	require.Equal(t, "STOP", body)
+	require.Equal(t, "254700000001", from)
+}
