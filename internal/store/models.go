@@ -32,6 +32,16 @@ type HeraldBacklogView struct {
 	NextDueAt   interface{}
 }
 
+type HeraldCallbackSubscription struct {
+	Producer    string
+	Url         string
+	Events      []string
+	Secret      *string
+	BearerToken *string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 type HeraldDeadLetter struct {
 	NotificationID        string
 	RouteID               string
@@ -61,6 +71,40 @@ type HeraldDeadLetterView struct {
 	AcceptedAt       time.Time
 	LastFailedAt     time.Time
 	DeadLetteredAt   time.Time
+}
+
+type HeraldDeliveryReceipt struct {
+	ID                int64
+	Provider          string
+	ProviderMessageID string
+	Status            string
+	ErrorCode         string
+	Raw               string
+	Source            string
+	ReceivedAt        time.Time
+	State             string
+	NextMatchAt       time.Time
+	MatchAttempts     int32
+	DeliveryStatus    *string
+	NotificationID    *string
+	RouteID           *string
+	MatchedAt         *time.Time
+}
+
+type HeraldFailedCallbacksView struct {
+	Producer        string
+	Event           interface{}
+	NotificationID  interface{}
+	RouteID         interface{}
+	CallbackID      string
+	CallbackRouteID string
+	Url             string
+	Attempts        int32
+	Classification  string
+	Message         string
+	RecoveryHint    string
+	EventAt         time.Time
+	DeadLetteredAt  time.Time
 }
 
 type HeraldIntake struct {
@@ -185,6 +229,7 @@ type HeraldRecord struct {
 	Priority             int16
 	SendAt               *time.Time
 	ExpiresAt            *time.Time
+	CallbackUrl          string
 }
 
 type HeraldRoute struct {
@@ -214,6 +259,12 @@ type HeraldRoute struct {
 	CanceledAt              *time.Time
 	Lane                    string
 	Providers               []string
+	ReceiptKey              *string
+	DeliveryStatus          *string
+	DeliveryStatusAt        *time.Time
+	DeliveryError           string
+	DeliveryErrorPermanent  pgtype.Bool
+	NotifyProducer          bool
 }
 
 type HeraldRoutingRule struct {
@@ -234,4 +285,17 @@ type HeraldRoutingState struct {
 	Version   int64
 	AppliedAt *time.Time
 	AppliedBy string
+}
+
+type HeraldUnmatchedReceiptsView struct {
+	ID                int64
+	Provider          string
+	ProviderMessageID string
+	Status            string
+	ErrorCode         string
+	Source            string
+	State             string
+	ReceivedAt        time.Time
+	MatchAttempts     int32
+	RawStart          string
 }
