@@ -32,6 +32,17 @@ func FromConfig(c *config.Config) *Config {
 			StallTimeout:     c.Dispatch.StallTimeout,
 		},
 		Drivers: c.Channels,
+		Callbacks: Callbacks{
+			Disabled:     c.Callbacks.Disabled,
+			Concurrency:  c.Callbacks.Concurrency,
+			MaxAttempts:  c.Callbacks.MaxAttempts,
+			Backoff:      dispatch.BackoffConfig{Base: c.Callbacks.Backoff.Base, Cap: c.Callbacks.Backoff.Cap},
+			Timeout:      c.Callbacks.Timeout,
+			Lease:        c.Callbacks.Lease,
+			AllowPrivate: c.Callbacks.AllowPrivate,
+			AllowHosts:   c.Callbacks.AllowHosts,
+			DenyCIDRs:    c.Callbacks.DenyCIDRs,
+		},
 		Intake: &accept.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,
