@@ -53,6 +53,10 @@
 //     budget; 0 (default) means the channel's.
 //   - RequestID [request_id] and TraceID [trace_id]: the producer's
 //     identifiers, at most 128 characters, stored with the record.
+//   - CallbackURL [callback_url]: where this notification's status
+//     callbacks go instead of the producer's subscription URL (see
+//     [Client.SetCallbackSubscription]); an absolute http(s) URL, checked
+//     as a webhook address.
 //
 // Times are RFC 3339 in JSON and stored to the microsecond. Duplicate
 // recipients (after normalization) collapse into one route. Every route has
@@ -112,8 +116,8 @@
 // The UNIQUE (producer, idempotency_key) constraint on herald.records is
 // the check, so it holds across processes and however many callers race.
 // Each intent's request fingerprint is a SHA-256 of its normalized
-// canonical form (everything but request_id, trace_id and occurred_at,
-// with lists sorted). The same key with the same fingerprint returns the
+// canonical form (everything but request_id, trace_id, callback_url and
+// occurred_at, with lists sorted). The same key with the same fingerprint returns the
 // original notification with [Receipt].Duplicate set and stores nothing;
 // the same key with a different fingerprint is a [*ConflictError] naming
 // the existing notification (errors.Is [ErrIdempotencyConflict]) from the

@@ -18,6 +18,9 @@
 -- trip paid only by duplicates. Looking every key up here would cost a
 -- descent of the unique index per intent on every batch, duplicates or not.
 -- The producer/idempotency_key pairs must be distinct within one call.
+-- A route's notify_producer is set when its intent has a callback_url or
+-- its producer a callback subscription: only those routes fire the status
+-- callback trigger (migration 00012).
 -- An element of the send_at / expires_at arrays that is the zero time
 -- (0001-01-01 00:00:00 UTC, Go's time.Time{}) means "not set": sqlc types a
 -- timestamptz[] parameter as []time.Time, which cannot carry a NULL element,
@@ -41,13 +44,23 @@ WITH rec_in AS (
         unnest(@channel_lists::text[]) AS channel_list,
         unnest(@priorities::smallint[]) AS priority,
         nullif(unnest(@send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-        nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at
+        nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+        unnest(@callback_urls::text[]) AS callback_url
+),
+subscribed AS (
+    -- The batch's producers that subscribed to status callbacks: one probe
+    -- of callback_subscriptions' primary key per distinct producer (a
+    -- producer's login sees only its own row, which is all it submits for).
+    SELECT s.producer
+    FROM herald.callback_subscriptions s
+    WHERE s.producer = ANY (@producers::text[])
 ),
 ins AS (
     INSERT INTO herald.records (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
+        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
+        callback_url
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
@@ -58,15 +71,16 @@ ins AS (
         string_to_array(channel_list, ','),
         priority,
         send_at,
-        expires_at
+        expires_at,
+        callback_url
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
-    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
 ),
 routes_ins AS (
     INSERT INTO herald.routes (
         notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
-        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
     )
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
@@ -74,7 +88,10 @@ routes_ins AS (
         greatest(coalesce(sqlc.narg('now')::timestamptz, now()), r.send_at),
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
         coalesce(sqlc.narg('now')::timestamptz, now()),
-        coalesce(sqlc.narg('now')::timestamptz, now())
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        -- Watched for status callbacks (migration 00012's trigger) only if
+        -- the producer asked, per intent or by subscription.
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
     FROM (
         SELECT
             unnest(@route_notification_ids::text[]) AS notification_id,

@@ -38,7 +38,7 @@ type deadLetterFlags struct {
 }
 
 func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&d.channel, "channel", "", "only this channel: "+strings.Join(intake.Channels(), ", "))
+	fs.StringVar(&d.channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
 	fs.StringVar(&d.producer, "producer", "", "only this producer")
 	fs.StringVar(&d.typ, "type", "", "only this notification type")
 	fs.StringVar(&d.classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")

@@ -44,7 +44,7 @@ func parseRouteRef(s string) (operator.RouteRef, error) {
 	if !hasRoute {
 		return operator.RouteRef{NotificationID: id}, nil
 	}
-	if m := routeIDForm.FindStringSubmatch(rid); m == nil || !slices.Contains(intake.Channels(), m[1]) {
+	if m := routeIDForm.FindStringSubmatch(rid); m == nil || !slices.Contains(intake.RouteChannels(), m[1]) {
 		return operator.RouteRef{}, usageError{fmt.Errorf("invalid route id %s in %s: want CHANNEL:HEX as listed, e.g. email:3f2a9c1b7d4e", quoteArg(rid), quoteArg(s))}
 	}
 	return operator.RouteRef{NotificationID: id, RouteID: rid}, nil
@@ -77,8 +77,8 @@ func parseMalformedID(s string) (string, error) {
 // parseChannel returns s if it names a channel a route can have ("" for
 // no filter).
 func parseChannel(s string) (string, error) {
-	if s != "" && !slices.Contains(intake.Channels(), s) {
-		return "", usageError{fmt.Errorf("invalid -channel %s: want one of %s", quoteArg(s), strings.Join(intake.Channels(), ", "))}
+	if s != "" && !slices.Contains(intake.RouteChannels(), s) {
+		return "", usageError{fmt.Errorf("invalid -channel %s: want one of %s", quoteArg(s), strings.Join(intake.RouteChannels(), ", "))}
 	}
 	return s, nil
 }

@@ -76,7 +76,7 @@ func TestServeExposesMetricsHealthAndRunsMaintenance(t *testing.T) {
 	require.Eventually(t, func() bool { code, _ := get("/healthz"); return code == http.StatusOK },
 		15*time.Second, 20*time.Millisecond, "stderr: %s", errb)
 	code, body := get("/readyz")
-	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, http.StatusOK, code, body)
 	var chk struct{ OK, Database, SchemaCurrent bool }
 	require.NoError(t, json.Unmarshal([]byte(body), &chk))
 	require.True(t, chk.OK && chk.Database)

@@ -87,6 +87,7 @@ func insertWebhookRoutes(t *testing.T, pool *pgxpool.Pool, n int, url string) {
 			p.Priorities = append(p.Priorities, int16(i%2))
 			p.SendAts = append(p.SendAts, time.Time{})
 			p.ExpiresAts = append(p.ExpiresAts, time.Time{})
+			p.CallbackUrls = append(p.CallbackUrls, "")
 			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 			p.RouteIds = append(p.RouteIds, "webhook:0")
 			p.RouteChannels = append(p.RouteChannels, "webhook")

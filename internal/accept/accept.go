@@ -190,6 +190,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordI
 		Priorities:               make([]int16, 0, n),
 		SendAts:                  make([]time.Time, 0, n),
 		ExpiresAts:               make([]time.Time, 0, n),
+		CallbackUrls:             make([]string, 0, n),
 		Now:                      now,
 		IdempotencyWindowSeconds: window.Seconds(),
 		RouteNotificationIds:     make([]string, 0, nRoutes),
@@ -237,6 +238,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordI
 		a.Priorities = append(a.Priorities, v.Priority)
 		a.SendAts = append(a.SendAts, sendAt)
 		a.ExpiresAts = append(a.ExpiresAts, expiresAt)
+		a.CallbackUrls = append(a.CallbackUrls, in.CallbackURL)
 		for _, r := range v.Routes {
 			a.RouteNotificationIds = append(a.RouteNotificationIds, nid)
 			a.RouteIds = append(a.RouteIds, r.RouteID)

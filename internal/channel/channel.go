@@ -108,4 +108,8 @@ const (
 	SMS     = "sms"
 	Email   = "email"
 	Webhook = "webhook"
+	// Callback carries herald's status callbacks to producers
+	// (channel/callback). Routes on it are created by the database only,
+	// never by an intent.
+	Callback = "callback"
 )

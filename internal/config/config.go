@@ -46,6 +46,12 @@
 //	    webhook:
 //	      secrets: {env: HERALD_WEBHOOK_SECRETS}   # whsec_… secrets, space-separated
 //	      allow_private: false
+//	callbacks:                 # status callbacks to producers (always on unless disabled)
+//	  concurrency: 16
+//	  max_attempts: 15
+//	  backoff: {base: 1s, cap: 5m}
+//	  timeout: 10s
+//	  allow_private: false
 //
 // Environment overrides (they win over the file):
 //
@@ -54,7 +60,10 @@
 //	HERALD_DISPATCH_STATEMENT_TIMEOUT, HERALD_DISPATCH_STALL_TIMEOUT,
 //	HERALD_INTAKE_BATCH_SIZE, HERALD_RECEIPTS_LISTEN,
 //	HERALD_RECEIPTS_BATCH_SIZE, HERALD_RECEIPTS_POLL_INTERVAL,
-//	HERALD_INTAKE_POLL_INTERVAL, and per channel NAME (SMS, EMAIL, WEBHOOK):
+//	HERALD_INTAKE_POLL_INTERVAL, HERALD_CALLBACKS_DISABLED,
+//	HERALD_CALLBACKS_CONCURRENCY, HERALD_CALLBACKS_MAX_ATTEMPTS,
+//	HERALD_CALLBACKS_TIMEOUT, HERALD_CALLBACKS_ALLOW_PRIVATE, and per
+//	channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
 //	_SECRETS_ENV, _SECRETS_FILE; smtp: _HOST, _PORT, _TLS, _FROM, _USERNAME,
@@ -105,10 +114,11 @@ var channelNames = []string{"email", "sms", "webhook"}
 
 // Config is serve's whole configuration: the file's top level.
 type Config struct {
-	Dispatch Dispatch           `yaml:"dispatch"`
-	Intake   Intake             `yaml:"intake"`
-	Channels map[string]Channel `yaml:"channels"`
-	Receipts Receipts           `yaml:"receipts"`
+	Dispatch  Dispatch           `yaml:"dispatch"`
+	Intake    Intake             `yaml:"intake"`
+	Channels  map[string]Channel `yaml:"channels"`
+	Receipts  Receipts           `yaml:"receipts"`
+	Callbacks Callbacks          `yaml:"callbacks"`
 }
 
 // Receipts configures delivery receipts: where serve's receipts endpoint
@@ -118,6 +128,27 @@ type Receipts struct {
 	Listen       string        `yaml:"listen"`
 	BatchSize    int           `yaml:"batch_size"`
 	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// Callbacks tunes channel callback, which carries status callbacks to
+// producers and which every serve delivers (no driver to choose: it posts
+// with each producer's own subscription secret); zero values take the
+// engine's defaults (engine.DefaultCallbacks).
+type Callbacks struct {
+	// Disabled stops this process delivering callbacks; they wait for a
+	// serve that does.
+	Disabled    bool          `yaml:"disabled"`
+	Concurrency int           `yaml:"concurrency"`
+	MaxAttempts int           `yaml:"max_attempts"`
+	Backoff     Backoff       `yaml:"backoff"`
+	Timeout     time.Duration `yaml:"timeout"`
+	Lease       time.Duration `yaml:"lease"`
+	// AllowPrivate lets callbacks reach private and loopback addresses
+	// (development); AllowHosts exempts named hosts; DenyCIDRs are never
+	// connected to. As for the webhook driver.
+	AllowPrivate bool     `yaml:"allow_private"`
+	AllowHosts   []string `yaml:"allow_hosts"`
+	DenyCIDRs    []string `yaml:"deny_cidrs"`
 }
 
 // Dispatch tunes the dispatcher; zero values take the dispatcher's
@@ -427,6 +458,11 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setStr(&c.Receipts.Listen, "HERALD_RECEIPTS_LISTEN")
 	setInt(&c.Receipts.BatchSize, "HERALD_RECEIPTS_BATCH_SIZE")
 	setDur(&c.Receipts.PollInterval, "HERALD_RECEIPTS_POLL_INTERVAL")
+	setBool(&c.Callbacks.Disabled, "HERALD_CALLBACKS_DISABLED")
+	setInt(&c.Callbacks.Concurrency, "HERALD_CALLBACKS_CONCURRENCY")
+	setInt(&c.Callbacks.MaxAttempts, "HERALD_CALLBACKS_MAX_ATTEMPTS")
+	setDur(&c.Callbacks.Timeout, "HERALD_CALLBACKS_TIMEOUT")
+	setBool(&c.Callbacks.AllowPrivate, "HERALD_CALLBACKS_ALLOW_PRIVATE")
 
 	names := map[string]bool{}
 	for _, n := range channelNames {
@@ -505,9 +541,19 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("channels: none configured (give a config file with -config, or set HERALD_CHANNELS_<NAME>_DRIVER)")
 	}
 	for _, name := range c.ChannelNames() {
+		if name == "callback" {
+			return errors.New("channels.callback: herald's own channel; configure it in the callbacks section")
+		}
 		if err := c.Channels[name].validate(getenv); err != nil {
 			return fmt.Errorf("channels.%s.%w", name, err)
 		}
+	}
+	cb := c.Callbacks
+	// The delivery policy's checks are a channel's, with the log driver
+	// standing in for the callback channel's own.
+	if err := (Channel{Driver: DriverLog, Concurrency: cb.Concurrency, MaxAttempts: cb.MaxAttempts,
+		Backoff: cb.Backoff, Timeout: cb.Timeout, Lease: cb.Lease}).validate(getenv); err != nil {
+		return fmt.Errorf("callbacks.%w", err)
 	}
 	return nil
 }

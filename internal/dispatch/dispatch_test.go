@@ -88,6 +88,7 @@ func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
 		p.Priorities = append(p.Priorities, s.priority)
 		p.SendAts = append(p.SendAts, ts(s.sendAt))
 		p.ExpiresAts = append(p.ExpiresAts, ts(s.expiresAt))
+		p.CallbackUrls = append(p.CallbackUrls, "")
 		p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 		p.RouteIds = append(p.RouteIds, rid)
 		p.RouteChannels = append(p.RouteChannels, s.channel)

@@ -45,6 +45,17 @@ func FromConfig(c *config.Config) *Config {
 			BatchSize:    c.Receipts.BatchSize,
 			PollInterval: c.Receipts.PollInterval,
 		},
+		Callbacks: Callbacks{
+			Disabled:     c.Callbacks.Disabled,
+			Concurrency:  c.Callbacks.Concurrency,
+			MaxAttempts:  c.Callbacks.MaxAttempts,
+			Backoff:      dispatch.BackoffConfig{Base: c.Callbacks.Backoff.Base, Cap: c.Callbacks.Backoff.Cap},
+			Timeout:      c.Callbacks.Timeout,
+			Lease:        c.Callbacks.Lease,
+			AllowPrivate: c.Callbacks.AllowPrivate,
+			AllowHosts:   c.Callbacks.AllowHosts,
+			DenyCIDRs:    c.Callbacks.DenyCIDRs,
+		},
 		Intake: &accept.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,

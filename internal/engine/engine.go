@@ -3,7 +3,9 @@
 // process runs against the database:
 //
 //   - the dispatcher (internal/dispatch), delivering due routes through the
-//     channels;
+//     channels, channel callback (status callbacks to producers,
+//     internal/channel/callback) among them unless Config.Callbacks
+//     disables it;
 //   - the SQL intake worker (internal/accept), when Config.Intake is set;
 //   - maintenance (internal/maintenance: River periodic jobs under leader
 //     election, and the operator's bulk replay), when Config.Maintenance is
@@ -56,6 +58,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/maintenance"
@@ -95,6 +98,11 @@ type Config struct {
 	// Default: no variables (a secret taken from the environment is then
 	// missing).
 	GetenvFunc func(string) string
+	// Callbacks configures channel callback, status callbacks to
+	// producers, which New adds to the dispatcher's channels unless
+	// Callbacks.Disabled is set or Dispatch.Channels configures channel
+	// "callback" itself (a test's own Deliverer).
+	Callbacks Callbacks
 
 	// Intake, when not nil, runs the SQL intake worker with this
 	// configuration. Its Logger, when nil, is the engine's; its ResultFunc,
@@ -240,6 +248,17 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 	dcfg.Logger = cmp.Or(dcfg.Logger, e.component("dispatch"))
 	dcfg.Metrics = cmp.Or(dcfg.Metrics, e.metrics)
 	getenv := getenvOrNone(cfg.GetenvFunc)
+	if _, given := dcfg.Channels[channel.Callback]; !given && !cfg.Callbacks.Disabled {
+		if _, dup := cfg.Drivers[channel.Callback]; dup {
+			return nil, errors.New("new engine: channel callback is herald's own; configure it in Callbacks, not Drivers")
+		}
+		ch, err := callbackChannel(e.pool, cfg.Callbacks, dcfg.Logger)
+		if err != nil {
+			return nil, fmt.Errorf("callbacks: %w", err)
+		}
+		e.closeDeliverer(ch)
+		dcfg.Channels[channel.Callback] = ch
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Drivers)) {
 		if _, dup := dcfg.Channels[name]; dup {
 			return nil, fmt.Errorf("new engine: channel %q is in both Drivers and Dispatch.Channels", name)

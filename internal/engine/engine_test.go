@@ -37,7 +37,12 @@ func dispatchConfigOf(t *testing.T, c *config.Config, getenv func(string) string
 	t.Helper()
 	cfg := FromConfig(c)
 	cfg.GetenvFunc = getenv
-	e := &Engine{logger: discardLogger()}
+	// The callback channel's Deliverer needs a pool; this one never
+	// connects (pgxpool connects on first use).
+	pool, err := pgxpool.New(context.Background(), "postgres://herald@127.0.0.1:1/never")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	e := &Engine{logger: discardLogger(), pool: pool}
 	t.Cleanup(e.Close)
 	dc, err := e.dispatchConfig(cfg)
 	require.NoError(t, err)
@@ -85,7 +90,8 @@ func TestFromConfigBuildsEveryChannelsDelivererResolvingSecrets(t *testing.T) {
 	require.NoError(t, err)
 
 	dc := dispatchConfigOf(t, c, getenv)
-	require.Len(t, dc.Channels, 3)
+	require.Len(t, dc.Channels, 4, "the file's three and callback")
+	require.NotNil(t, dc.Channels["callback"].Deliverer)
 	require.Equal(t, 40*time.Second, dc.Channels["email"].Lease)
 	require.NotNil(t, dc.Channels["sms"].Deliverer)
 }
@@ -129,6 +135,14 @@ func TestTheDocumentedExampleShowsTheDispatchersDefaults(t *testing.T) {
 	require.Equal(t, dispatch.DefaultLockTimeout, dc.LockTimeout)
 	require.Equal(t, dispatch.DefaultStatementTimeout, dc.StatementTimeout)
 	require.Equal(t, dispatch.DefaultStallTimeout, dc.StallTimeout)
+	// And the callback channel's.
+	cb := dc.Channels["callback"]
+	require.Equal(t, DefaultCallbacks.Concurrency, cb.Concurrency)
+	require.Equal(t, DefaultCallbacks.MaxAttempts, cb.MaxAttempts)
+	require.Equal(t, DefaultCallbacks.Backoff.Base, cb.Backoff.Base)
+	require.Equal(t, DefaultCallbacks.Backoff.Cap, cb.Backoff.Cap)
+	require.Equal(t, DefaultCallbacks.Timeout, cb.Timeout)
+	require.Equal(t, DefaultCallbacks.Timeout+30*time.Second, c.Callbacks.Lease, "the example's lease is the dispatcher's default")
 }
 
 // closingDeliverer is the discard channel with a Close that counts.

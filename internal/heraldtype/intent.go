@@ -66,6 +66,13 @@ type Intent struct {
 	// TraceID continues the producer's trace id (at most 128 characters).
 	// It is stored, not part of the fingerprint.
 	TraceID string `json:"trace_id,omitempty"`
+	// CallbackURL, if set, is where herald posts this notification's
+	// status callbacks (one per route and event) instead of the producer's
+	// subscription URL; they are signed with the subscription's secret or
+	// token, and dead-lettered if the producer has none. An absolute http
+	// or https URL without userinfo, at most 2048 characters, as a webhook
+	// address. It is stored, not part of the fingerprint.
+	CallbackURL string `json:"callback_url,omitempty"`
 }
 
 // Audience is who an intent is for: user ids resolved at delivery through

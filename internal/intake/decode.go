@@ -58,6 +58,7 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"max_attempts":      d.int(&in.MaxAttempts),
 		"request_id":        d.str(&in.RequestID),
 		"trace_id":          d.str(&in.TraceID),
+		"callback_url":      d.str(&in.CallbackURL),
 		"audience": func(path string, raw json.RawMessage) {
 			d.object(path, raw, map[string]func(string, json.RawMessage){
 				"user_ids": d.strs(&in.Audience.UserIDs),

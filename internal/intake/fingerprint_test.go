@@ -48,6 +48,7 @@ func TestFingerprintIgnoresOrderFormattingAndRetryOnlyFields(t *testing.T) {
 		}},
 		{"NewRequestID", func(in *Intent) { in.RequestID = "retry-2" }},
 		{"NewTraceID", func(in *Intent) { in.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736" }},
+		{"NewCallbackURL", func(in *Intent) { in.CallbackURL = "https://shop.example/herald/callbacks" }},
 		{"OccurredAtDefaultedOrSet", func(in *Intent) { in.OccurredAt = testNow.Add(-time.Minute) }},
 		{"DefaultPrioritySpelledOut", func(in *Intent) { in.Priority = heraldtype.PriorityTransactional }},
 		{"SameInstantInAnotherZone", func(in *Intent) {

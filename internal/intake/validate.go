@@ -68,10 +68,14 @@ type RoutePlan struct {
 // knownChannels are the channels an intent may list, in route order.
 var knownChannels = []string{channel.Email, channel.SMS, channel.Webhook}
 
-// Channels returns the channels an intent may list, and so the only ones a
-// route can have: email, sms and webhook. The slice is fresh; callers may
-// modify it.
+// Channels returns the channels an intent may list: email, sms and
+// webhook. The slice is fresh; callers may modify it.
 func Channels() []string { return slices.Clone(knownChannels) }
+
+// RouteChannels returns the channels a route can have: Channels, and
+// callback, herald's own channel for status callbacks to producers, which
+// no intent may list. The slice is fresh; callers may modify it.
+func RouteChannels() []string { return append(Channels(), channel.Callback) }
 
 // Validate checks in against lim (zero fields take defaults) at time now
 // and returns it normalized, fingerprinted and planned into routes. It never
@@ -91,6 +95,14 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	out.IdempotencyKey = checkText(&errs, "idempotency_key", in.IdempotencyKey, maxIdempotencyKeyLen, true)
 	out.RequestID = checkText(&errs, "request_id", in.RequestID, maxTraceLen, false)
 	out.TraceID = checkText(&errs, "trace_id", in.TraceID, maxTraceLen, false)
+	if u := strings.TrimSpace(in.CallbackURL); u != "" {
+		// Checked as a webhook address is: status callbacks are webhooks.
+		v, code, msg := normalizeURL(u)
+		if code != "" {
+			errs.add("callback_url", code, "%s", msg)
+		}
+		out.CallbackURL = v
+	}
 
 	// Channels.
 	listed := map[string]bool{}

@@ -81,6 +81,7 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 		p.Priorities = []int16{0}
 		p.SendAts = []time.Time{{}}
 		p.ExpiresAts = []time.Time{{}}
+		p.CallbackUrls = []string{""}
 		p.Now = &t0
 		p.IdempotencyWindowSeconds = s.window.Seconds()
 		for i := range s.statuses {

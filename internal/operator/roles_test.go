@@ -63,7 +63,7 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 		AudienceKinds: []string{"addresses"}, RecipientUserIds: [][]byte{[]byte(`[]`)}, PayloadJsons: []string{`{}`},
 		IdempotencyKeys: []string{"k"}, RequestFingerprints: []string{"fp"}, RequestIds: []string{""}, TraceIds: []string{""},
 		OccurredAts: []time.Time{time.Now()}, ChannelLists: []string{"email"},
-		Priorities: []int16{0}, SendAts: []time.Time{{}}, ExpiresAts: []time.Time{{}},
+		Priorities: []int16{0}, SendAts: []time.Time{{}}, ExpiresAts: []time.Time{{}}, CallbackUrls: []string{""},
 		IdempotencyWindowSeconds: 60,
 	})
 	requireInsufficientPrivilege(t, err)

@@ -32,6 +32,16 @@ type HeraldBacklogView struct {
 	NextDueAt   interface{}
 }
 
+type HeraldCallbackSubscription struct {
+	Producer    string
+	Url         string
+	Events      []string
+	Secret      *string
+	BearerToken *string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 type HeraldDeadLetter struct {
 	NotificationID        string
 	RouteID               string
@@ -80,6 +90,22 @@ type HeraldDeliveryReceipt struct {
 	NotificationID    *string
 	RouteID           *string
 	MatchedAt         *time.Time
+}
+
+type HeraldFailedCallbacksView struct {
+	Producer        string
+	Event           interface{}
+	NotificationID  interface{}
+	RouteID         interface{}
+	CallbackID      string
+	CallbackRouteID string
+	Url             string
+	Attempts        int32
+	Classification  string
+	Message         string
+	RecoveryHint    string
+	EventAt         time.Time
+	DeadLetteredAt  time.Time
 }
 
 type HeraldInboundMessage struct {
@@ -214,6 +240,7 @@ type HeraldRecord struct {
 	Priority             int16
 	SendAt               *time.Time
 	ExpiresAt            *time.Time
+	CallbackUrl          string
 }
 
 type HeraldRoute struct {
@@ -248,6 +275,7 @@ type HeraldRoute struct {
 	DeliveryStatusAt        *time.Time
 	DeliveryError           string
 	DeliveryErrorPermanent  pgtype.Bool
+	NotifyProducer          bool
 }
 
 type HeraldRoutingRule struct {

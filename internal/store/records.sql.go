@@ -225,7 +225,7 @@ func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordD
 }
 
 const recordGet = `-- name: RecordGet :one
-SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
+SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at, callback_url
 FROM herald.records
 WHERE notification_id = $1
 `
@@ -253,6 +253,7 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, notificationID string)
 		&i.Priority,
 		&i.SendAt,
 		&i.ExpiresAt,
+		&i.CallbackUrl,
 	)
 	return i, err
 }
@@ -327,52 +328,66 @@ WITH rec_in AS (
         unnest($12::text[]) AS channel_list,
         unnest($13::smallint[]) AS priority,
         nullif(unnest($14::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-        nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at
+        nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+        unnest($16::text[]) AS callback_url
+),
+subscribed AS (
+    -- The batch's producers that subscribed to status callbacks: one probe
+    -- of callback_subscriptions' primary key per distinct producer (a
+    -- producer's login sees only its own row, which is all it submits for).
+    SELECT s.producer
+    FROM herald.callback_subscriptions s
+    WHERE s.producer = ANY ($3::text[])
 ),
 ins AS (
     INSERT INTO herald.records (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at
+        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
+        callback_url
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        coalesce($16::timestamptz, now()),
-        coalesce($16::timestamptz, now()),
-        coalesce($16::timestamptz, now()) + make_interval(secs => $17::float8),
+        coalesce($17::timestamptz, now()),
+        coalesce($17::timestamptz, now()),
+        coalesce($17::timestamptz, now()) + make_interval(secs => $18::float8),
         string_to_array(channel_list, ','),
         priority,
         send_at,
-        expires_at
+        expires_at,
+        callback_url
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
-    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
 ),
 routes_ins AS (
     INSERT INTO herald.routes (
         notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
-        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
     )
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         -- Due now, or at send_at (greatest ignores NULLs).
-        greatest(coalesce($16::timestamptz, now()), r.send_at),
+        greatest(coalesce($17::timestamptz, now()), r.send_at),
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
-        coalesce($16::timestamptz, now()),
-        coalesce($16::timestamptz, now())
+        coalesce($17::timestamptz, now()),
+        coalesce($17::timestamptz, now()),
+        -- Watched for status callbacks (migration 00012's trigger) only if
+        -- the producer asked, per intent or by subscription.
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
     FROM (
         SELECT
-            unnest($18::text[]) AS notification_id,
-            unnest($19::text[]) AS route_id,
-            unnest($20::text[]) AS channel,
-            unnest($21::text[]) AS recipient_ref,
-            unnest($22::integer[]) AS max_attempts,
-            unnest($23::smallint[]) AS priority,
-            nullif(unnest($24::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-            nullif(unnest($25::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-            unnest($26::text[]) AS sms_encoding,
-            unnest($27::smallint[]) AS sms_segments
+            unnest($19::text[]) AS notification_id,
+            unnest($20::text[]) AS route_id,
+            unnest($21::text[]) AS channel,
+            unnest($22::text[]) AS recipient_ref,
+            unnest($23::integer[]) AS max_attempts,
+            unnest($24::smallint[]) AS priority,
+            nullif(unnest($25::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest($27::text[]) AS sms_encoding,
+            unnest($28::smallint[]) AS sms_segments
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
@@ -384,9 +399,9 @@ wake AS (
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
     -- final SELECT joins it.
-    SELECT count(pg_notify('herald_routes', $28::text)) AS hints
+    SELECT count(pg_notify('herald_routes', $29::text)) AS hints
     FROM (
-        SELECT 1 WHERE $28::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+        SELECT 1 WHERE $29::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
 SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
@@ -409,6 +424,7 @@ type RecordInsertManyParams struct {
 	Priorities               []int16
 	SendAts                  []time.Time
 	ExpiresAts               []time.Time
+	CallbackUrls             []string
 	Now                      *time.Time
 	IdempotencyWindowSeconds float64
 	RouteNotificationIds     []string
@@ -450,6 +466,9 @@ type RecordInsertManyRow struct {
 // trip paid only by duplicates. Looking every key up here would cost a
 // descent of the unique index per intent on every batch, duplicates or not.
 // The producer/idempotency_key pairs must be distinct within one call.
+// A route's notify_producer is set when its intent has a callback_url or
+// its producer a callback subscription: only those routes fire the status
+// callback trigger (migration 00012).
 // An element of the send_at / expires_at arrays that is the zero time
 // (0001-01-01 00:00:00 UTC, Go's time.Time{}) means "not set": sqlc types a
 // timestamptz[] parameter as []time.Time, which cannot carry a NULL element,
@@ -471,6 +490,7 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 		arg.Priorities,
 		arg.SendAts,
 		arg.ExpiresAts,
+		arg.CallbackUrls,
 		arg.Now,
 		arg.IdempotencyWindowSeconds,
 		arg.RouteNotificationIds,

@@ -774,7 +774,7 @@ func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneRese
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -827,6 +827,7 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.DeliveryStatusAt,
 			&i.DeliveryError,
 			&i.DeliveryErrorPermanent,
+			&i.NotifyProducer,
 		); err != nil {
 			return nil, err
 		}

@@ -24,11 +24,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -108,14 +105,10 @@ func (c *Config) validate() error {
 
 // Deliverer delivers webhooks. It is safe for concurrent use.
 type Deliverer struct {
-	client           *http.Client
-	transport        *http.Transport
-	keys             [][]byte
-	timeout          time.Duration
-	userAgent        string
-	maxResponseBytes int64
-	logger           *slog.Logger
-	now              func() time.Time
+	sender *Sender
+	keys   [][]byte
+	logger *slog.Logger
+	now    func() time.Time
 }
 
 // New returns a webhook Deliverer, or an error naming the Config field
@@ -132,47 +125,22 @@ func New(cfg Config) (*Deliverer, error) {
 		}
 		keys = append(keys, k)
 	}
-	g, err := newGuard(cfg.AllowPrivate, cfg.AllowHosts, cfg.DenyCIDRs)
+	sender, err := NewSender(SenderConfig{
+		Timeout:          cfg.Timeout,
+		AllowPrivate:     cfg.AllowPrivate,
+		AllowHosts:       cfg.AllowHosts,
+		DenyCIDRs:        cfg.DenyCIDRs,
+		UserAgent:        cfg.UserAgent,
+		MaxResponseBytes: cfg.MaxResponseBytes,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook config: %w", err)
 	}
-	timeout := cmp.Or(cfg.Timeout, DefaultTimeout)
-	transport := &http.Transport{
-		// No proxy: a proxy would connect on herald's behalf and the dial
-		// guard would only ever see the proxy's address.
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, fmt.Errorf("split %q: %w", addr, err)
-			}
-			d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control(host)}
-			return d.DialContext(ctx, network, addr)
-		},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ExpectContinueTimeout: time.Second,
-		// Bound the headers a hostile receiver can make herald buffer.
-		MaxResponseHeaderBytes: 64 << 10,
-	}
 	return &Deliverer{
-		client: &http.Client{
-			Transport: transport,
-			// Redirects are not followed: a redirect could point anywhere
-			// (the guard would still apply, but the receiver should fix its
-			// URL), and a POST body is not safely re-sent.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		transport:        transport,
-		keys:             keys,
-		timeout:          timeout,
-		userAgent:        cmp.Or(cfg.UserAgent, DefaultUserAgent),
-		maxResponseBytes: cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes),
-		logger:           cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		now:              time.Now,
+		sender: sender,
+		keys:   keys,
+		logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		now:    time.Now,
 	}, nil
 }
 
@@ -195,10 +163,7 @@ func ParseSecret(secret string) ([]byte, error) {
 }
 
 // Close releases idle connections. The Deliverer stays usable.
-func (d *Deliverer) Close() error {
-	d.transport.CloseIdleConnections()
-	return nil
-}
+func (d *Deliverer) Close() error { return d.sender.Close() }
 
 // MessageID returns the webhook-id of a route: the same for every attempt
 // of the route, so receivers can drop duplicates, and different for every
@@ -242,17 +207,10 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	target, err := url.Parse(strings.TrimSpace(msg.Address))
-	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
-		return channel.Outcome{
-			Class:          channel.Permanent,
-			Classification: channel.ClassInvalidDestination,
-			Message:        "webhook address is not an absolute http(s) URL",
-			RecoveryHint:   "correct the recipient's webhook URL, then replay the dead letter",
-		}
+	target, out, ok := ParseTarget(msg.Address)
+	if !ok {
+		return out
 	}
-	dest := target.Scheme + "://" + target.Host // masked form; never the path or query
-
 	data := msg.Content
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = json.RawMessage("null")
@@ -271,85 +229,13 @@ func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.O
 	if err != nil {
 		return channel.BadContent(channel.Webhook, err)
 	}
-
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
-	if err != nil {
-		return channel.Outcome{
-			Class:          channel.Permanent,
-			Classification: channel.ClassInvalidDestination,
-			Message:        "webhook address cannot be requested (" + dest + ")",
-			RecoveryHint:   "correct the recipient's webhook URL, then replay the dead letter",
-		}
-	}
 	id := MessageID(msg.NotificationID, msg.RouteID)
 	ts := d.now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", d.userAgent)
-	req.Header.Set(HeaderID, id)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
-	req.Header.Set(HeaderSignature, Sign(d.keys, id, ts, body))
-
-	resp, err := d.client.Do(req)
-	if err != nil {
-		return d.transportOutcome(ctx, err, dest)
-	}
-	defer resp.Body.Close()
-	// Drain a bounded amount so the connection can be reused; the body
-	// itself is not kept (it could echo the payload).
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, d.maxResponseBytes))
-	return classifyResponse(resp, dest, d.now())
-}
-
-// transportOutcome classifies a request that got no response.
-func (d *Deliverer) transportOutcome(ctx context.Context, err error, dest string) channel.Outcome {
-	if isDenied(err) {
-		return channel.Outcome{
-			Class:          channel.Permanent,
-			Classification: ClassDestinationDenied,
-			Message:        "webhook destination refused (" + dest + "): " + deniedReason(err),
-			RecoveryHint: "the URL's host resolves to a private or reserved address; use a public URL, " +
-				"or list the host in the webhook channel's AllowHosts if it is a trusted internal receiver, then replay",
-		}
-	}
-	out := channel.NetworkOutcome(ctx, err, dest)
-	if out.Classification == channel.ClassTLSCertificate {
-		// The receiver owns its certificate; retrying will not fix it.
-		out.Class = channel.Permanent
-		out.RecoveryHint = "the receiver's TLS certificate is invalid or untrusted; ask the receiver to fix it, then replay"
-	}
-	return out
-}
-
-// classifyResponse maps an HTTP response onto an outcome.
-func classifyResponse(resp *http.Response, dest string, now time.Time) channel.Outcome {
-	code := resp.StatusCode
-	out := channel.Outcome{
-		Classification: "http_" + strconv.Itoa(code),
-		Message:        fmt.Sprintf("%s answered HTTP %d %s", dest, code, http.StatusText(code)),
-	}
-	switch {
-	case code >= 200 && code < 300:
-		out.Class = channel.Delivered
-	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
-		out.Class = channel.Transient
-		out.RetryAfter = channel.ParseRetryAfter(resp.Header.Get("Retry-After"), now)
-	case code >= 300 && code < 400:
-		out.Class = channel.Permanent
-		loc := channel.MaskAddress(resp.Header.Get("Location"))
-		if loc == "" {
-			loc = "an unnamed location"
-		} else if !strings.Contains(resp.Header.Get("Location"), "://") {
-			loc = "a path on the same host" // relative; not quoted, it may carry tokens
-		}
-		out.Message += ", redirecting to " + loc + " (redirects are not followed)"
-		out.RecoveryHint = "the receiver redirects to " + loc + "; update the webhook URL to the final address, then replay"
-	default:
-		out.Class = channel.Permanent
-		out.RecoveryHint = hint4xx(code)
-	}
-	return out
+	h := http.Header{}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(HeaderSignature, Sign(d.keys, id, ts, body))
+	return d.sender.Post(ctx, target, h, body)
 }
 
 // hint4xx says what an operator can do about a 4xx answer.

@@ -70,6 +70,7 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 			p.Priorities = append(p.Priorities, 0)
 			p.SendAts = append(p.SendAts, time.Time{})
 			p.ExpiresAts = append(p.ExpiresAts, time.Time{})
+			p.CallbackUrls = append(p.CallbackUrls, "")
 			p.RouteNotificationIds = append(p.RouteNotificationIds, nid)
 			p.RouteIds = append(p.RouteIds, rid)
 			p.RouteChannels = append(p.RouteChannels, channel)
