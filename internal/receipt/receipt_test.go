@@ -48,7 +48,7 @@ func (b *testBundle) publishedRoute(t *testing.T, provider, msgID string) string
 		RouteNotificationIds: []string{nid}, RouteIds: []string{"sms:1"}, RouteChannels: []string{"sms"},
 		RouteRecipientRefs: []string{"+254712345678"}, RouteMaxAttempts: []int32{0}, RoutePriorities: []int16{0},
 		RouteSendAts: []time.Time{{}}, RouteExpiresAts: []time.Time{{}}, RouteSmsEncodings: []string{"gsm7"},
-		RouteSmsSegments: []int16{1},
+		RouteSmsSegments: []int16{1}, CallbackUrls: []string{""},
 	})
 	require.NoError(t, err)
 	if msgID != "" {
