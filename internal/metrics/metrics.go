@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,11 @@ type Metrics struct {
 	ProviderLatency        *prometheus.HistogramVec
 	ProviderCircuitOpen    *prometheus.GaugeVec
 	ProviderThrottledWaits *prometheus.CounterVec
+	// APIRequests counts the HTTP API's requests by endpoint (the route's
+	// pattern, "unmatched" for none) and status code; APIRequestDuration
+	// observes how long each took, by endpoint.
+	APIRequests        *prometheus.CounterVec
+	APIRequestDuration *prometheus.HistogramVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -106,10 +112,20 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_provider_throttled_waits_total",
 			Help: "Routes that waited for a provider's throughput cap (moved into its paced queue), by provider.",
 		}, []string{"provider"}),
+		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_api_requests_total",
+			Help: "HTTP API requests, by endpoint (method and route pattern) and status code.",
+		}, []string{"endpoint", "status"}),
+		APIRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_api_request_duration_seconds",
+			Help:    "How long HTTP API requests took, from the request read to the answer written, by endpoint.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
 		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts,
-		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits)
+		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits,
+		m.APIRequests, m.APIRequestDuration)
 	return m
 }
 
@@ -154,6 +170,15 @@ func (m *Metrics) ProviderCircuit(provider string, open bool) {
 func (m *Metrics) ProviderThrottled(provider string, n int) {
 	if m != nil {
 		m.ProviderThrottledWaits.WithLabelValues(provider).Add(float64(n))
+	}
+}
+
+// APIRequest records one HTTP API request: its endpoint, status code and
+// how long it took.
+func (m *Metrics) APIRequest(endpoint string, status int, took time.Duration) {
+	if m != nil {
+		m.APIRequests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+		m.APIRequestDuration.WithLabelValues(endpoint).Observe(took.Seconds())
 	}
 }
 
