@@ -65,6 +65,7 @@ import (
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/wake"
 )
 
@@ -261,4 +262,36 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("shut down api server: %w", err)
 	}
 	return nil
+}
+
+// ErrNotAPILogin is returned by Connect when the URL's login is not one
+// the API may serve as: a member of herald_api that row-level security
+// holds (not a superuser, not BYPASSRLS, not the schema's owner).
+var ErrNotAPILogin = errors.New("the API's database login must be a member of herald_api, and neither a superuser, nor BYPASSRLS, nor the schema's owner")
+
+// Connect returns a pool on url for Config.Pool, sized maxConns (0: the
+// URL's or pgx's default), after checking that its login is one the API
+// may serve as (ErrNotAPILogin otherwise): a login that bypasses row-level
+// security would see every producer's rows.
+func Connect(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("api database url: %w", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("api database: %w", err)
+	}
+	ok, err := store.New().LoginActsForAPIKeys(ctx, pool)
+	if err == nil && !ok {
+		err = ErrNotAPILogin
+	}
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("api database login %s: %w", cfg.ConnConfig.User, err)
+	}
+	return pool, nil
 }
