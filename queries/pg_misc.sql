@@ -5,3 +5,13 @@
 -- are taken from it, not from the operator's machine, because dead_letters
 -- and routes are stamped with it.
 SELECT now()::timestamptz AS now;
+
+-- name: LoginActsForAPIKeys :one
+-- Whether the connecting login may serve the HTTP API: a member of
+-- herald_api (inheriting it) that row-level security holds, so neither a
+-- superuser, nor a role with BYPASSRLS, nor the schema's owner.
+SELECT (
+    pg_has_role(session_user, 'herald_api', 'USAGE')
+    AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = session_user), true)
+    AND NOT pg_has_role(session_user, (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'herald'), 'MEMBER')
+)::boolean AS ok;

@@ -294,3 +294,18 @@ LEFT JOIN (
     ORDER BY accepted_at DESC, notification_id DESC
     LIMIT 1
 ) AS last ON true;
+
+-- name: RecordListPage :many
+-- One page of the caller's notifications, newest first, for the HTTP API's
+-- list: row-level security keeps to the acting producer's records. It walks
+-- records_listing_idx from the cursor (@before_accepted_at,
+-- @before_notification_id), exclusive (NULLs: from the newest); the caller
+-- passes the last row's as the next page's cursor.
+SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
+    request_id, accepted_at, send_at, expires_at
+FROM herald.records
+WHERE (accepted_at, notification_id) < (
+    coalesce(sqlc.narg('before_accepted_at')::timestamptz, 'infinity'::timestamptz),
+    coalesce(sqlc.narg('before_notification_id')::text, ''))
+ORDER BY accepted_at DESC, notification_id DESC
+LIMIT @page_size::integer;

@@ -70,6 +70,13 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := ops.configure(ecfg); err != nil {
 		return err
 	}
+	apiPool, err := engine.ConnectAPI(ctx, cfg, ecfg, m.Getenv)
+	if err != nil {
+		return err
+	}
+	if apiPool != nil {
+		m.onClose(apiPool.Close)
+	}
 	eng, err := engine.New(pool, ecfg)
 	var addrErr *engine.MetricsAddrError
 	if errors.As(err, &addrErr) {

@@ -62,8 +62,12 @@
 //	HERALD_RECEIPTS_BATCH_SIZE, HERALD_RECEIPTS_POLL_INTERVAL,
 //	HERALD_INTAKE_POLL_INTERVAL, HERALD_CALLBACKS_DISABLED,
 //	HERALD_CALLBACKS_CONCURRENCY, HERALD_CALLBACKS_MAX_ATTEMPTS,
-//	HERALD_CALLBACKS_TIMEOUT, HERALD_CALLBACKS_ALLOW_PRIVATE, and per
-//	channel NAME (SMS, EMAIL, WEBHOOK):
+//	HERALD_CALLBACKS_TIMEOUT, HERALD_CALLBACKS_ALLOW_PRIVATE,
+//	HERALD_API_LISTEN, HERALD_API_DATABASE_URL
+//	(the URL itself), HERALD_API_MAX_CONNS, HERALD_API_MAX_BATCH,
+//	HERALD_API_RATE_LIMIT, HERALD_API_RATE_BURST, HERALD_API_READ_TIMEOUT,
+//	HERALD_API_WRITE_TIMEOUT, HERALD_API_REQUEST_TIMEOUT,
+//	HERALD_API_SHUTDOWN_TIMEOUT, and per channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
 //	_SECRETS_ENV, _SECRETS_FILE; smtp: _HOST, _PORT, _TLS, _FROM, _USERNAME,
@@ -116,6 +120,7 @@ var channelNames = []string{"email", "sms", "webhook"}
 type Config struct {
 	Dispatch  Dispatch           `yaml:"dispatch"`
 	Intake    Intake             `yaml:"intake"`
+	API       API                `yaml:"api"`
 	Channels  map[string]Channel `yaml:"channels"`
 	Receipts  Receipts           `yaml:"receipts"`
 	Callbacks Callbacks          `yaml:"callbacks"`
@@ -149,6 +154,33 @@ type Callbacks struct {
 	AllowPrivate bool     `yaml:"allow_private"`
 	AllowHosts   []string `yaml:"allow_hosts"`
 	DenyCIDRs    []string `yaml:"deny_cidrs"`
+}
+
+// API configures the HTTP API (internal/api): off unless Listen is set.
+// Zero values take the API's defaults.
+type API struct {
+	// Listen is the address the API serves on, e.g. ":8080".
+	Listen string `yaml:"listen"`
+	// DatabaseURL is where the API's own database URL is: a login that is
+	// a member of herald_api, never the engine's. Required with Listen.
+	DatabaseURL Secret `yaml:"database_url"`
+	// MaxConns sizes the API's pool. Default: the URL's, or pgx's.
+	MaxConns int `yaml:"max_conns"`
+	// MaxBatch caps the intents of one batch submit (default 500);
+	// MaxBodyBytes a request body (default 16 MiB).
+	MaxBatch     int   `yaml:"max_batch"`
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RateLimit is the requests per second one API key may make in each
+	// serve process, with bursts of RateBurst; 0 means no limit.
+	RateLimit float64 `yaml:"rate_limit"`
+	RateBurst int     `yaml:"rate_burst"`
+	// The http.Server's timeouts, one request's database work, and how
+	// long requests in flight may finish at SIGTERM.
+	ReadTimeout     time.Duration `yaml:"read_timeout"`
+	WriteTimeout    time.Duration `yaml:"write_timeout"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	RequestTimeout  time.Duration `yaml:"request_timeout"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
 
 // Dispatch tunes the dispatcher; zero values take the dispatcher's
@@ -463,6 +495,24 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setInt(&c.Callbacks.MaxAttempts, "HERALD_CALLBACKS_MAX_ATTEMPTS")
 	setDur(&c.Callbacks.Timeout, "HERALD_CALLBACKS_TIMEOUT")
 	setBool(&c.Callbacks.AllowPrivate, "HERALD_CALLBACKS_ALLOW_PRIVATE")
+	setStr(&c.API.Listen, "HERALD_API_LISTEN")
+	if getenv("HERALD_API_DATABASE_URL") != "" {
+		c.API.DatabaseURL = Secret{Env: "HERALD_API_DATABASE_URL"}
+	}
+	setInt(&c.API.MaxConns, "HERALD_API_MAX_CONNS")
+	setInt(&c.API.MaxBatch, "HERALD_API_MAX_BATCH")
+	setInt(&c.API.RateBurst, "HERALD_API_RATE_BURST")
+	if v := getenv("HERALD_API_RATE_LIMIT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HERALD_API_RATE_LIMIT: %q is not a number", v))
+		}
+		c.API.RateLimit = f
+	}
+	setDur(&c.API.ReadTimeout, "HERALD_API_READ_TIMEOUT")
+	setDur(&c.API.WriteTimeout, "HERALD_API_WRITE_TIMEOUT")
+	setDur(&c.API.RequestTimeout, "HERALD_API_REQUEST_TIMEOUT")
+	setDur(&c.API.ShutdownTimeout, "HERALD_API_SHUTDOWN_TIMEOUT")
 
 	names := map[string]bool{}
 	for _, n := range channelNames {
@@ -537,8 +587,25 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("receipts.batch_size: must be between 1 and 10000")
 	case c.Receipts.PollInterval < 0 || (c.Receipts.PollInterval > 0 && c.Receipts.PollInterval < time.Millisecond):
 		return errors.New("receipts.poll_interval: must be at least 1ms")
+	case c.API.Listen != "" && c.API.DatabaseURL.IsZero():
+		return errors.New("api.database_url: required with api.listen: the URL of a login in role herald_api ({env: NAME} or {file: PATH}, or HERALD_API_DATABASE_URL)")
+	case c.API.MaxConns < 0 || c.API.MaxConns > 10000:
+		return errors.New("api.max_conns: must be between 1 and 10000")
+	case c.API.MaxBatch < 0 || c.API.MaxBatch > 10000:
+		return errors.New("api.max_batch: must be between 1 and 10000")
+	case c.API.MaxBodyBytes < 0:
+		return errors.New("api.max_body_bytes: must not be negative")
+	case c.API.RateLimit < 0 || c.API.RateBurst < 0:
+		return errors.New("api.rate_limit, api.rate_burst: must not be negative")
+	case c.API.ReadTimeout < 0 || c.API.WriteTimeout < 0 || c.API.IdleTimeout < 0 || c.API.RequestTimeout < 0 || c.API.ShutdownTimeout < 0:
+		return errors.New("api: timeouts must not be negative")
 	case len(c.Channels) == 0:
 		return errors.New("channels: none configured (give a config file with -config, or set HERALD_CHANNELS_<NAME>_DRIVER)")
+	}
+	if c.API.Listen != "" {
+		if _, err := c.API.DatabaseURL.Resolve(getenv); err != nil {
+			return fmt.Errorf("api.database_url: %w", err)
+		}
 	}
 	for _, name := range c.ChannelNames() {
 		if name == "callback" {

@@ -127,13 +127,34 @@ func TestSecretNeverPrintsItsValue(t *testing.T) {
 func TestTheDocumentedExampleLoads(t *testing.T) {
 	t.Parallel()
 	getenv := env(map[string]string{
-		"HERALD_SMTP_PASSWORD":   "pw",
-		"HERALD_SMS_API_KEY":     "sk",
-		"HERALD_WEBHOOK_SECRETS": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGhpcyBpcyBhbiBvbGRlciBrZXk=",
+		"HERALD_SMTP_PASSWORD":    "pw",
+		"HERALD_SMS_API_KEY":      "sk",
+		"HERALD_WEBHOOK_SECRETS":  "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw whsec_dGhpcyBpcyBhbiBvbGRlciBrZXk=",
+		"HERALD_API_DATABASE_URL": "postgres://api@db/herald",
 	})
 	c, err := Load("example.yaml", getenv)
 	require.NoError(t, err)
 	require.Equal(t, []string{"email", "sms", "webhook"}, c.ChannelNames())
+	require.Empty(t, c.API.Listen, "the API is off unless configured")
+	require.Equal(t, 500, c.API.MaxBatch)
+}
+
+func TestAPINeedsItsOwnDatabaseURLAndTakesEnvironmentOverrides(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_API_LISTEN": "127.0.0.1:0"}
+	_, err := Load("", env(base))
+	require.ErrorContains(t, err, "api.database_url: required with api.listen")
+	base["HERALD_API_DATABASE_URL"] = "postgres://api@db/herald"
+	base["HERALD_API_RATE_LIMIT"] = "2.5"
+	base["HERALD_API_MAX_BATCH"] = "100"
+	c, err := Load("", env(base))
+	require.NoError(t, err)
+	require.Equal(t, Secret{Env: "HERALD_API_DATABASE_URL"}, c.API.DatabaseURL)
+	require.Equal(t, 2.5, c.API.RateLimit)
+	require.Equal(t, 100, c.API.MaxBatch)
+	base["HERALD_API_RATE_LIMIT"] = "fast"
+	_, err = Load("", env(base))
+	require.ErrorContains(t, err, "HERALD_API_RATE_LIMIT")
 }
 
 func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T) {

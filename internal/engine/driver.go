@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/logch"
@@ -56,6 +57,8 @@ func FromConfig(c *config.Config) *Config {
 			AllowHosts:   c.Callbacks.AllowHosts,
 			DenyCIDRs:    c.Callbacks.DenyCIDRs,
 		},
+		API:     apiConfig(c),
+		APIAddr: c.API.Listen,
 		Intake: &accept.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,
@@ -66,6 +69,44 @@ func FromConfig(c *config.Config) *Config {
 			IdempotencyWindow: c.Intake.IdempotencyWindow,
 		},
 	}
+}
+
+// apiConfig returns the HTTP API's configuration of c, nil when
+// api.listen is not set. Its Pool is the caller's to connect (api.Connect,
+// on c.API.DatabaseURL); its limits and idempotency window are the SQL
+// door's, so that the doors agree.
+func apiConfig(c *config.Config) *api.Config {
+	if c.API.Listen == "" {
+		return nil
+	}
+	a := c.API
+	return &api.Config{
+		MaxBatch: a.MaxBatch, MaxBodyBytes: a.MaxBodyBytes, RateLimit: a.RateLimit, RateBurst: a.RateBurst,
+		ReadTimeout: a.ReadTimeout, WriteTimeout: a.WriteTimeout, IdleTimeout: a.IdleTimeout,
+		RequestTimeout: a.RequestTimeout, ShutdownTimeout: a.ShutdownTimeout,
+		Limits:            intake.Limits{MaxPayloadBytes: c.Intake.MaxPayloadBytes, MaxSMSSegments: c.Intake.MaxSMSSegments},
+		IdempotencyWindow: c.Intake.IdempotencyWindow,
+	}
+}
+
+// ConnectAPI connects the HTTP API's pool, when cfg (FromConfig's answer
+// for c) has the API on, as c's api.database_url (read through getenv)
+// says, and sets it as cfg.API.Pool. The caller closes the pool it returns
+// (nil when the API is off) after the engine has stopped.
+func ConnectAPI(ctx context.Context, c *config.Config, cfg *Config, getenv func(string) string) (*pgxpool.Pool, error) {
+	if cfg.API == nil {
+		return nil, nil
+	}
+	url, err := c.API.DatabaseURL.Resolve(getenvOrNone(getenv))
+	if err != nil {
+		return nil, fmt.Errorf("api.database_url: %w", err)
+	}
+	pool, err := api.Connect(ctx, url, int32(c.API.MaxConns))
+	if err != nil {
+		return nil, err
+	}
+	cfg.API.Pool = pool
+	return pool, nil
 }
 
 // channelConfig returns the dispatcher's configuration of channel name as

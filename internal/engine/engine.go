@@ -12,6 +12,8 @@
 //     set;
 //   - the metrics and health endpoint (internal/metrics), when
 //     Config.MetricsAddr is set;
+//   - the HTTP API (internal/api), on its own address and its own database
+//     login, when Config.API is set;
 //   - the delivery plane's watcher, which loads providers and routing rules
 //     (internal/routing) into the dispatcher and reloads them when
 //     `herald providers apply` changes them.
@@ -58,6 +60,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
@@ -66,6 +69,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/schema"
 )
 
 // Errors returned by Run.
@@ -129,6 +133,14 @@ type Config struct {
 	// /metrics (Registry, with the Go runtime, process and backlog
 	// collectors added), /healthz and /readyz on. It requires Registry.
 	MetricsAddr string
+
+	// API, when not nil, serves the HTTP API (internal/api) on APIAddr
+	// (required then) with this configuration. Its Pool, the API's own
+	// login (see api.Connect), is required, and the engine does not close
+	// it; its Logger and Metrics, when nil, are the engine's, and its
+	// ReadyFunc, when nil, checks the migrations on the engine's pool.
+	API     *api.Config
+	APIAddr string
 }
 
 // MetricsAddrError is the error New returns when Config.MetricsAddr cannot
@@ -161,6 +173,7 @@ type Engine struct {
 
 	metricsAddr  net.Addr
 	receiptsAddr net.Addr
+	apiAddr      net.Addr
 	watcher      *planeWatcher
 	closers      []func() // run once by Close, in reverse order
 	closeOnce    sync.Once
@@ -233,8 +246,58 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 			return nil, err
 		}
 	}
+	if cfg.API != nil {
+		if err := e.addAPI(*cfg.API, cfg.APIAddr); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
+
+// addAPI builds the HTTP API and binds its listener, which serves once Run
+// runs the part: a bad address stops New.
+func (e *Engine) addAPI(cfg api.Config, addr string) error {
+	if addr == "" {
+		return errors.New("new engine: API requires APIAddr")
+	}
+	logger := cmp.Or(cfg.Logger, e.component("api"))
+	cfg.Logger = logger
+	cfg.Metrics = cmp.Or(cfg.Metrics, e.metrics)
+	if cfg.ReadyFunc == nil {
+		migrator := schema.NewMigrator(e.pool, nil)
+		cfg.ReadyFunc = func(ctx context.Context) error {
+			current, err := migrator.Current(ctx)
+			switch {
+			case err != nil:
+				return fmt.Errorf("migrations: %w", err)
+			case !current:
+				return errors.New("migrations pending: run herald migrate up")
+			}
+			return nil
+		}
+	}
+	srv, err := api.New(&cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := api.Listen(ctx, addr)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("api.listen: %w", err)
+	}
+	e.closers = append(e.closers, func() { _ = ln.Close() })
+	e.apiAddr = ln.Addr()
+	e.parts = append(e.parts, part{"api", func(ctx context.Context) error {
+		logger.Info("api listening", "addr", ln.Addr().String())
+		return srv.Serve(ctx, ln)
+	}})
+	return nil
+}
+
+// APIAddr returns the address the HTTP API is bound to, or nil when
+// Config.API was nil.
+func (e *Engine) APIAddr() net.Addr { return e.apiAddr }
 
 // dispatchConfig returns the dispatcher's configuration: cfg.Dispatch with
 // a Deliverer built for each of cfg.Drivers (which Close closes), and the

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
@@ -143,6 +144,14 @@ func TestTheDocumentedExampleShowsTheDispatchersDefaults(t *testing.T) {
 	require.Equal(t, DefaultCallbacks.Backoff.Cap, cb.Backoff.Cap)
 	require.Equal(t, DefaultCallbacks.Timeout, cb.Timeout)
 	require.Equal(t, DefaultCallbacks.Timeout+30*time.Second, c.Callbacks.Lease, "the example's lease is the dispatcher's default")
+	// And the API's.
+	require.Equal(t, api.DefaultMaxBatch, c.API.MaxBatch)
+	require.Equal(t, int64(api.DefaultMaxBodyBytes), c.API.MaxBodyBytes)
+	require.Equal(t, api.DefaultReadTimeout, c.API.ReadTimeout)
+	require.Equal(t, api.DefaultWriteTimeout, c.API.WriteTimeout)
+	require.Equal(t, api.DefaultIdleTimeout, c.API.IdleTimeout)
+	require.Equal(t, api.DefaultRequestTimeout, c.API.RequestTimeout)
+	require.Equal(t, api.DefaultShutdownTimeout, c.API.ShutdownTimeout)
 }
 
 // closingDeliverer is the discard channel with a Close that counts.
@@ -282,4 +291,52 @@ func TestRunStopsEveryPartWhenOneFails(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the dispatcher did not stop when another part failed")
 	}
+}
+
+func TestTheAPIPartServesOnItsOwnLoginAndStopsWithTheEngine(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	apiURL := b.pool.Config().ConnString()
+	// The engine's own login may not serve the API: it bypasses row-level security.
+	_, err := api.Connect(ctx, apiURL, 0)
+	require.ErrorIs(t, err, api.ErrNotAPILogin)
+	_, apiPool := pgtemp.Login(t, b.pool, "api", "herald_api")
+	key, err := api.CreateKey(ctx, b.pool, "shop", "test", "x")
+	require.NoError(t, err)
+
+	c, err := config.Load("", env(map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "discard", "HERALD_API_LISTEN": "127.0.0.1:0",
+		"HERALD_API_DATABASE_URL": "unused"}))
+	require.NoError(t, err)
+	cfg := FromConfig(c)
+	require.NotNil(t, cfg.API)
+	cfg.API.Pool = apiPool
+	cfg.Logger = discardLogger()
+	e, err := New(b.pool, cfg)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(runCtx) }()
+
+	req, err := http.NewRequest("POST", "http://"+e.APIAddr().String()+"/v1/notifications", strings.NewReader(
+		`{"notification_type":"otp","idempotency_key":"k1","channels":["sms"],"audience":{"sms":["+14155550123"]},"content":{"sms":{"body":"123456"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	resp, err = http.Get("http://" + e.APIAddr().String() + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The dispatcher delivers what the API accepted.
+	require.Eventually(t, func() bool {
+		var n int
+		return b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.routes WHERE status = 'published'`).Scan(&n) == nil && n == 1
+	}, 15*time.Second, 20*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	_, err = http.Get("http://" + e.APIAddr().String() + "/healthz")
+	require.Error(t, err, "the listener is closed")
 }

@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,11 @@ type Metrics struct {
 	ReceiptsReceived *prometheus.CounterVec
 	ReceiptsMatched  *prometheus.CounterVec
 	ReceiptLag       *prometheus.HistogramVec
+	// APIRequests counts the HTTP API's requests by endpoint (the route's
+	// pattern, "unmatched" for none) and status code; APIRequestDuration
+	// observes how long each took, by endpoint.
+	APIRequests        *prometheus.CounterVec
+	APIRequestDuration *prometheus.HistogramVec
 }
 
 // New creates herald's metric families and registers them with reg (a new
@@ -127,11 +133,21 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from a route's acceptance to the receipt that set its delivery status, by provider.",
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
 		}, []string{"provider"}),
+		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_api_requests_total",
+			Help: "HTTP API requests, by endpoint (method and route pattern) and status code.",
+		}, []string{"endpoint", "status"}),
+		APIRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_api_request_duration_seconds",
+			Help:    "How long HTTP API requests took, from the request read to the answer written, by endpoint.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint"}),
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
 		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts,
 		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits,
-		m.ReceiptsReceived, m.ReceiptsMatched, m.ReceiptLag)
+		m.ReceiptsReceived, m.ReceiptsMatched, m.ReceiptLag,
+		m.APIRequests, m.APIRequestDuration)
 	return m
 }
 
@@ -198,6 +214,15 @@ func (m *Metrics) ReceiptDecided(provider, status, result string) {
 func (m *Metrics) ReceiptLagged(provider string, lag time.Duration) {
 	if m != nil {
 		m.ReceiptLag.WithLabelValues(provider).Observe(lag.Seconds())
+	}
+}
+
+// APIRequest records one HTTP API request: its endpoint, status code and
+// how long it took.
+func (m *Metrics) APIRequest(endpoint string, status int, took time.Duration) {
+	if m != nil {
+		m.APIRequests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+		m.APIRequestDuration.WithLabelValues(endpoint).Observe(took.Seconds())
 	}
 }
 

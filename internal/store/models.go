@@ -10,6 +10,17 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type HeraldApiKey struct {
+	ID         int64
+	Producer   string
+	KeyPrefix  string
+	KeyHash    []byte
+	CreatedAt  time.Time
+	CreatedBy  string
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
 type HeraldAuditLog struct {
 	ID       int64
 	At       time.Time

@@ -25,3 +25,21 @@ func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
 	err := row.Scan(&now)
 	return now, err
 }
+
+const loginActsForAPIKeys = `-- name: LoginActsForAPIKeys :one
+SELECT (
+    pg_has_role(session_user, 'herald_api', 'USAGE')
+    AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = session_user), true)
+    AND NOT pg_has_role(session_user, (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'herald'), 'MEMBER')
+)::boolean AS ok
+`
+
+// Whether the connecting login may serve the HTTP API: a member of
+// herald_api (inheriting it) that row-level security holds, so neither a
+// superuser, nor a role with BYPASSRLS, nor the schema's owner.
+func (q *Queries) LoginActsForAPIKeys(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, loginActsForAPIKeys)
+	var ok bool
+	err := row.Scan(&ok)
+	return ok, err
+}

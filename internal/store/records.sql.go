@@ -529,6 +529,72 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 	return items, nil
 }
 
+const recordListPage = `-- name: RecordListPage :many
+SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
+    request_id, accepted_at, send_at, expires_at
+FROM herald.records
+WHERE (accepted_at, notification_id) < (
+    coalesce($1::timestamptz, 'infinity'::timestamptz),
+    coalesce($2::text, ''))
+ORDER BY accepted_at DESC, notification_id DESC
+LIMIT $3::integer
+`
+
+type RecordListPageParams struct {
+	BeforeAcceptedAt     *time.Time
+	BeforeNotificationID *string
+	PageSize             int32
+}
+
+type RecordListPageRow struct {
+	NotificationID   string
+	NotificationType string
+	Producer         string
+	IdempotencyKey   string
+	Channels         []string
+	Priority         int16
+	RequestID        string
+	AcceptedAt       time.Time
+	SendAt           *time.Time
+	ExpiresAt        *time.Time
+}
+
+// One page of the caller's notifications, newest first, for the HTTP API's
+// list: row-level security keeps to the acting producer's records. It walks
+// records_listing_idx from the cursor (@before_accepted_at,
+// @before_notification_id), exclusive (NULLs: from the newest); the caller
+// passes the last row's as the next page's cursor.
+func (q *Queries) RecordListPage(ctx context.Context, db DBTX, arg RecordListPageParams) ([]RecordListPageRow, error) {
+	rows, err := db.Query(ctx, recordListPage, arg.BeforeAcceptedAt, arg.BeforeNotificationID, arg.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordListPageRow{}
+	for rows.Next() {
+		var i RecordListPageRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.NotificationType,
+			&i.Producer,
+			&i.IdempotencyKey,
+			&i.Channels,
+			&i.Priority,
+			&i.RequestID,
+			&i.AcceptedAt,
+			&i.SendAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordTimeline = `-- name: RecordTimeline :many
 SELECT
     t.at::timestamptz AS at,
