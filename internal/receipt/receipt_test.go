@@ -33,7 +33,7 @@ func setup(t *testing.T) *testBundle {
 
 // publishedRoute stores one published SMS route whose provider took it
 // with message id msgID (its receipt key), and returns its notification id.
-func (b *testBundle) publishedRoute(t *testing.T, provider, msgID string) string {
+func (b *testBundle) publishedRoute(t testing.TB, provider, msgID string) string {
 	t.Helper()
 	n := b.seq.Add(1)
 	nid := fmt.Sprintf("ntf_receipt_%d_%d", time.Now().UnixNano(), n)
@@ -58,7 +58,7 @@ func (b *testBundle) publishedRoute(t *testing.T, provider, msgID string) string
 }
 
 // setKey publishes the route as its completion would, with its receipt key.
-func (b *testBundle) setKey(t *testing.T, nid, provider, msgID string) {
+func (b *testBundle) setKey(t testing.TB, nid, provider, msgID string) {
 	t.Helper()
 	_, err := b.pool.Exec(context.Background(), `
 		UPDATE herald.routes SET status = 'published', next_attempt_at = NULL, published_at = now(),
