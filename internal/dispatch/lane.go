@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -337,7 +338,7 @@ func (d *Dispatcher) syncLoops(ctx, deliverCtx context.Context, wg *sync.WaitGro
 
 	var start []*channelLoop
 	wantLanes := map[[2]string]bool{}
-	for _, name := range sortedKeys(p.Providers) {
+	for _, name := range slices.Sorted(maps.Keys(p.Providers)) {
 		pr := p.Providers[name]
 		cfg, ok := channels[pr.Channel]
 		if !ok {
@@ -405,16 +406,6 @@ func (d *Dispatcher) syncLoops(ctx, deliverCtx context.Context, wg *sync.WaitGro
 		}
 		d.log.Info("routes moved out of lanes no longer capped", "channel", ch, "routes", n)
 	}
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // hasCappedProvider reports whether ch has a capped provider in p: its

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -118,7 +120,7 @@ func (f *File) doc() ([]byte, error) {
 			CircuitCooldown:     fmt.Sprintf("%d microseconds", p.Circuit.Cooldown.Microseconds()),
 		})
 	}
-	for _, ch := range sortedKeys(t.Rules) {
+	for _, ch := range slices.Sorted(maps.Keys(t.Rules)) {
 		for _, r := range t.Rules[ch] {
 			d.Rules = append(d.Rules, ruleRow{
 				Channel:         r.Channel,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -195,7 +196,7 @@ func (f *File) validate() error {
 		}
 		byName[p.Name] = ch
 	}
-	for _, ch := range sortedKeys(f.Rules) {
+	for _, ch := range slices.Sorted(maps.Keys(f.Rules)) {
 		if !slices.Contains(channels, ch) {
 			return fmt.Errorf("rules.%s: %q is not a channel (%s)", ch, ch, strings.Join(channels, ", "))
 		}
@@ -358,14 +359,4 @@ func validPrefix(ch, p string) error {
 		}
 	}
 	return nil
-}
-
-// sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

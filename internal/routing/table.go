@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -140,7 +142,7 @@ func (f *File) Table() *Table {
 	for _, p := range f.Providers {
 		t.Providers[p.Name] = p.provider()
 	}
-	for _, ch := range sortedKeys(f.Rules) {
+	for _, ch := range slices.Sorted(maps.Keys(f.Rules)) {
 		for i, r := range f.Rules[ch] {
 			t.Rules[ch] = append(t.Rules[ch], Rule{
 				Channel:   ch,

@@ -21,7 +21,6 @@ package smppch
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -203,10 +202,6 @@ func (d *Deliverer) Client() *smpp.Client { return d.client }
 // Close unbinds gracefully (see smpp.Client.Close).
 func (d *Deliverer) Close() error { return d.client.Close() }
 
-// content is the SMS channel's content.
-type content struct {
-	Body string `json:"body"`
-}
 
 // Deliver submits msg's body to the SMSC, in as many parts as it needs,
 // and classifies the answer. Accepted, its ProviderMessageID is the first
@@ -218,29 +213,15 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	if !sms.IsE164(msg.Address) {
-		return channel.Outcome{
-			Class:          channel.Permanent,
-			Classification: channel.ClassInvalidDestination,
-			Message:        "destination is not a valid E.164 number (" + channel.MaskAddress(msg.Address) + ")",
-			RecoveryHint:   "store the recipient's number in E.164 form, e.g. +14155550100, then replay the dead letter",
-		}
-	}
-	var c content
-	if len(msg.Content) == 0 {
-		return channel.BadContent(channel.SMS, nil)
-	}
-	if err := json.Unmarshal(msg.Content, &c); err != nil {
-		return channel.BadContent(channel.SMS, err)
-	}
-	if c.Body == "" {
-		return channel.BadContent(channel.SMS, errors.New(`"body" is empty`))
+	body, refused, ok := sms.Text(msg)
+	if !ok {
+		return refused
 	}
 	base := d.base
 	base.DestinationAddr = strings.TrimPrefix(msg.Address, "+")
 	opts := d.opts
 	opts.Ref = uint16(d.ref.Add(1))
-	parts, err := smpp.Message(base, c.Body, opts)
+	parts, err := smpp.Message(base, body, opts)
 	if err != nil {
 		return channel.Outcome{
 			Class: channel.Permanent, Classification: ClassTooLong,

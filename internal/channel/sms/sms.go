@@ -199,27 +199,39 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 	return channel.Attempt(ctx, d.logger, channel.SMS, msg, d.deliver)
 }
 
-func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+// Text returns msg's SMS body, or, with ok false, the permanent outcome
+// of a message no SMS driver can send: a destination that is not an E.164
+// number, or content without a body. Every SMS driver (this one, smpp)
+// checks a message with it first.
+func Text(msg *channel.Message) (body string, refused channel.Outcome, ok bool) {
 	if !IsE164(msg.Address) {
-		return channel.Outcome{
+		return "", channel.Outcome{
 			Class:          channel.Permanent,
 			Classification: channel.ClassInvalidDestination,
 			Message:        "destination is not a valid E.164 number (" + channel.MaskAddress(msg.Address) + ")",
 			RecoveryHint:   "store the recipient's number in E.164 form, e.g. +14155550100, then replay the dead letter",
-		}
+		}, false
 	}
 	var c content
 	if len(msg.Content) == 0 {
-		return channel.BadContent(channel.SMS, nil)
+		return "", channel.BadContent(channel.SMS, nil), false
 	}
 	if err := json.Unmarshal(msg.Content, &c); err != nil {
-		return channel.BadContent(channel.SMS, err)
+		return "", channel.BadContent(channel.SMS, err), false
 	}
 	if c.Body == "" {
-		return channel.BadContent(channel.SMS, errors.New(`"body" is empty`))
+		return "", channel.BadContent(channel.SMS, errors.New(`"body" is empty`)), false
+	}
+	return c.Body, channel.Outcome{}, true
+}
+
+func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	text, refused, ok := Text(msg)
+	if !ok {
+		return refused
 	}
 
-	reqBody, contentType, err := d.encode(msg.Address, c.Body)
+	reqBody, contentType, err := d.encode(msg.Address, text)
 	if err != nil {
 		return channel.BadContent(channel.SMS, err)
 	}
