@@ -202,7 +202,6 @@ func (d *Deliverer) Client() *smpp.Client { return d.client }
 // Close unbinds gracefully (see smpp.Client.Close).
 func (d *Deliverer) Close() error { return d.client.Close() }
 
-
 // Deliver submits msg's body to the SMSC, in as many parts as it needs,
 // and classifies the answer. Accepted, its ProviderMessageID is the first
 // part's message_id, and only the first part asks for a delivery receipt. It
