@@ -46,18 +46,15 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, &f.globalFlags, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case fs.NArg() > 0:
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	if f.users < 10 || f.users > 5000 {
+	case f.users < 10 || f.users > 5000:
 		return usageError{fmt.Errorf("invalid -users %d: want 10 to 5000", f.users)}
-	}
-	if f.timeout <= 0 {
+	case f.timeout <= 0:
 		return usageError{fmt.Errorf("invalid -timeout %s: must be positive", f.timeout)}
 	}
-	start := time.Now()
-	logger := m.logger(&f.globalFlags)
-
+	start, logger := time.Now(), m.logger(&f.globalFlags)
 	throwaway := f.DatabaseURL == "" && m.Getenv("PGHOST") == "" && m.Getenv("PGDATABASE") == ""
 	if throwaway {
 		fmt.Fprintln(m.Stderr, "demo: no DATABASE_URL: starting a throwaway PostgreSQL from the local binaries")
@@ -136,6 +133,9 @@ func (d demoClient) Cancel(ctx context.Context, id, reason string) error {
 	return demoErr(err)
 }
 
+func (d demoClient) SetCallbackSubscription(ctx context.Context, url, secret string) error {
+	return demoErr(d.c.SetCallbackSubscription(ctx, herald.CallbackSubscription{URL: url, Secret: secret}))
+}
 func (d demoClient) Close() { d.c.Close() }
 
 // demoError is a client's error that also matches one of the demo's

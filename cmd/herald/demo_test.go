@@ -30,7 +30,7 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(100+1+23+10+40), sum.Accepted, "orders, the newsletter, invoices, reminders, resets")
+	require.Equal(t, int64(100+1+23+10+40+11), sum.Accepted, "orders, the newsletter, invoices, reminders, resets, over HTTP")
 	require.Equal(t, 15+5, sum.Duplicates)
 	require.Equal(t, 2, sum.Conflicts, "one through each door")
 	require.Equal(t, 1, sum.Invalid)
@@ -66,18 +66,21 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 		return n
 	}
 	prefix := sum.RunID + ":%"
-	require.Equal(t, sum.Accepted, count(`SELECT count(*) FROM herald.records WHERE request_id LIKE $1`, prefix))
+	// Status callbacks copy their route's request_id: they are counted on
+	// their own, below.
+	require.Equal(t, sum.Accepted, count(`SELECT count(*) FROM herald.records WHERE request_id LIKE $1
+		AND NOT 'callback' = ANY (channels)`, prefix))
 	routes := func(status string) int64 {
 		return count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
-			WHERE r.request_id LIKE $1 AND rt.status = $2`, prefix, status)
+			WHERE r.request_id LIKE $1 AND rt.status = $2 AND rt.channel <> 'callback'`, prefix, status)
 	}
 	require.Equal(t, sum.Published, routes("published"))
 	require.Equal(t, sum.DeadLettered, routes("dead_letter"))
 	require.Equal(t, sum.Skipped, routes("skipped"))
 	require.Equal(t, sum.Routes, sum.Published+sum.DeadLettered+sum.Skipped+sum.Canceled)
-	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters`))
+	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters WHERE channel <> 'callback'`))
 	require.Equal(t, sum.Malformed, count(`SELECT count(*) FROM herald.malformed_intents`))
-	require.Equal(t, sum.Retried, count(`SELECT count(*) FROM herald.routes WHERE attempt_count > 1`))
+	require.Equal(t, sum.Retried, count(`SELECT count(*) FROM herald.routes WHERE attempt_count > 1 AND channel <> 'callback'`))
 	require.Zero(t, count(`SELECT count(*) FROM herald.intake`))
 	var dl int64
 	for _, d := range sum.DeadLetters {
@@ -90,12 +93,16 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	p := sum.Providers
 	require.NotNil(t, p)
 	require.Empty(t, p.Skipped)
-	require.Len(t, p.Rules, 2)
+	require.Len(t, p.Rules, 3)
 	require.Equal(t, []string{"sms/acme", "sms/backup"}, p.Rules[0].Providers)
-	require.Len(t, p.Providers, 2)
-	acme, backup := p.Providers[0], p.Providers[1]
+	require.Equal(t, []string{"sms/operator"}, p.Rules[1].Providers)
+	require.Len(t, p.Providers, 3)
+	acme, backup, operator := p.Providers[0], p.Providers[1], p.Providers[2]
 	require.Equal(t, "sms/acme", acme.Name)
 	require.Equal(t, "sms/backup", backup.Name)
+	require.Equal(t, "sms/operator", operator.Name)
+	require.Positive(t, operator.Published, "UK numbers go to the SMSC")
+	require.Equal(t, operator.Received, operator.Attempts, "the SMSC received every submit")
 	for _, c := range p.Providers {
 		require.Equal(t, c.Attempts, count(`SELECT count(*) FROM herald.routes, unnest(providers) AS p WHERE p = $1`, c.Name), c.Name)
 		require.Equal(t, c.Routes, count(`SELECT count(*) FROM herald.routes WHERE $1 = ANY(providers)`, c.Name), c.Name)
@@ -129,6 +136,111 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	// and removed again, both audited.
 	require.Zero(t, count(`SELECT count(*) FROM herald.providers`))
 	require.Equal(t, int64(2), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'routing_apply' AND actor = 'herald-demo'`))
+
+	checkDemoReceipts(t, sum.Receipts, count)
+	checkDemoCallbacks(t, sum.Callbacks, prefix, count)
+	checkDemoAPI(t, sum.API, sum.RunID, count)
+}
+
+// checkDemoReceipts checks the receipts part against the database: each
+// provider's routes by delivery status, its receipts by what the matcher
+// made of them, and what its own server sent.
+func checkDemoReceipts(t *testing.T, r *demo.Receipts, count func(string, ...any) int64) {
+	t.Helper()
+	require.NotNil(t, r)
+	require.Empty(t, r.Skipped)
+	require.Len(t, r.Providers, 3)
+	for _, c := range r.Providers {
+		status := func(s string) int64 {
+			return count(`SELECT count(*) FROM herald.routes
+				WHERE channel = 'sms' AND providers[cardinality(providers)] = $1 AND delivery_status = $2`, c.Provider, s)
+		}
+		require.Equal(t, c.Delivered, status("delivered"), c.Provider)
+		require.Equal(t, c.Undelivered, status("undelivered"), c.Provider)
+		require.Equal(t, c.Expired, status("expired"), c.Provider)
+		require.Equal(t, c.Unknown, status("unknown"), c.Provider)
+		require.Zero(t, c.NoStatus, "%s: every message accepted got a receipt", c.Provider)
+		require.Equal(t, c.Published, c.Delivered+c.Undelivered+c.Expired+c.Unknown, c.Provider)
+		state := func(s string) int64 {
+			return count(`SELECT count(*) FROM herald.delivery_receipts WHERE provider = $1 AND state = $2`, c.Provider, s)
+		}
+		require.Equal(t, c.Received, count(`SELECT count(*) FROM herald.delivery_receipts WHERE provider = $1`, c.Provider), c.Provider)
+		require.Equal(t, c.Matched, state("matched"), c.Provider)
+		require.Equal(t, c.Duplicate, state("duplicate"), c.Provider)
+		require.Equal(t, c.Unmatched, state("unmatched"), c.Provider)
+		require.Zero(t, c.Waiting+c.Malformed, c.Provider)
+		require.Equal(t, c.Received, c.Matched+c.Duplicate+c.Unmatched, c.Provider)
+		require.Equal(t, c.Early, count(`SELECT count(*) FROM herald.delivery_receipts
+			WHERE provider = $1 AND state IN ('matched', 'duplicate') AND match_attempts > 1`, c.Provider), c.Provider)
+		require.Equal(t, c.Sent, c.Received, "%s: herald stored every receipt the provider sent", c.Provider)
+		// Every route with a delivery status got it from a matched receipt.
+		require.Equal(t, c.Published, count(`SELECT count(DISTINCT (notification_id, route_id)) FROM herald.delivery_receipts
+			WHERE provider = $1 AND state = 'matched'`, c.Provider), c.Provider)
+	}
+	acme, operator := r.Providers[0], r.Providers[2]
+	for name, n := range map[string]int64{"undelivered": acme.Undelivered, "expired": acme.Expired, "unknown": acme.Unknown,
+		"duplicate": acme.Duplicate, "unmatched": acme.Unmatched, "early": acme.Early} {
+		require.Positive(t, n, "sms/acme's receipts include %s ones", name)
+	}
+	require.Equal(t, operator.Published, operator.Delivered, "the SMSC's receipts say DELIVRD")
+	require.Equal(t, operator.Published, operator.Received, "one receipt per message, over SMPP")
+}
+
+// checkDemoCallbacks checks the callbacks part against the database and
+// the routes they are about.
+func checkDemoCallbacks(t *testing.T, c *demo.Callbacks, prefix string, count func(string, ...any) int64) {
+	t.Helper()
+	require.NotNil(t, c)
+	require.Empty(t, c.Skipped)
+	require.Zero(t, c.OutOfOrder, "no route's receipt event came before its published")
+	require.Zero(t, c.BadSignatures)
+	require.Positive(t, c.Refused, "the receiver refuses one request in twenty")
+	require.Equal(t, int64(c.Routes), count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+		WHERE r.producer = $1 AND rt.channel <> 'callback' AND rt.status IN ('published', 'dead_letter', 'skipped')`, c.Producer),
+		"every finished route of the producer was called back about")
+	events := map[string]demo.CallbackEvent{}
+	for _, e := range c.Events {
+		events[e.Event] = e
+		require.Equal(t, e.Created, count(`SELECT count(*) FROM herald.records
+			WHERE notification_type = 'herald.callback.' || $1 AND request_id LIKE $2`, e.Event, prefix), e.Event)
+		require.Equal(t, e.Delivered, count(`SELECT count(*) FROM herald.records r JOIN herald.routes rt USING (notification_id)
+			WHERE r.notification_type = 'herald.callback.' || $1 AND r.request_id LIKE $2 AND rt.status = 'published'`, e.Event, prefix), e.Event)
+		require.Equal(t, e.Created, e.Delivered, e.Event)
+		require.Equal(t, e.Delivered, e.Received, "%s: the receiver took each callback delivered, once", e.Event)
+	}
+	watched := func(where string) int64 {
+		return count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+			WHERE r.producer = $1 AND rt.channel <> 'callback' AND `+where, c.Producer)
+	}
+	require.Equal(t, watched(`rt.status = 'published'`), events["published"].Created)
+	require.Equal(t, watched(`rt.delivery_status = 'delivered'`), events["delivered"].Created)
+	require.Equal(t, watched(`rt.delivery_status = 'undelivered'`), events["undelivered"].Created)
+	require.Positive(t, events["delivered"].Created)
+	require.Zero(t, count(`SELECT count(*) FROM herald.failed_callbacks_view`))
+	require.Zero(t, count(`SELECT count(*) FROM herald.callback_subscriptions WHERE producer = $1`, c.Producer),
+		"the subscription is removed with the producer's login")
+}
+
+// checkDemoAPI checks the HTTP API part against the database.
+func checkDemoAPI(t *testing.T, a *demo.APIPart, runID string, count func(string, ...any) int64) {
+	t.Helper()
+	require.NotNil(t, a)
+	require.Empty(t, a.Skipped)
+	require.Equal(t, 3, a.Requests, "a batch, one intent, and that intent again")
+	require.Equal(t, 10+2, a.Submitted)
+	require.Equal(t, 11, a.Created)
+	require.Equal(t, 1, a.Replayed)
+	require.Equal(t, int64(a.Created), a.Stored)
+	require.Equal(t, a.Stored, count(`SELECT count(*) FROM herald.records WHERE request_id LIKE $1 AND producer = $2
+		AND NOT 'callback' = ANY (channels)`, runID+":api:%", a.Producer))
+	require.Equal(t, a.Published, count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+		WHERE r.request_id LIKE $1 AND rt.channel = 'sms' AND rt.status = 'published'`, runID+":api:%"))
+	require.Positive(t, a.Published)
+	require.Equal(t, a.Routes, a.Published+a.DeadLettered+a.SkippedRoutes, "delivered like the others")
+	require.Equal(t, int64(1), count(`SELECT count(*) FROM herald.api_keys WHERE producer = $1 AND key_prefix = $2
+		AND last_used_at IS NOT NULL AND revoked_at IS NOT NULL`, a.Producer, a.KeyPrefix), "used, and revoked at the end")
+	require.Equal(t, int64(1), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'api_key_create' AND actor = 'herald-demo'`))
+	require.Zero(t, count(`SELECT count(*) FROM pg_roles WHERE rolname IN ($1, $2)`, a.Producer, a.Login), "the logins are dropped")
 }
 
 func TestDemoLeavesADatabasesOwnProvidersAlone(t *testing.T) {
@@ -178,7 +290,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)
 	require.Zero(t, sum.Unfinished)
-	require.Equal(t, int64(10+1+23+10+40), sum.Accepted)
+	require.Equal(t, int64(10+1+23+10+40+6), sum.Accepted, "five intents over HTTP in a batch, one alone")
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
 	require.NotNil(t, sum.Providers)
 	require.Empty(t, sum.Providers.Skipped)

@@ -2,23 +2,32 @@
 // workload to loopback channel servers that misbehave as real ones do, and a
 // summary of what happened read back from the database.
 //
-// The servers (Start) are a webhook receiver, a real SMTP server and two
-// HTTP SMS providers, throttling, failing for a while and refusing
-// addresses that do not exist, deterministically, so that a run shows
-// herald's retries and dead letters. They listen on 127.0.0.1 only.
+// The servers (Start) are a webhook receiver, a real SMTP server, two
+// HTTP SMS providers and an SMSC on SMPP, throttling, failing for a while
+// and refusing addresses that do not exist, deterministically, so that a
+// run shows herald's retries and dead letters; the SMS providers send
+// delivery receipts (some early, some twice, some for ids herald never
+// sent), and the producer's callback receiver verifies and orders the
+// status callbacks. They listen on 127.0.0.1 only.
 //
 // The SMS providers are the database's: the demo applies a providers file
-// (sms/acme, and sms/backup with a cap; a failover rule for +254 numbers,
-// which sms/acme cannot reach, and a catch-all) with routing.Apply before
+// (sms/acme, and sms/backup with a cap, both with receipts settings, and
+// sms/operator over SMPP; a failover rule for +254 numbers, which sms/acme
+// cannot reach, a rule for +44 to the SMSC, and a catch-all) with
+// routing.Apply before
 // the engine starts, and the summary reports what each provider took, the
 // failovers, and the most the capped provider's own server received in any
 // one second. On a database that holds providers of its own the demo leaves
 // them alone; on any database but its throwaway one it removes its
 // providers again when it is done.
 //
-// The workload goes through both doors: intents submitted through the public
-// client (with repeats, a key conflict and an intent the client refuses) and
-// raw JSON INSERTed into herald.intake (with malformed entries). A second
+// The workload goes through three doors: intents submitted through the
+// public client (the orders by the run's producer, on a login of its own
+// subscribed to status callbacks; repeats, a key conflict and an intent
+// the client refuses), intents over the engine's HTTP API with that
+// producer's key, and raw JSON INSERTed into herald.intake (with malformed
+// entries). The summary adds the delivery statuses and receipts per
+// provider, the callbacks per event, and the HTTP part. A second
 // producer's login then tries to step outside its own rows, and the summary
 // shows each refusal.
 //
@@ -29,6 +38,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -42,6 +52,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
@@ -51,6 +62,7 @@ import (
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -79,6 +91,9 @@ type Client interface {
 	Get(ctx context.Context, id string) error
 	// Cancel cancels notification id, for reason.
 	Cancel(ctx context.Context, id, reason string) error
+	// SetCallbackSubscription subscribes the client's login to status
+	// callbacks at url, signed with secret (whsec_...), for every event.
+	SetCallbackSubscription(ctx context.Context, url, secret string) error
 	// Close releases the client (not its pool).
 	Close()
 }
@@ -155,18 +170,22 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	defer srv.Close()
-	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS providers %s (sms/acme) and %s (sms/backup)",
+	say("demo: loopback channels: webhook receiver %s, SMTP %s:%d, SMS providers %s (sms/acme) and %s (sms/backup),",
 		srv.Webhook, srv.SMTPHost, srv.SMTPPort, srv.SMS.URL, srv.SMSBackup.URL)
+	say("      an SMSC on SMPP at %s (sms/operator), and the producer's callback receiver %s", srv.SMSC.Addr(), srv.Callbacks.URL)
 
 	w := newWorkload(cfg.Users, srv)
+	since := time.Now().Add(-time.Second) // the run's receipts come after (same host's clock, give or take)
 	pl, skipped, err := applyProviders(ctx, pool, srv, w.runID)
 	if err != nil {
 		return err
 	}
 	if pl != nil {
-		say("demo: providers applied with routing.Apply, as `herald providers apply -f` does: sms/acme, which cannot reach %s numbers today, and sms/backup, capped at %d/s;",
-			SMSDownPrefix, BackupCapPerSecond)
-		say("      SMS rule kenya (%s) fails over from sms/acme to sms/backup, rule default sends every other number to sms/acme", SMSDownPrefix)
+		say("demo: providers applied with routing.Apply, as `herald providers apply -f` does: sms/acme, which cannot reach %s numbers today,",
+			SMSDownPrefix)
+		say("      sms/backup, capped at %d/s, both posting delivery receipts to herald, and sms/operator over SMPP;", BackupCapPerSecond)
+		say("      SMS rule kenya (%s) fails over from sms/acme to sms/backup, rule uk (%s) goes to sms/operator, rule default to sms/acme",
+			SMSDownPrefix, SMSCPrefix)
 		if !cfg.Throwaway {
 			// Runs after the engine has stopped (deferred before it).
 			defer func() {
@@ -181,12 +200,25 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		say("demo: no providers applied: %s", skipped)
 	}
 
+	prod, err := newProducer(ctx, pool, srv, w.runID, cfg.NewClientFunc)
+	if err != nil {
+		return err
+	}
+	defer prod.close(ctx, pool) // after the engine has stopped (deferred before it)
+	w.producer = prod.name
+	if prod.callbacksSkipped == "" {
+		say("demo: producer %s has a login of its own and subscribes to status callbacks at %s", prod.name, srv.Callbacks.URL)
+	}
+
 	var intakeDuplicates atomic.Int64
 	ecfg, err := engineConfig(srv, cfg.Logger)
 	if err != nil {
 		return err
 	}
 	ecfg.MetricsAddr = cfg.MetricsAddr
+	if prod.apiPool != nil {
+		ecfg.API, ecfg.APIAddr = &api.Config{Pool: prod.apiPool}, "127.0.0.1:0"
+	}
 	ecfg.Intake.ResultFunc = func(_, result string) {
 		if result == accept.ResultDuplicate {
 			intakeDuplicates.Add(1)
@@ -198,6 +230,16 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	if addr := eng.MetricsAddr(); addr != nil {
 		say("demo: metrics at http://%s/metrics (and /healthz, /readyz)", addr)
+	}
+	for name, p := range srv.httpProviders() {
+		p.SendReceiptsTo("http://" + eng.ReceiptsAddr().String() + receipt.Path + name)
+	}
+	say("demo: the engine's receipts endpoint is at http://%s%s<provider>", eng.ReceiptsAddr(), receipt.Path)
+	if addr := eng.APIAddr(); addr != nil {
+		prod.apiURL = "http://" + addr.String()
+		say("demo: the engine's HTTP API is at %s, as login %s (herald_api); producer %s has key %s…", prod.apiURL, prod.apiLogin, prod.name, prod.key.Prefix)
+	} else {
+		say("demo: no HTTP API: %s", prod.apiSkipped)
 	}
 	// The engine outlives ctx (with Keep, it runs until ctx is done; then
 	// stop stops it); if it fails, the workload's context says why.
@@ -215,19 +257,34 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	stop := func() { stopEngine(); <-stopped }
 	defer stop()
 
-	say("demo: run %s: submitting through the Go client and raw INSERTs into herald.intake", w.runID)
-	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep}
+	say("demo: run %s: submitting through the Go client, the HTTP API and raw INSERTs into herald.intake", w.runID)
+	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep,
+		API: &APIPart{Skipped: prod.apiSkipped}}
 	client, err := cfg.NewClientFunc(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	if err := w.submit(runCtx, client, pool, sum); err != nil {
+	if err := w.submit(runCtx, client, cmp.Or(prod.client, client), pool, sum); err != nil {
 		return err
 	}
-	say("demo: submitted %d intents through the client and %d raw entries; delivering…", sum.SubmittedClient, sum.SubmittedRaw)
+	if prod.apiURL != "" {
+		if err := w.submitHTTP(runCtx, prod, sum.API); err != nil {
+			return fmt.Errorf("submit over the HTTP API: %w", err)
+		}
+		sum.SubmittedHTTP = sum.API.Submitted
+	}
+	say("demo: submitted %d intents through the client, %d over HTTP and %d raw entries; delivering…",
+		sum.SubmittedClient, sum.SubmittedHTTP, sum.SubmittedRaw)
 
 	if err := w.wait(runCtx, pool, cfg.Timeout, say); err != nil {
+		return err
+	}
+	var providerNames []string
+	if pl != nil {
+		providerNames = pl.names()
+	}
+	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
 		return err
 	}
 	if !cfg.Keep {
@@ -240,9 +297,24 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	if err := w.summarize(ctx, pool, sum); err != nil {
 		return err
 	}
-	sum.Providers = &Providers{Skipped: skipped}
+	sum.Providers, sum.Receipts = &Providers{Skipped: skipped}, &Receipts{Skipped: skipped}
 	if pl != nil {
 		if sum.Providers, err = pl.summarize(ctx, pool, srv, w.runID); err != nil {
+			return err
+		}
+		if sum.Receipts, err = pl.summarizeReceipts(ctx, pool, srv, w.runID, since); err != nil {
+			return err
+		}
+	}
+	sum.Callbacks = &Callbacks{Skipped: prod.callbacksSkipped}
+	if prod.callbacksSkipped == "" {
+		if sum.Callbacks, err = summarizeCallbacks(ctx, pool, srv.Callbacks, prod.name, w.runID); err != nil {
+			return err
+		}
+	}
+	if prod.apiURL != "" {
+		sum.API.Login, sum.API.Producer, sum.API.KeyPrefix = prod.apiLogin, prod.name, prod.key.Prefix
+		if err := summarizeAPI(ctx, pool, sum.API, w.runID); err != nil {
 			return err
 		}
 	}
@@ -314,5 +386,11 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 		},
 		Intake:      &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
 		Maintenance: &maintenance.Config{RunOnStart: true},
+		// Receipts come to an endpoint of the engine's own, on loopback.
+		ReceiptsAddr: "127.0.0.1:0",
+		// The producer's receiver is on loopback; a callback waiting
+		// behind an earlier one of its route tries again soon.
+		Callbacks: engine.Callbacks{AllowPrivate: true, Backoff: backoff, Timeout: 5 * time.Second,
+			OrderRetry: 100 * time.Millisecond},
 	}, nil
 }

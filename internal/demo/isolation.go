@@ -32,27 +32,15 @@ func probeIsolation(ctx context.Context, admin *pgxpool.Pool, newClient func(*pg
 	var logins []string
 	defer func() {
 		for _, n := range logins {
-			_, _ = admin.Exec(context.WithoutCancel(ctx), "DROP ROLE IF EXISTS "+pgx.Identifier{n}.Sanitize())
+			dropLogin(ctx, admin, n)
 		}
 	}()
 	connect := func(name string) (*pgxpool.Pool, error) {
-		if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE herald_producer"); err != nil {
-			return nil, err
+		p, err := createLogin(ctx, admin, name, "herald_producer")
+		if err == nil {
+			logins = append(logins, name)
 		}
-		logins = append(logins, name)
-		cfg := admin.Config().Copy()
-		cfg.ConnConfig.User = name
-		cfg.ConnConfig.Password = ""
-		cfg.MaxConns = 2
-		p, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return nil, err
-		}
-		if err := p.Ping(ctx); err != nil {
-			p.Close()
-			return nil, err
-		}
-		return p, nil
+		return p, err
 	}
 	asShop, err := connect(shopName)
 	if err != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 
@@ -18,8 +20,8 @@ import (
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
-// The demo's delivery plane: two SMS providers and the rules that choose
-// between them, written to the database by routing.Apply (what `herald
+// The demo's delivery plane: three SMS providers (two over HTTP, one over
+// SMPP) and the rules that choose between them, written to the database by routing.Apply (what `herald
 // providers apply -f FILE` runs) before the engine starts; the engine then
 // loads them as every `herald serve` does, and the SMS channel is delivered
 // by them rather than by the channel's own driver.
@@ -38,16 +40,24 @@ const (
 	// file's are; the demo's engine resolves them (engine.Config's
 	// GetenvFunc) and no other process can, so a `herald serve` sharing
 	// the database refuses the demo's file and keeps its own providers.
-	acmeKeyEnv   = "HERALD_DEMO_ACME_KEY"
-	backupKeyEnv = "HERALD_DEMO_BACKUP_KEY"
-	demoKeyEnv   = "HERALD_DEMO_" // how the demo's own providers are recognised
+	acmeKeyEnv        = "HERALD_DEMO_ACME_KEY"
+	acmeReceiptsEnv   = "HERALD_DEMO_ACME_RECEIPTS_TOKEN"
+	backupKeyEnv      = "HERALD_DEMO_BACKUP_KEY"
+	backupReceiptsEnv = "HERALD_DEMO_BACKUP_RECEIPTS_TOKEN"
+	smscPasswordEnv   = "HERALD_DEMO_SMSC_PASSWORD"
+	demoKeyEnv        = "HERALD_DEMO_" // how the demo's own providers are recognised
 
 	demoActor = "herald-demo"
 )
 
 // providersFile is the demo's providers file for srv, as an operator would
-// write it for `herald providers apply -f`.
+// write it for `herald providers apply -f`. Both HTTP providers post
+// delivery receipts to herald's receipts endpoint; a receipt that matches
+// no route is given up on after two seconds (production: minutes), so that
+// the demo's unknown ids are reported as unmatched while it runs. The SMSC
+// sends its receipts over SMPP, which needs no settings.
 func providersFile(srv *Servers) string {
+	host, port, _ := net.SplitHostPort(srv.SMSC.Addr())
 	return fmt.Sprintf(`providers:
   - name: sms/acme
     driver: sms-http
@@ -55,19 +65,28 @@ func providersFile(srv *Servers) string {
     # in five: its circuit opens only at three in four, for two seconds.
     circuit: {failure_ratio: 0.75, cooldown: 2s}
     sms_http: {url: %q, api_key: {env: %s}, from: HERALD}
+    receipts: {token: {env: %s}, window: 2s}
   - name: sms/backup
     driver: sms-http
     cap_per_second: %d
     sms_http: {url: %q, api_key: {env: %s}, from: HERALD}
+    receipts: {token: {env: %s}, window: 2s}
+  - name: sms/operator
+    driver: smpp
+    smpp: {host: %q, port: %s, system_id: %s, password: {env: %s}, source_addr: HERALD}
 rules:
   sms:
     - name: kenya
       match: {prefixes: [%q]}
       strategy: failover
       providers: [sms/acme, sms/backup]
+    - name: uk
+      match: {prefixes: [%q]}
+      providers: [sms/operator]
     - name: default
       providers: [sms/acme]
-`, srv.SMS.URL, acmeKeyEnv, BackupCapPerSecond, srv.SMSBackup.URL, backupKeyEnv, SMSDownPrefix)
+`, srv.SMS.URL, acmeKeyEnv, acmeReceiptsEnv, BackupCapPerSecond, srv.SMSBackup.URL, backupKeyEnv, backupReceiptsEnv,
+		host, port, smscSystemID, smscPasswordEnv, SMSDownPrefix, SMSCPrefix)
 }
 
 // getenv resolves the demo's credential references for its engine.
@@ -75,10 +94,21 @@ func (srv *Servers) getenv(name string) string {
 	switch name {
 	case acmeKeyEnv:
 		return srv.SMS.APIKey
+	case acmeReceiptsEnv:
+		return srv.SMS.ReceiptsToken
 	case backupKeyEnv:
 		return srv.SMSBackup.APIKey
+	case backupReceiptsEnv:
+		return srv.SMSBackup.ReceiptsToken
+	case smscPasswordEnv:
+		return smscPassword
 	}
 	return ""
+}
+
+// httpProviders are the demo's HTTP SMS providers by name.
+func (srv *Servers) httpProviders() map[string]*SMSProvider {
+	return map[string]*SMSProvider{"sms/acme": srv.SMS, "sms/backup": srv.SMSBackup}
 }
 
 // plane is what the demo applied, for the summary and the clean-up.
@@ -108,7 +138,7 @@ func applyProviders(ctx context.Context, pool *pgxpool.Pool, srv *Servers, runID
 	}
 	var others []string
 	for name, p := range t.Providers {
-		if !strings.HasPrefix(p.SMSHTTP.APIKey.Env, demoKeyEnv) {
+		if !strings.HasPrefix(p.SMSHTTP.APIKey.Env+p.SMPP.Password.Env, demoKeyEnv) {
 			others = append(others, name)
 		}
 	}
@@ -174,7 +204,7 @@ func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers,
 		counts[i] = ProviderCount{Name: r.Provider, Attempts: r.Attempts, Routes: r.Routes,
 			Published: r.Published, DeadLettered: r.DeadLettered}
 	}
-	servers := map[string]*SMSProvider{"sms/acme": srv.SMS, "sms/backup": srv.SMSBackup}
+	servers := srv.httpProviders()
 	for _, spec := range p.file.Providers {
 		c := ProviderCount{Name: spec.Name}
 		if i := slices.IndexFunc(counts, func(c ProviderCount) bool { return c.Name == spec.Name }); i >= 0 {
@@ -183,6 +213,12 @@ func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers,
 		c.CapPerSecond = spec.CapPerSecond
 		if s := servers[spec.Name]; s != nil {
 			c.Received, c.MaxPerSecond = s.Requests.Load(), s.MaxPerSecond()
+		} else if spec.Driver == "smpp" {
+			var times []time.Time
+			for _, sub := range srv.SMSC.Submits() {
+				times = append(times, sub.At)
+			}
+			c.Received, c.MaxPerSecond = int64(len(times)), maxInWindow(times, time.Second)
 		}
 		out.Providers = append(out.Providers, c)
 	}

@@ -15,10 +15,14 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
 // Servers are the loopback channel servers of a demo run: a webhook
-// receiver, an SMTP server and two HTTP SMS providers.
+// receiver, an SMTP server, two HTTP SMS providers that post delivery
+// receipts, an SMSC speaking SMPP, and the demo producer's receiver of
+// status callbacks.
 type Servers struct {
 	// Webhook is the receiver's base URL, e.g. http://127.0.0.1:41234.
 	Webhook string
@@ -31,6 +35,11 @@ type Servers struct {
 	// SMSBackup is the backup SMS provider (sms/backup): it accepts every
 	// number but the unknown ones.
 	SMSBackup *SMSProvider
+	// SMSC is an operator's SMSC (sms/operator) on SMPP 3.4: it accepts
+	// every submit and sends a delivery receipt for each.
+	SMSC *smsctest.Server
+	// Callbacks is the demo producer's endpoint for status callbacks.
+	Callbacks *CallbackReceiver
 
 	// Counts of what the webhook receiver and the SMTP server saw.
 	WebhookRequests, WebhookAccepted atomic.Int64
@@ -41,16 +50,28 @@ type Servers struct {
 
 // SMSProvider is one loopback HTTP SMS provider: bearer auth, JSON {"to",
 // "from", "body"} in, {"id", "status"} out. It counts what it receives, and
-// when, so that a cap can be checked at the provider itself.
+// when, so that a cap can be checked at the provider itself. Once told
+// where (SendReceiptsTo), it posts a delivery receipt for every message it
+// accepts, as receiptPlan says: some early, some twice, and now and then
+// one for a message id it never gave.
 type SMSProvider struct {
 	// URL is its send endpoint.
 	URL string
 	// APIKey is the key it expects as a bearer token.
 	APIKey string
+	// ReceiptsToken is the bearer token it posts receipts with.
+	ReceiptsToken string
 
 	// Requests counts every request; Accepted, Throttled (429), Failed
 	// (500) and Unavailable (503) the answers of each kind.
 	Requests, Accepted, Throttled, Failed, Unavailable atomic.Int64
+	// ReceiptsSent counts the receipts the endpoint took (answered 200),
+	// repeats and unknown ids included; ReceiptsLost those it never took.
+	ReceiptsSent, ReceiptsLost atomic.Int64
+
+	idPrefix    string                 // of its message ids
+	receiptsURL atomic.Pointer[string] // nil: it sends no receipts
+	pending     atomic.Int64           // receipts scheduled, not yet posted
 
 	// quirky: throttle one request in seven, fail one in eleven, and answer
 	// 503 to SMSDownPrefix's numbers.
@@ -84,23 +105,50 @@ var SMSUnknownNumbers = map[string]bool{
 	"+5511900000999": true,
 }
 
-// SMSDownPrefix is the destination prefix the main SMS provider cannot
-// reach: it answers 503 to every number that starts with it, as a provider
-// whose link to one country's operators is down does. A transient failure:
-// the demo's routing rule for the prefix fails over to the backup.
-const SMSDownPrefix = "+254"
+// Destination prefixes the demo routes by.
+const (
+	// SMSDownPrefix is the destination prefix the main SMS provider
+	// cannot reach: it answers 503 to every number that starts with it, as
+	// a provider whose link to one country's operators is down does. A
+	// transient failure: the demo's routing rule for the prefix fails over
+	// to the backup.
+	SMSDownPrefix = "+254"
+	// SMSCPrefix is the destination prefix the demo's rules send to the
+	// SMSC (sms/operator, over SMPP).
+	SMSCPrefix = "+44"
+)
+
+// The SMSC's credentials (a system_id of at most 15 characters, a
+// password of at most 8).
+const (
+	smscSystemID = "herald-demo"
+	smscPassword = "demo-pw"
+)
 
 // Start starts the servers on loopback. Close stops them.
 func Start(ctx context.Context) (*Servers, error) {
 	s := &Servers{
-		SMS:       &SMSProvider{APIKey: "demo-sms-key", quirky: true},
-		SMSBackup: &SMSProvider{APIKey: "demo-backup-key"},
+		SMS: &SMSProvider{APIKey: "demo-sms-key", ReceiptsToken: "demo-sms-receipts", quirky: true,
+			idPrefix: "ac-"},
+		SMSBackup: &SMSProvider{APIKey: "demo-backup-key", ReceiptsToken: "demo-backup-receipts", idPrefix: "bk-"},
+		Callbacks: newCallbackReceiver(),
 	}
 	var err error
 	if s.Webhook, err = s.serveHTTP(ctx, http.HandlerFunc(s.webhook)); err != nil {
 		s.Close()
 		return nil, err
 	}
+	if s.Callbacks.URL, err = s.serveHTTP(ctx, s.Callbacks); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Callbacks.URL += "/herald/callbacks"
+	if s.SMSC, err = smsctest.Start(nil, smsctest.Config{SystemID: smscSystemID, Password: smscPassword}); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("start the SMSC: %w", err)
+	}
+	s.closers = append(s.closers, s.SMSC.Close)
+	s.SMSC.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD"})
 	for _, p := range []*SMSProvider{s.SMS, s.SMSBackup} {
 		base, err := s.serveHTTP(ctx, http.HandlerFunc(p.serve))
 		if err != nil {
@@ -204,8 +252,19 @@ func (p *SMSProvider) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"error":"invalid_destination","message":"unknown number"}`)
 	default:
-		p.Accepted.Add(1)
-		_, _ = fmt.Fprintf(w, `{"id":"sm_%06d","status":"queued"}`, n)
+		k := p.Accepted.Add(1)
+		id := fmt.Sprintf("%s%06d", p.idPrefix, n)
+		plan := receiptPlan(k)
+		if plan.early {
+			// Before the answer: herald has not written the id yet.
+			p.postReceipts(id, plan)
+		} else {
+			p.later(id, plan)
+		}
+		if plan.unknownID {
+			p.later(fmt.Sprintf("%snever-sent-%06d", p.idPrefix, n), receiptSend{statuses: []string{"DELIVRD"}})
+		}
+		_, _ = fmt.Fprintf(w, `{"id":%q,"status":"queued"}`, id)
 	}
 }
 

@@ -18,6 +18,7 @@ type Summary struct {
 	Kept        bool   `json:"kept"`
 
 	SubmittedClient int `json:"submitted_client"`
+	SubmittedHTTP   int `json:"submitted_http"`
 	SubmittedRaw    int `json:"submitted_raw"`
 
 	// Accepted is the notifications stored for this run.
@@ -51,6 +52,11 @@ type Summary struct {
 	Isolation *Isolation `json:"isolation"`
 	// Providers is what the SMS providers the demo applied did.
 	Providers *Providers `json:"providers"`
+	// Receipts, Callbacks and API are the delivery receipts, the status
+	// callbacks and the HTTP API parts.
+	Receipts  *Receipts  `json:"receipts"`
+	Callbacks *Callbacks `json:"callbacks"`
+	API       *APIPart   `json:"api"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -160,6 +166,8 @@ func commands(dbURL string, throwaway, keep, providers bool) []string {
 		`psql "$DATABASE_URL" -c 'SELECT channel, classification, count(*) FROM herald.dead_letter_view GROUP BY 1, 2 ORDER BY 1, 2'`,
 		`psql "$DATABASE_URL" -c 'SELECT notification_type, channel, attempts, classification, message, recovery_hint FROM herald.dead_letter_view ORDER BY dead_lettered_at DESC LIMIT 20'`,
 		`psql "$DATABASE_URL" -c 'SELECT providers, status, count(*) FROM herald.routes WHERE providers IS NOT NULL GROUP BY 1, 2 ORDER BY 3 DESC'`,
+		`psql "$DATABASE_URL" -c 'SELECT provider, state, delivery_status, count(*) FROM herald.delivery_receipts GROUP BY 1, 2, 3 ORDER BY 1, 2, 3'`,
+		`psql "$DATABASE_URL" -c 'SELECT * FROM herald.unmatched_receipts_view'`,
 	}
 	if throwaway && providers {
 		cmds = append(cmds,
@@ -176,14 +184,15 @@ func commands(dbURL string, throwaway, keep, providers bool) []string {
 func WriteSummary(out io.Writer, s *Summary) error {
 	fmt.Fprintf(out, "\nherald demo %s\n\n", s.RunID)
 	row := func(name string, v any, note string) { fmt.Fprintf(out, "  %-14s %8v   %s\n", name, v, note) }
-	row("submitted", s.SubmittedClient+s.SubmittedRaw, fmt.Sprintf("%d through the Go client, %d raw INSERTs into herald.intake", s.SubmittedClient, s.SubmittedRaw))
+	row("submitted", s.SubmittedClient+s.SubmittedHTTP+s.SubmittedRaw, fmt.Sprintf("%d through the Go client, %d over the HTTP API, %d raw INSERTs into herald.intake",
+		s.SubmittedClient, s.SubmittedHTTP, s.SubmittedRaw))
 	row("accepted", s.Accepted, "notifications stored")
 	row("duplicates", s.Duplicates, "repeats answered with the original notification, nothing stored")
 	row("conflicts", s.Conflicts, "idempotency key reused for a different request")
 	row("invalid", s.Invalid, "refused by the Go client with field errors")
 	row("malformed", s.Malformed, "raw entries kept in herald.malformed_intents (the raw conflict included)")
 	row("routes", s.Routes, "one per (channel, recipient)")
-	row("published", s.Published, "delivered")
+	row("published", s.Published, "accepted by the channel's server or the provider (delivery receipts below say what happened next)")
 	row("retried", s.Retried, "routes that needed more than one attempt (throttling, 5xx, greylisting, failover)")
 	row("dead-lettered", s.DeadLettered, "permanent failures and exhausted budgets, in herald.dead_letters")
 	row("skipped", s.Skipped, "no address for the channel, or opted out")
@@ -209,6 +218,7 @@ func WriteSummary(out io.Writer, s *Summary) error {
 	if s.Providers != nil {
 		writeProviders(out, s.Providers, row)
 	}
+	writeDelivery(out, s, row)
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {
 			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)
@@ -225,7 +235,7 @@ func WriteSummary(out io.Writer, s *Summary) error {
 			_ = tw.Flush()
 		}
 	}
-	fmt.Fprintln(out, "\ninspect the dead letters and the providers:")
+	fmt.Fprintln(out, "\ninspect the dead letters, the providers and the receipts:")
 	for _, c := range s.Commands {
 		fmt.Fprintln(out, "  "+c)
 	}

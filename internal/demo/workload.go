@@ -22,7 +22,10 @@ import (
 // with runID, which is how the summary finds this run's rows (a shared
 // DATABASE_URL may hold others').
 type workload struct {
-	runID     string
+	runID string
+	// producer is the orders' producer (the demo producer's login, or
+	// "shop").
+	producer  string
 	users     int
 	srv       *Servers
 	entryIDs  []string
@@ -33,9 +36,10 @@ func newWorkload(users int, srv *Servers) *workload {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return &workload{
-		runID: "demo-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b),
-		users: users,
-		srv:   srv,
+		runID:    "demo-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b),
+		producer: "shop",
+		users:    users,
+		srv:      srv,
 	}
 }
 
@@ -45,10 +49,11 @@ func (w *workload) userID(i int) string { return fmt.Sprintf("u%04d", i) }
 // phone; every 25th has no phone (its SMS is skipped), every 40th opted out
 // of e-mail, every 50th has a mailbox that bounces (a dead letter), every
 // 30th is greylisted once (a retry), every 67th has a number the providers
-// cannot reach (a dead letter), and one in four of the others (i%4 == 2) a
+// cannot reach (a dead letter), one in four of the others (i%4 == 2) a
 // Kenyan number, which the main SMS provider cannot reach today
 // (SMSDownPrefix): the demo's routing rule for +254 fails over to the
-// backup.
+// backup; and one in eight (i%8 == 3) a UK number, which the demo's rules
+// send to the SMSC (SMSCPrefix).
 func (w *workload) recipient(i int) heraldtype.Recipient {
 	r := heraldtype.Recipient{
 		UserID: w.userID(i),
@@ -69,6 +74,8 @@ func (w *workload) recipient(i int) heraldtype.Recipient {
 		r.Phone = "+14155550199"
 	case i%4 == 2:
 		r.Phone = fmt.Sprintf("%s71%07d", SMSDownPrefix, 1000+i)
+	case i%8 == 3:
+		r.Phone = fmt.Sprintf("%s79111%05d", SMSCPrefix, i)
 	}
 	if i%40 == 0 {
 		r.OptedOut = []string{"email"}
@@ -83,7 +90,7 @@ func (w *workload) reqID(kind string, i int) string {
 func (w *workload) orderShipped(i int) *intake.Intent {
 	return &intake.Intent{
 		NotificationType: "order.shipped",
-		Producer:         "shop",
+		Producer:         w.producer,
 		IdempotencyKey:   w.runID + ":order:" + strconv.Itoa(i),
 		Audience:         intake.Audience{UserIDs: []string{w.userID(i)}},
 		Channels:         []string{"sms", "email"},
@@ -98,8 +105,10 @@ func (w *workload) orderShipped(i int) *intake.Intent {
 	}
 }
 
-// submit sends the workload through both doors.
-func (w *workload) submit(ctx context.Context, client Client, pool *pgxpool.Pool, sum *Summary) error {
+// submit sends the workload through the client and the SQL door: the
+// orders (and their retries and conflict) through shop, the producer's
+// own client, everything else through client.
+func (w *workload) submit(ctx context.Context, client, shop Client, pool *pgxpool.Pool, sum *Summary) error {
 	for i := 1; i <= w.users; i++ {
 		// The demo runs as the engine's login: its users go in the shared
 		// directory, which every producer's routes fall back to.
@@ -108,11 +117,21 @@ func (w *workload) submit(ctx context.Context, client Client, pool *pgxpool.Pool
 		}
 	}
 
-	var batch []*intake.Intent
 	// One order.shipped per user, by SMS and e-mail.
+	var orders []*intake.Intent
 	for i := 1; i <= w.users; i++ {
-		batch = append(batch, w.orderShipped(i))
+		orders = append(orders, w.orderShipped(i))
 	}
+	for chunk := range slices.Chunk(orders, 100) {
+		res, err := shop.SubmitMany(ctx, chunk)
+		if err != nil {
+			return fmt.Errorf("submit demo orders: %w", err)
+		}
+		tally(res, sum)
+	}
+	sum.SubmittedClient += len(orders)
+
+	var batch []*intake.Intent
 	// A weekly newsletter to every user, bulk priority: claimed after the
 	// transactional routes.
 	all := make([]string, w.users)
@@ -170,12 +189,12 @@ func (w *workload) submit(ctx context.Context, client Client, pool *pgxpool.Pool
 	// A producer retrying after a timeout: the same 15 intents again.
 	// Answered with the original notifications, nothing new stored.
 	for i := 1; i <= min(15, w.users); i++ {
-		submitOne(ctx, client, w.orderShipped(i), sum)
+		submitOne(ctx, shop, w.orderShipped(i), sum)
 	}
 	// A producer bug: a key reused for a different request.
 	conflicting := w.orderShipped(1)
 	conflicting.Content.SMS.Body = "Your order has been cancelled."
-	submitOne(ctx, client, conflicting, sum)
+	submitOne(ctx, shop, conflicting, sum)
 	// An intent the client refuses with a field-level error.
 	submitOne(ctx, client, &intake.Intent{
 		NotificationType: "order.shipped", Producer: "shop", IdempotencyKey: w.runID + ":bad",
@@ -284,6 +303,42 @@ func (w *workload) wait(ctx context.Context, pool *pgxpool.Pool, timeout time.Du
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("demo did not finish within %s: %s", timeout, line)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// waitPlane shows progress until what follows the routes is done: the
+// providers have sent their receipts, the matcher has decided on
+// every receipt of providers since since, and the run's status callbacks
+// are delivered or failed.
+func (w *workload) waitPlane(ctx context.Context, pool *pgxpool.Pool, providers []string, since time.Time, say func(string, ...any)) error {
+	deadline := time.Now().Add(30 * time.Second)
+	start := time.Now()
+	last := ""
+	for {
+		// Sent before the database is read: a receipt stored in between
+		// is then counted as still to match.
+		posting := w.srv.receiptsPending()
+		p, err := benchstore.New().DemoPlaneProgress(ctx, pool, benchstore.DemoPlaneProgressParams{
+			Providers: providers, Since: since, RunPrefix: w.runID + ":"})
+		if err != nil {
+			return fmt.Errorf("read demo receipts and callbacks: %w", err)
+		}
+		line := fmt.Sprintf("receipts: %d still to send, %d to match; callbacks: %d to deliver", posting, p.ReceiptsWaiting, p.CallbacksWaiting)
+		if line != last {
+			say("  %5.1fs  %s", time.Since(start).Seconds(), line)
+			last = line
+		}
+		if posting <= 0 && p.ReceiptsWaiting+p.CallbacksWaiting == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("receipts and callbacks did not settle within 30s: %s", line)
 		}
 		select {
 		case <-ctx.Done():

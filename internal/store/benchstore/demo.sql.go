@@ -7,13 +7,14 @@ package benchstore
 
 import (
 	"context"
+	"time"
 )
 
 const deadLetterCountByRequestPrefix = `-- name: DeadLetterCountByRequestPrefix :many
 SELECT d.channel, d.failure_classification, count(*)::bigint AS dead_letters
 FROM herald.dead_letters d
 JOIN herald.records r ON r.notification_id = d.notification_id
-WHERE starts_with(r.request_id, $1::text)
+WHERE starts_with(r.request_id, $1::text) AND d.channel <> 'callback'
 GROUP BY d.channel, d.failure_classification
 ORDER BY d.channel, d.failure_classification
 `
@@ -24,7 +25,8 @@ type DeadLetterCountByRequestPrefixRow struct {
 	DeadLetters           int64
 }
 
-// The demo's dead letters of one run, by channel and classification.
+// The demo's dead letters of one run, by channel and classification (its
+// failed status callbacks are DemoCallbackCounts').
 func (q *Queries) DeadLetterCountByRequestPrefix(ctx context.Context, db DBTX, prefix string) ([]DeadLetterCountByRequestPrefixRow, error) {
 	rows, err := db.Query(ctx, deadLetterCountByRequestPrefix, prefix)
 	if err != nil {
@@ -35,6 +37,120 @@ func (q *Queries) DeadLetterCountByRequestPrefix(ctx context.Context, db DBTX, p
 	for rows.Next() {
 		var i DeadLetterCountByRequestPrefixRow
 		if err := rows.Scan(&i.Channel, &i.FailureClassification, &i.DeadLetters); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const demoCallbackCounts = `-- name: DemoCallbackCounts :many
+SELECT
+    substr(r.notification_type, length('herald.callback.') + 1)::text AS event,
+    count(*)::bigint AS created,
+    count(*) FILTER (WHERE rt.status = 'published')::bigint AS delivered,
+    count(*) FILTER (WHERE rt.status = 'dead_letter')::bigint AS failed,
+    count(*) FILTER (WHERE rt.status IN ('pending', 'claimed', 'failed'))::bigint AS waiting,
+    count(*) FILTER (WHERE rt.attempt_count > 1)::bigint AS retried
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+WHERE starts_with(r.request_id, $1::text) AND rt.channel = 'callback'
+GROUP BY 1
+ORDER BY 1
+`
+
+type DemoCallbackCountsRow struct {
+	Event     string
+	Created   int64
+	Delivered int64
+	Failed    int64
+	Waiting   int64
+	Retried   int64
+}
+
+// One run's status callbacks by event: the callback records the trigger
+// created about the run's routes (they copy the route's request_id; their
+// type is herald.callback.<event>), delivered (their route published),
+// failed (dead-lettered), still waiting, and retried (more than one
+// attempt: a 5xx, or a wait behind an earlier callback of the same route).
+func (q *Queries) DemoCallbackCounts(ctx context.Context, db DBTX, runPrefix string) ([]DemoCallbackCountsRow, error) {
+	rows, err := db.Query(ctx, demoCallbackCounts, runPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoCallbackCountsRow{}
+	for rows.Next() {
+		var i DemoCallbackCountsRow
+		if err := rows.Scan(
+			&i.Event,
+			&i.Created,
+			&i.Delivered,
+			&i.Failed,
+			&i.Waiting,
+			&i.Retried,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const demoDeliveryStatusCounts = `-- name: DemoDeliveryStatusCounts :many
+SELECT
+    rt.providers[cardinality(rt.providers)]::text AS provider,
+    count(*) FILTER (WHERE rt.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE rt.delivery_status = 'delivered')::bigint AS delivered,
+    count(*) FILTER (WHERE rt.delivery_status = 'undelivered')::bigint AS undelivered,
+    count(*) FILTER (WHERE rt.delivery_status = 'expired')::bigint AS expired,
+    count(*) FILTER (WHERE rt.delivery_status = 'unknown')::bigint AS unknown,
+    count(*) FILTER (WHERE rt.status = 'published' AND rt.delivery_status IS NULL)::bigint AS no_status
+FROM herald.records r
+JOIN herald.routes rt ON rt.notification_id = r.notification_id
+WHERE starts_with(r.request_id, $1::text) AND rt.channel = 'sms' AND cardinality(rt.providers) > 0
+GROUP BY 1
+ORDER BY 1
+`
+
+type DemoDeliveryStatusCountsRow struct {
+	Provider    string
+	Published   int64
+	Delivered   int64
+	Undelivered int64
+	Expired     int64
+	Unknown     int64
+	NoStatus    int64
+}
+
+// Per provider, one run's SMS routes whose last attempt it took: those
+// published, and the delivery status receipts gave them (none: published
+// with no receipt matched yet). A route's unknown status (ENROUTE) is
+// replaced by a final one when that comes, so each route counts once.
+func (q *Queries) DemoDeliveryStatusCounts(ctx context.Context, db DBTX, runPrefix string) ([]DemoDeliveryStatusCountsRow, error) {
+	rows, err := db.Query(ctx, demoDeliveryStatusCounts, runPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoDeliveryStatusCountsRow{}
+	for rows.Next() {
+		var i DemoDeliveryStatusCountsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Published,
+			&i.Delivered,
+			&i.Undelivered,
+			&i.Expired,
+			&i.Unknown,
+			&i.NoStatus,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -73,6 +189,39 @@ func (q *Queries) DemoFailovers(ctx context.Context, db DBTX, runPrefix string) 
 	row := db.QueryRow(ctx, demoFailovers, runPrefix)
 	var i DemoFailoversRow
 	err := row.Scan(&i.FailedOver, &i.FailedOverPublished, &i.ChannelDriverAttempts)
+	return i, err
+}
+
+const demoPlaneProgress = `-- name: DemoPlaneProgress :one
+SELECT
+    (SELECT count(*) FROM herald.delivery_receipts d
+        WHERE d.state = 'new' AND d.provider = ANY ($1::text[]) AND d.received_at >= $2::timestamptz
+    )::bigint AS receipts_waiting,
+    (SELECT count(*) FROM herald.records r
+        JOIN herald.routes rt ON rt.notification_id = r.notification_id
+        WHERE starts_with(r.request_id, $3::text) AND rt.channel = 'callback'
+            AND rt.status IN ('pending', 'claimed', 'failed')
+    )::bigint AS callbacks_waiting
+`
+
+type DemoPlaneProgressParams struct {
+	Providers []string
+	Since     time.Time
+	RunPrefix string
+}
+
+type DemoPlaneProgressRow struct {
+	ReceiptsWaiting  int64
+	CallbacksWaiting int64
+}
+
+// What the demo waits for once every route of the run is terminal: the
+// receipts of @providers since @since still to match (the due index's
+// rows), and the run's status callbacks not yet delivered or failed.
+func (q *Queries) DemoPlaneProgress(ctx context.Context, db DBTX, arg DemoPlaneProgressParams) (DemoPlaneProgressRow, error) {
+	row := db.QueryRow(ctx, demoPlaneProgress, arg.Providers, arg.Since, arg.RunPrefix)
+	var i DemoPlaneProgressRow
+	err := row.Scan(&i.ReceiptsWaiting, &i.CallbacksWaiting)
 	return i, err
 }
 
@@ -119,6 +268,76 @@ func (q *Queries) DemoProviderCounts(ctx context.Context, db DBTX, runPrefix str
 			&i.Routes,
 			&i.Published,
 			&i.DeadLettered,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const demoReceiptCounts = `-- name: DemoReceiptCounts :many
+SELECT
+    d.provider,
+    count(*)::bigint AS received,
+    count(*) FILTER (WHERE d.state = 'matched')::bigint AS matched,
+    count(*) FILTER (WHERE d.state = 'duplicate')::bigint AS duplicate,
+    count(*) FILTER (WHERE d.state = 'unmatched')::bigint AS unmatched,
+    count(*) FILTER (WHERE d.state = 'malformed')::bigint AS malformed,
+    count(*) FILTER (WHERE d.state = 'new')::bigint AS waiting,
+    count(*) FILTER (WHERE d.state IN ('matched', 'duplicate') AND d.match_attempts > 1)::bigint AS early
+FROM herald.delivery_receipts d
+LEFT JOIN herald.records r ON r.notification_id = d.notification_id
+WHERE d.provider = ANY ($1::text[]) AND d.received_at >= $2::timestamptz
+    AND (d.notification_id IS NULL OR starts_with(r.request_id, $3::text))
+GROUP BY d.provider
+ORDER BY d.provider
+`
+
+type DemoReceiptCountsParams struct {
+	Providers []string
+	Since     time.Time
+	RunPrefix string
+}
+
+type DemoReceiptCountsRow struct {
+	Provider  string
+	Received  int64
+	Matched   int64
+	Duplicate int64
+	Unmatched int64
+	Malformed int64
+	Waiting   int64
+	Early     int64
+}
+
+// Per provider, the receipts of one run in the inbox by what the matcher
+// made of them: those matched to the run's routes (request_id starting
+// with @run_prefix), and those matched to none, received since @since from
+// one of @providers (the demo's own, which exist only while it runs).
+// Early: matched (or found duplicate) on a later try, because the receipt
+// came before the completion had written the provider's message id.
+func (q *Queries) DemoReceiptCounts(ctx context.Context, db DBTX, arg DemoReceiptCountsParams) ([]DemoReceiptCountsRow, error) {
+	rows, err := db.Query(ctx, demoReceiptCounts, arg.Providers, arg.Since, arg.RunPrefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoReceiptCountsRow{}
+	for rows.Next() {
+		var i DemoReceiptCountsRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Received,
+			&i.Matched,
+			&i.Duplicate,
+			&i.Unmatched,
+			&i.Malformed,
+			&i.Waiting,
+			&i.Early,
 		); err != nil {
 			return nil, err
 		}
@@ -212,7 +431,8 @@ func (q *Queries) MalformedIntentCountByEntryIDs(ctx context.Context, db DBTX, e
 
 const recordSummaryByRequestPrefix = `-- name: RecordSummaryByRequestPrefix :one
 SELECT
-    (SELECT count(*) FROM herald.records r0 WHERE starts_with(r0.request_id, $1::text))::bigint AS notifications,
+    (SELECT count(*) FROM herald.records r0
+        WHERE starts_with(r0.request_id, $1::text) AND NOT 'callback' = ANY (r0.channels))::bigint AS notifications,
     count(rt.route_id)::bigint AS routes,
     count(*) FILTER (WHERE rt.status = 'published')::bigint AS published,
     count(*) FILTER (WHERE rt.status = 'dead_letter')::bigint AS dead_lettered,
@@ -226,7 +446,7 @@ SELECT
     ), 0)::float8 AS seconds
 FROM herald.records r
 JOIN herald.routes rt ON rt.notification_id = r.notification_id
-WHERE starts_with(r.request_id, $1::text)
+WHERE starts_with(r.request_id, $1::text) AND rt.channel <> 'callback'
 `
 
 type RecordSummaryByRequestPrefixRow struct {
@@ -243,7 +463,8 @@ type RecordSummaryByRequestPrefixRow struct {
 }
 
 // The demo's summary, from the database alone: the notifications of one
-// run (request_id starting with @prefix), their routes by outcome, the
+// run (request_id starting with @prefix; not the status callbacks about
+// them, which copy their request_id), their routes by outcome, the
 // routes that needed more than one attempt, and the seconds from the first
 // acceptance to the last terminal change, for the throughput (0 while
 // nothing is accepted or finished).
@@ -277,7 +498,7 @@ SELECT
     count(*) FILTER (WHERE rt.status = 'canceled')::bigint AS canceled
 FROM herald.records r
 JOIN herald.routes rt ON rt.notification_id = r.notification_id
-WHERE starts_with(r.request_id, $1::text)
+WHERE starts_with(r.request_id, $1::text) AND rt.channel <> 'callback'
 `
 
 type RouteProgressByRequestPrefixRow struct {
@@ -292,9 +513,10 @@ type RouteProgressByRequestPrefixRow struct {
 }
 
 // The demo's progress line: the routes of the notifications whose
-// request_id starts with @prefix (one demo run), by status. A sequential
-// scan of records is fine for the demo's few thousand rows; no index serves
-// request_id.
+// request_id starts with @prefix (one demo run), by status; not the status
+// callbacks about them, which copy their request_id (DemoCallbackCounts
+// counts those). A sequential scan of records is fine for the demo's few
+// thousand rows; no index serves request_id.
 func (q *Queries) RouteProgressByRequestPrefix(ctx context.Context, db DBTX, prefix string) (RouteProgressByRequestPrefixRow, error) {
 	row := db.QueryRow(ctx, routeProgressByRequestPrefix, prefix)
 	var i RouteProgressByRequestPrefixRow
