@@ -14,10 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 	"github.com/heraldhq/herald/internal/wake"
 )
 
@@ -72,6 +75,12 @@ type Config struct {
 	// the acceptance time; for tests. Nil means time.Now for validation and
 	// the database's now() for acceptance.
 	NowFunc func() time.Time
+	// TracerProvider makes the spans of Submit, SubmitTx, SubmitMany and
+	// SubmitManyTx, each a child of the caller's context's span. Nil means
+	// OpenTelemetry's global provider (a no-op unless the program set
+	// one). An intent without a TraceID is stored with its submit span's
+	// W3C traceparent, so that its delivery attempts link back to it.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *Config) validate() error {
@@ -102,6 +111,7 @@ type Client struct {
 	now    func() time.Time
 	result func(producer, result string)
 	waker  *wake.Waker
+	tracer trace.Tracer
 }
 
 // NewClient returns a Client storing into the herald schema of pool's
@@ -135,6 +145,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		now:    cfg.NowFunc,
 		result: cfg.ResultFunc,
 		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
+		tracer: tracing.Tracer(cfg.TracerProvider),
 	}, nil
 }
 
@@ -150,7 +161,7 @@ func (c *Client) Close() { c.waker.Close() }
 // if the key holds a different request, and a *ForbiddenError (errors.Is
 // ErrForbidden) if in names a producer other than the client's login.
 func (c *Client) Submit(ctx context.Context, in *Intent) (*Receipt, error) {
-	return c.submitOne(ctx, c.pool, in, false)
+	return c.submitOne(ctx, "herald.Submit", c.pool, in, false)
 }
 
 // SubmitTx is Submit inside the caller's transaction tx: the notification
@@ -166,15 +177,47 @@ func (c *Client) SubmitTx(ctx context.Context, tx pgx.Tx, in *Intent) (*Receipt,
 	if tx == nil {
 		return nil, errors.New("submit intent: tx is nil")
 	}
-	return c.submitOne(ctx, tx, in, true)
+	return c.submitOne(ctx, "herald.SubmitTx", tx, in, true)
 }
 
-func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent, inTx bool) (*Receipt, error) {
-	res, err := c.submit(ctx, db, []*Intent{in}, inTx)
+func (c *Client) submitOne(ctx context.Context, op string, db store.DBTX, in *Intent, inTx bool) (*Receipt, error) {
+	res, err := c.submitTraced(ctx, op, db, []*Intent{in}, inTx)
 	if err != nil {
 		return nil, err
 	}
 	return res[0].Receipt, res[0].Err
+}
+
+// submitTraced is submit inside a span named op, a child of ctx's.
+func (c *Client) submitTraced(ctx context.Context, op string, db store.DBTX, ins []*Intent, inTx bool) ([]SubmitResult, error) {
+	ctx, span := c.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	res, err := c.submit(ctx, db, ins, inTx)
+	if !span.IsRecording() {
+		return res, err
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "submit failed")
+		span.RecordError(err)
+		return res, err
+	}
+	var accepted, dup, refused int
+	for _, r := range res {
+		switch {
+		case r.Err != nil:
+			refused++
+		case r.Receipt.Duplicate:
+			dup++
+		default:
+			accepted++
+		}
+	}
+	span.SetAttributes(tracing.BatchSize.Int(len(ins)), tracing.Accepted.Int(accepted),
+		tracing.Duplicates.Int(dup), tracing.Refused.Int(refused))
+	if len(res) == 1 && res[0].Receipt != nil {
+		span.SetAttributes(tracing.NotificationID.String(res[0].Receipt.NotificationID))
+	}
+	return res, nil
 }
 
 // SubmitMany validates and stores many intents in one statement, one round
@@ -187,7 +230,7 @@ func (c *Client) submitOne(ctx context.Context, db store.DBTX, in *Intent, inTx 
 // submitted one after the other. The error is non-nil only when the
 // statement itself failed, and then nothing was stored.
 func (c *Client) SubmitMany(ctx context.Context, ins []*Intent) ([]SubmitResult, error) {
-	return c.submit(ctx, c.pool, ins, false)
+	return c.submitTraced(ctx, "herald.SubmitMany", c.pool, ins, false)
 }
 
 // SubmitManyTx is SubmitMany inside the caller's transaction tx (the
@@ -201,7 +244,7 @@ func (c *Client) SubmitManyTx(ctx context.Context, tx pgx.Tx, ins []*Intent) ([]
 	if tx == nil {
 		return nil, errors.New("submit intents: tx is nil")
 	}
-	return c.submit(ctx, tx, ins, true)
+	return c.submitTraced(ctx, "herald.SubmitManyTx", tx, ins, true)
 }
 
 // submit validates and accepts ins through db. inTx says db is the caller's

@@ -22,6 +22,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // DefaultIdempotencyWindow is how long an idempotency key stays reserved
@@ -81,7 +82,8 @@ type keyHolder struct {
 // when a key exists already (a duplicate or conflict). Under REPEATABLE READ or SERIALIZABLE such a race fails with a
 // serialization error instead, which the caller retries. An error means
 // nothing was accepted by this call (in a transaction, the transaction is
-// then aborted).
+// then aborted). An intent without a trace_id is stored with the W3C
+// traceparent of ctx's span, if ctx has one (see tracing.Traceparent).
 func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params) ([]Outcome, error) {
 	out := make([]Outcome, len(vs))
 	if len(vs) == 0 {
@@ -103,7 +105,7 @@ func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params
 		return cmp.Or(cmp.Compare(vs[a].Intent.Producer, vs[b].Intent.Producer),
 			cmp.Compare(vs[a].Intent.IdempotencyKey, vs[b].Intent.IdempotencyKey))
 	})
-	params, err := insertParams(vs, firsts, p)
+	params, err := insertParams(vs, firsts, p, tracing.Traceparent(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +164,11 @@ func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params
 }
 
 // insertParams lays out the intents vs[firsts] as RecordInsertMany's
-// column arrays, with a fresh UUIDv7 notification id each.
-func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordInsertManyParams, error) {
+// column arrays, with a fresh UUIDv7 notification id each. traceparent
+// (the W3C traceparent of the accepting span, or "") is the trace_id of
+// the intents that carry none: their delivery attempts then link back to
+// the span that accepted them.
+func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent string) (store.RecordInsertManyParams, error) {
 	n := len(firsts)
 	nRoutes := 0
 	for _, i := range firsts {
@@ -232,7 +237,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params) (store.RecordI
 		a.IdempotencyKeys = append(a.IdempotencyKeys, in.IdempotencyKey)
 		a.RequestFingerprints = append(a.RequestFingerprints, v.Fingerprint)
 		a.RequestIds = append(a.RequestIds, in.RequestID)
-		a.TraceIds = append(a.TraceIds, in.TraceID)
+		a.TraceIds = append(a.TraceIds, cmp.Or(in.TraceID, traceparent))
 		a.OccurredAts = append(a.OccurredAts, in.OccurredAt)
 		a.ChannelLists = append(a.ChannelLists, strings.Join(in.Channels, ","))
 		a.Priorities = append(a.Priorities, v.Priority)

@@ -14,12 +14,15 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 	"github.com/heraldhq/herald/internal/wake"
 )
 
@@ -80,6 +83,11 @@ type WorkerConfig struct {
 	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock; for tests.
 	NowFunc func() time.Time
+	// TracerProvider, when set, makes a span (herald.intake.validate) of
+	// each batch that claimed entries: a root span whose context the
+	// batch's intents without a trace_id store as theirs (see Accept). Nil
+	// makes none.
+	TracerProvider trace.TracerProvider
 }
 
 func (c *WorkerConfig) validate() error {
@@ -113,6 +121,7 @@ type Worker struct {
 	window     time.Duration
 	result     func(producer, result string)
 	now        func() time.Time
+	tracer     trace.Tracer // nil: no spans
 
 	afterClaim func(batch []intakeEntry) // test hook: called after each batch is claimed
 }
@@ -139,6 +148,9 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
+	}
+	if cfg.TracerProvider != nil {
+		w.tracer = tracing.Tracer(cfg.TracerProvider)
 	}
 	if w.logger == nil {
 		w.logger = slog.New(slog.DiscardHandler)
@@ -386,6 +398,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
 
 	q := store.New()
+	began := time.Now()
 	rows, err := q.IntakeClaimBatch(ctx, tx, store.IntakeClaimBatchParams{
 		MaxEntries:    int32(limit),
 		MaxBatchBytes: int64(w.batchBytes),
@@ -397,6 +410,20 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	}
 	if len(rows) == 0 {
 		return 0, 0, 0, false, 0, nil
+	}
+	if w.tracer != nil {
+		var span trace.Span
+		ctx, span = w.tracer.Start(ctx, "herald.intake.validate", trace.WithNewRoot(), trace.WithTimestamp(began),
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BatchSize.Int(len(rows))))
+		defer func() {
+			if err != nil {
+				span.SetStatus(codes.Error, "intake batch failed")
+				span.RecordError(err)
+			} else {
+				span.SetAttributes(tracing.Accepted.Int(accepted), tracing.Refused.Int(malformed))
+			}
+			span.End()
+		}()
 	}
 	locked := int(rows[0].LockedEntries)
 	more = locked == limit || locked > len(rows)

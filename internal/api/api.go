@@ -61,11 +61,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 	"github.com/heraldhq/herald/internal/wake"
 )
 
@@ -108,6 +110,11 @@ type Config struct {
 	// Metrics records herald_api_requests_total, the request durations and
 	// herald_intents_total; nil records nothing.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, makes a server span of each request,
+	// continuing the caller's trace from its traceparent header. Intents
+	// submitted without a trace_id store the span's traceparent (see
+	// accept.Accept). Nil makes none.
+	TracerProvider trace.TracerProvider
 	// ReadyFunc, if set, is /readyz's check besides a ping of Pool: nil
 	// when every migration is applied. The API's login cannot read the
 	// migration table itself; the engine passes its own check.
@@ -172,6 +179,7 @@ type Server struct {
 	pool    *pgxpool.Pool
 	logger  *slog.Logger
 	metrics *metrics.Metrics
+	tracer  trace.Tracer // nil: no spans
 	limits  intake.Limits
 	waker   *wake.Waker
 	limiter *limiter
@@ -210,6 +218,9 @@ func New(cfg *Config) (*Server, error) {
 		waker:   wake.NewWaker(c.Pool, c.NotifyDebounce, logger),
 		limiter: newLimiter(c.RateLimit, c.RateBurst),
 		touched: map[[sha256.Size]byte]time.Time{},
+	}
+	if c.TracerProvider != nil {
+		s.tracer = tracing.Tracer(c.TracerProvider)
 	}
 	s.mux = s.routes()
 	s.handler = s.middleware(s.mux)

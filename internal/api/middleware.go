@@ -6,7 +6,15 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // call is what the middleware and the handlers know of one request.
@@ -66,8 +74,10 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			c.requestID = "req_" + hex.EncodeToString(b[:])
 		}
 		w.Header().Set("X-Request-Id", c.requestID)
-		r = r.WithContext(context.WithValue(r.Context(), callKey{}, c))
+		ctx, span := s.startSpan(r)
+		r = r.WithContext(context.WithValue(ctx, callKey{}, c))
 		sw := &statusWriter{ResponseWriter: w}
+		defer span.End()
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -88,6 +98,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				status = http.StatusOK
 			}
 			s.metrics.APIRequest(endpoint, status, took)
+			endSpan(span, r.Method, endpoint, status, c)
 			attrs := []slog.Attr{
 				slog.String("request_id", c.requestID), slog.String("endpoint", endpoint),
 				slog.String("producer", c.producer), slog.Int("status", status),
@@ -104,4 +115,39 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// startSpan starts a request's server span, a child of the caller's
+// traceparent header if it has one; a no-op span when the server makes
+// none.
+func (s *Server) startSpan(r *http.Request) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if s.tracer == nil {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	return s.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+}
+
+// endSpan names a request's span after its route's pattern and records
+// the answer (OpenTelemetry's HTTP server conventions): never the query,
+// the body or a header.
+func endSpan(span trace.Span, method, endpoint string, status int, c *call) {
+	if !span.IsRecording() {
+		return
+	}
+	route := endpoint // a pattern names its method: "POST /v1/notifications"
+	if _, path, ok := strings.Cut(endpoint, " "); ok {
+		route = path
+	}
+	span.SetName(method + " " + route)
+	span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status),
+		attribute.String("herald.request_id", c.requestID))
+	if c.producer != "" {
+		span.SetAttributes(tracing.Producer.String(c.producer))
+	}
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
 }

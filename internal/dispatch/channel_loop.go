@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
@@ -125,6 +127,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		// leased to no one until their leases end. A finished claim seen
 		// after shutdown began is released instead (start).
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Lease)
+		began := time.Now()
 		l.prog.begin()
 		var claimed []store.RouteClaimDueRow
 		var jobs []job
@@ -160,11 +163,16 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		if l.d.afterClaim != nil {
 			l.d.afterClaim(len(claimed))
 		}
+		sctx, span := l.claimSpan(ctx, began, len(claimed))
 		if jobs != nil {
-			err = l.startRouted(ctx, deliverCtx, jobs)
+			err = l.startRouted(sctx, deliverCtx, jobs)
 		} else {
-			err = l.start(ctx, deliverCtx, claimed)
+			err = l.start(sctx, deliverCtx, claimed)
 		}
+		if err != nil {
+			span.SetStatus(codes.Error, "claimed routes not started")
+		}
+		span.End()
 		if err != nil {
 			if !backoff() {
 				return
@@ -253,6 +261,8 @@ type job struct {
 	park *parking
 	// slotAt is when a capped provider's paced send may go (lane loops).
 	slotAt time.Time
+	// claim is the span of the claim that took the route (trace.go).
+	claim trace.SpanContext
 }
 
 // start resolves a claimed batch and starts its deliveries; routes that
@@ -306,12 +316,14 @@ func (l *channelLoop) launch(ctx, deliverCtx context.Context, jobs []job) error 
 		}
 		return err
 	}
+	claim := trace.SpanContextFromContext(ctx)
 	for i := range jobs {
 		j := &jobs[i]
 		if j.outcome != nil {
 			l.d.completer.add(*j.outcome)
 			continue
 		}
+		j.claim = claim
 		if j.park != nil {
 			continue
 		}
@@ -510,13 +522,16 @@ func (l *channelLoop) deliver(ctx context.Context, j *job) {
 	}
 	began := time.Now()
 	actx, cancel := context.WithTimeout(ctx, timeout)
+	actx, span := l.attemptSpan(actx, j)
 	out := l.safeDeliver(actx, deliverer, &j.msg)
 	cancel()
 	if pr != nil {
 		l.d.health.record(pr.Name, out.Class, time.Since(began))
 		l.d.metrics.ProviderAttempt(pr.Name, out.Class.String(), time.Since(began))
 	}
-	l.d.completer.add(l.outcomeToCompletion(j, out))
+	c := l.outcomeToCompletion(j, out)
+	endAttempt(span, out, &c)
+	l.d.completer.add(c)
 }
 
 func (l *channelLoop) safeDeliver(ctx context.Context, deliverer channel.Deliverer, msg *channel.Message) (out channel.Outcome) {

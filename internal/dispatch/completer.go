@@ -7,6 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -40,6 +44,9 @@ type completion struct {
 	traceID string
 	// metricOutcome labels herald_route_attempts_total.
 	metricOutcome string
+	// span is the attempt's span, which the completion's links to; invalid
+	// for a route settled without an attempt, or when not traced.
+	span trace.SpanContext
 }
 
 // completerWorkers write batches concurrently: while one waits for its
@@ -151,6 +158,8 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 		p.Providers = append(p.Providers, x.provider)
 		p.ReceiptKeys = append(p.ReceiptKeys, x.receiptKey)
 	}
+	ctx, span := c.completeSpan(ctx, batch)
+	defer span.End()
 	delay := minCompleteDelay
 	var rows []store.RouteCompleteManyRow
 	for {
@@ -161,6 +170,7 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 			break
 		}
 		if ctx.Err() != nil {
+			span.SetStatus(codes.Error, "gave up: shutting down")
 			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
 				"routes", len(batch), "err", err)
 			return
@@ -172,6 +182,9 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 		delay = min(2*delay, maxCompleteDelay)
 	}
 	prog.done()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("herald.batch.written", len(rows)))
+	}
 	c.record(batch, rows)
 }
 

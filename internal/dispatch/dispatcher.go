@@ -81,10 +81,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // Defaults for Config and ChannelConfig.
@@ -177,6 +179,9 @@ type Config struct {
 	// NowFunc, if set, is the clock every statement uses instead of the
 	// database's now(): for tests that move time forward.
 	NowFunc func() time.Time
+	// TracerProvider, when set, makes a span of each claim batch, delivery
+	// attempt and completion batch (trace.go). Nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // ChannelConfig is one channel's delivery policy.
@@ -257,11 +262,13 @@ func (c *Config) validate() error {
 type Dispatcher struct {
 	// pool is the dispatcher's own: its sessions carry lock_timeout and
 	// statement_timeout (see the package documentation). Run closes it.
-	pool      *pgxpool.Pool
-	q         *store.Queries
-	log       *slog.Logger
-	metrics   *metrics.Metrics
-	nowFunc   func() time.Time
+	pool    *pgxpool.Pool
+	q       *store.Queries
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	nowFunc func() time.Time
+	// tracer makes the dispatcher's spans; nil when it makes none.
+	tracer    trace.Tracer
 	batchSize int
 	poll      time.Duration
 	grace     time.Duration
@@ -326,6 +333,9 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 		lockTimeout:      cmp.Or(cfg.LockTimeout, DefaultLockTimeout),
 		statementTimeout: cmp.Or(cfg.StatementTimeout, DefaultStatementTimeout),
 		stallTimeout:     cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
+	}
+	if cfg.TracerProvider != nil {
+		d.tracer = tracing.Tracer(cfg.TracerProvider)
 	}
 	d.completer = newCompleter(d, cmp.Or(cfg.CompletionBuffer, 4*d.batchSize))
 	d.plane = newPlaneState()

@@ -28,10 +28,12 @@ import (
 
 // FromConfig returns the engine configuration `herald serve`'s
 // configuration file c describes: the dispatcher's and the intake worker's
-// settings, and c's channels as Drivers. The caller adds what the file does
-// not say (Logger, GetenvFunc, Registry, MetricsAddr, Maintenance).
+// settings, and c's channels as Drivers, with tracing as the OTEL_*
+// environment variables say (TracesFromEnv). The caller adds what the file
+// does not say (Logger, GetenvFunc, Registry, MetricsAddr, Maintenance).
 func FromConfig(c *config.Config) *Config {
 	return &Config{
+		TracesFromEnv: true,
 		Dispatch: dispatch.Config{
 			BatchSize:        c.Dispatch.BatchSize,
 			PollInterval:     c.Dispatch.PollInterval,

@@ -57,6 +57,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/heraldhq/herald/internal/accept"
@@ -69,6 +70,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/telemetry"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -141,6 +143,18 @@ type Config struct {
 	// ReadyFunc, when nil, checks the migrations on the engine's pool.
 	API     *api.Config
 	APIAddr string
+
+	// TracerProvider, when set, makes the spans of every part: the API's
+	// requests, the intake's batches, the dispatcher's claims, attempts and
+	// completions (callbacks among them), and the receipts matcher's
+	// batches. Nil: TracesFromEnv decides, and otherwise there are none.
+	TracerProvider trace.TracerProvider
+	// TracesFromEnv, when TracerProvider is nil, builds the tracer
+	// provider from the standard OTEL_* environment variables
+	// (internal/telemetry: off unless OTEL_TRACES_EXPORTER=otlp); Close
+	// flushes its spans. A variable it cannot use stops New. FromConfig
+	// sets it.
+	TracesFromEnv bool
 }
 
 // MetricsAddrError is the error New returns when Config.MetricsAddr cannot
@@ -175,7 +189,8 @@ type Engine struct {
 	receiptsAddr net.Addr
 	apiAddr      net.Addr
 	watcher      *planeWatcher
-	closers      []func() // run once by Close, in reverse order
+	tracer       trace.TracerProvider // nil: no spans
+	closers      []func()             // run once by Close, in reverse order
 	closeOnce    sync.Once
 	running      atomic.Bool
 	closed       atomic.Bool
@@ -207,6 +222,9 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	}
 	if cfg.Registry != nil {
 		e.metrics = metrics.New(cfg.Registry)
+	}
+	if err := e.setTracer(cfg); err != nil {
+		return nil, err
 	}
 
 	dcfg, err := e.dispatchConfig(cfg)
@@ -263,6 +281,7 @@ func (e *Engine) addAPI(cfg api.Config, addr string) error {
 	logger := cmp.Or(cfg.Logger, e.component("api"))
 	cfg.Logger = logger
 	cfg.Metrics = cmp.Or(cfg.Metrics, e.metrics)
+	cfg.TracerProvider = cmp.Or(cfg.TracerProvider, e.tracer)
 	if cfg.ReadyFunc == nil {
 		migrator := schema.NewMigrator(e.pool, nil)
 		cfg.ReadyFunc = func(ctx context.Context) error {
@@ -295,6 +314,34 @@ func (e *Engine) addAPI(cfg api.Config, addr string) error {
 	return nil
 }
 
+// setTracer sets the tracer provider of every part: cfg.TracerProvider,
+// or the one the OTEL_* variables describe if cfg.TracesFromEnv, which
+// Close then flushes and stops (last, after every part has ended its
+// spans).
+func (e *Engine) setTracer(cfg *Config) error {
+	e.tracer = cfg.TracerProvider
+	if e.tracer != nil || !cfg.TracesFromEnv {
+		return nil
+	}
+	p, err := telemetry.FromEnv(context.Background())
+	if err != nil {
+		return fmt.Errorf("new engine: tracing: %w", err)
+	}
+	if !p.Enabled {
+		return nil
+	}
+	e.tracer = p
+	e.closers = append(e.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			e.logger.Warn("flush traces", "err", err)
+		}
+	})
+	e.logger.Info("tracing on", "exporter", p.Exporter)
+	return nil
+}
+
 // APIAddr returns the address the HTTP API is bound to, or nil when
 // Config.API was nil.
 func (e *Engine) APIAddr() net.Addr { return e.apiAddr }
@@ -310,6 +357,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 	}
 	dcfg.Logger = cmp.Or(dcfg.Logger, e.component("dispatch"))
 	dcfg.Metrics = cmp.Or(dcfg.Metrics, e.metrics)
+	dcfg.TracerProvider = cmp.Or(dcfg.TracerProvider, e.tracer)
 	getenv := getenvOrNone(cfg.GetenvFunc)
 	if _, given := dcfg.Channels[channel.Callback]; !given && !cfg.Callbacks.Disabled {
 		if _, dup := cfg.Drivers[channel.Callback]; dup {
@@ -357,6 +405,7 @@ func (e *Engine) closeDeliverer(ch dispatch.ChannelConfig) {
 
 func (e *Engine) addIntake(cfg accept.WorkerConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, e.component("intake"))
+	cfg.TracerProvider = cmp.Or(cfg.TracerProvider, e.tracer)
 	if then := cfg.ResultFunc; e.metrics != nil || then != nil {
 		cfg.ResultFunc = func(producer, result string) {
 			e.metrics.Intent(producer, result)
@@ -441,6 +490,7 @@ func (e *Engine) addReceipts(cfg *Config, w *planeWatcher) error {
 	mcfg.ReceiptsFunc = w.receiptsOf
 	mcfg.Logger = cmp.Or(mcfg.Logger, e.component("receipts"))
 	mcfg.Metrics = cmp.Or(mcfg.Metrics, e.metrics)
+	mcfg.TracerProvider = cmp.Or(mcfg.TracerProvider, e.tracer)
 	m, err := receipt.NewMatcher(e.pool, mcfg)
 	if err != nil {
 		return err

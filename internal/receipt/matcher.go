@@ -11,11 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/routing"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/tracing"
 )
 
 // Defaults of MatcherConfig.
@@ -45,6 +48,10 @@ type MatcherConfig struct {
 	// NowFunc, if set, is the clock the statements use instead of the
 	// database's: for tests.
 	NowFunc func() time.Time
+	// TracerProvider, when set, makes a span (herald.receipt.match) of
+	// each batch that took receipts, with an event per route whose
+	// delivery status it set. Nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Matcher matches stored receipts to their routes, in batches, as many
@@ -54,6 +61,8 @@ type Matcher struct {
 	cfg  MatcherConfig
 	q    *store.Queries
 	log  *slog.Logger
+	// tracer makes the spans; nil when there are none.
+	tracer trace.Tracer
 }
 
 // NewMatcher returns a Matcher on pool, or an error naming the invalid
@@ -71,7 +80,11 @@ func NewMatcher(pool *pgxpool.Pool, cfg MatcherConfig) (*Matcher, error) {
 	}
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultBatchSize)
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
-	return &Matcher{pool: pool, cfg: cfg, q: store.New(), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+	m := &Matcher{pool: pool, cfg: cfg, q: store.New(), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	if cfg.TracerProvider != nil {
+		m.tracer = tracing.Tracer(cfg.TracerProvider)
+	}
+	return m, nil
 }
 
 // Run matches until ctx ends: a round whenever receipts arrive (NOTIFY),
@@ -132,6 +145,9 @@ type decision struct {
 // receipts it took.
 func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 	var n int
+	began := time.Now()
+	span := trace.SpanFromContext(context.Background()) // a no-op until a batch is taken
+	defer func() { span.End() }()
 	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
 		var now *time.Time
 		clock := time.Now()
@@ -146,6 +162,10 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		n = len(rows)
 		if n == 0 {
 			return nil
+		}
+		if m.tracer != nil {
+			ctx, span = m.tracer.Start(ctx, "herald.receipt.match", trace.WithNewRoot(), trace.WithTimestamp(began),
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BatchSize.Int(n)))
 		}
 		ds := make([]decision, len(rows))
 		var keys []string
@@ -238,6 +258,11 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			if d.state == "matched" {
 				if r, ok := changed[d.notificationID+"\x00"+d.route]; ok {
 					m.cfg.Metrics.ReceiptLagged(d.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
+					if span.IsRecording() {
+						span.AddEvent("herald.receipt.matched", trace.WithAttributes(
+							tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
+							tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
+					}
 				} else {
 					d.state = "duplicate" // another matcher set it first
 				}
@@ -259,6 +284,10 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		span.SetStatus(codes.Error, "receipt batch failed")
+		span.RecordError(err)
+	}
 	return n, err
 }
 

@@ -14,6 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/heraldhq/herald/internal/channel"
 )
 
@@ -139,11 +143,20 @@ func (s *Sender) Post(ctx context.Context, target *url.URL, header http.Header, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.userAgent)
+	// The traceparent of ctx's span (the delivery attempt's), if any.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	span := trace.SpanFromContext(ctx)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return transportOutcome(ctx, err, dest)
 	}
 	defer resp.Body.Close()
+	if span.IsRecording() {
+		// OpenTelemetry's HTTP client conventions; never the URL, which
+		// is the recipient's address.
+		span.SetAttributes(attribute.String("http.request.method", http.MethodPost),
+			attribute.Int("http.response.status_code", resp.StatusCode))
+	}
 	// Drain a bounded amount so the connection can be reused; the body
 	// itself is not kept (it could echo the payload).
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, s.maxResponseBytes))

@@ -1,0 +1,117 @@
+// Package telemetry builds herald serve's OpenTelemetry tracer provider
+// from the standard OTEL_* environment variables. Tracing is off unless
+// OTEL_TRACES_EXPORTER says "otlp": then spans go in batches to an OTLP
+// collector over gRPC or HTTP (OTEL_EXPORTER_OTLP_PROTOCOL, or its
+// _TRACES_ variant: "grpc" or "http/protobuf", the default), to the
+// endpoint and with the headers the exporter's own OTEL_EXPORTER_OTLP_*
+// variables give. OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the
+// sampler (default parentbased_always_on); OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES add to the resource (service.name defaults to
+// "herald"); OTEL_SDK_DISABLED=true turns it all off.
+//
+// Off, the provider is OpenTelemetry's no-op: a span costs a context
+// lookup, and herald sets no attribute on a span that is not recording.
+//
+// Only herald serve (and tests) import this package; the client package
+// depends on the OpenTelemetry API alone (internal/tracing).
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// Provider is a tracer provider and the function that flushes and stops it.
+type Provider struct {
+	trace.TracerProvider
+	// Enabled says spans are exported.
+	Enabled bool
+	// Exporter describes where spans go ("otlp grpc", "otlp http/protobuf"),
+	// or "none".
+	Exporter string
+	shutdown func(context.Context) error
+}
+
+// Shutdown flushes the spans not yet exported and stops the exporter; a
+// no-op when tracing is off.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p.shutdown == nil {
+		return nil
+	}
+	return p.shutdown(ctx)
+}
+
+// Samplers OTEL_TRACES_SAMPLER may name.
+var samplers = []string{"always_on", "always_off", "traceidratio", "parentbased_always_on",
+	"parentbased_always_off", "parentbased_traceidratio"}
+
+// FromEnv returns the tracer provider the OTEL_* environment variables
+// describe: OpenTelemetry's no-op provider unless OTEL_TRACES_EXPORTER is
+// "otlp". A value it does not support is an error naming the variable.
+func FromEnv(ctx context.Context) (*Provider, error) {
+	getenv := os.Getenv
+	off := &Provider{TracerProvider: noop.NewTracerProvider(), Exporter: "none"}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return off, nil
+	}
+	switch exp := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))); exp {
+	case "", "none":
+		return off, nil
+	case "otlp":
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: herald supports \"otlp\" or \"none\"", exp)
+	}
+	if s := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER"))); s != "" {
+		ok := false
+		for _, known := range samplers {
+			ok = ok || s == known
+		}
+		if !ok {
+			return nil, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: not one of %s", s, strings.Join(samplers, ", "))
+		}
+	}
+	protoVar := "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	proto := strings.TrimSpace(getenv(protoVar))
+	if proto == "" {
+		protoVar = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		proto = strings.TrimSpace(getenv(protoVar))
+	}
+	var exporter sdktrace.SpanExporter
+	var err error
+	switch proto {
+	case "grpc":
+		exporter, err = otlptracegrpc.New(ctx)
+	case "", "http/protobuf":
+		proto = "http/protobuf"
+		exporter, err = otlptracehttp.New(ctx)
+	default:
+		return nil, fmt.Errorf("%s=%q: herald supports \"grpc\" or \"http/protobuf\"", protoVar, proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter (%s): %w", proto, err)
+	}
+	// Later sources override earlier ones: the environment names the
+	// service if it says so.
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "herald")),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	// NewTracerProvider reads OTEL_TRACES_SAMPLER(_ARG) and the span
+	// limits; the batcher reads OTEL_BSP_*.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp " + proto, shutdown: tp.Shutdown}, nil
+}
