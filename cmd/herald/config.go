@@ -147,30 +147,12 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 }
 
 // connect is pool with tune, if not nil, applied to the parsed
-// configuration before connecting.
+// configuration before connecting (connstr.Connect). Close closes the pool.
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
+	pool, err := connstr.Connect(ctx, g.DatabaseURL, tune)
 	if err != nil {
-		return nil, fmt.Errorf("database url: %s", connstr.RedactErr(err, g.DatabaseURL))
-	}
-	if tune != nil {
-		tune(cfg)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), err)
+		return nil, err
 	}
 	m.onClose(pool.Close)
 	return pool, nil
-}
-
-func describe(cfg *pgxpool.Config) string {
-	c := cfg.ConnConfig
-	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }
