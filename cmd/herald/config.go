@@ -52,6 +52,28 @@ func (m *Main) newJSONFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	return fs
 }
 
+// auditFlags are -reason and -actor, which a command that changes state
+// records in herald.audit_log.
+type auditFlags struct{ reason, actor string }
+
+// bind registers -reason (its help ending in reasonNote) and -actor, whose
+// default is $USER, else $LOGNAME.
+func (a *auditFlags) bind(fs *flag.FlagSet, m *Main, reasonNote string) {
+	fs.StringVar(&a.reason, "reason", "", "why: recorded in herald.audit_log"+reasonNote)
+	fs.StringVar(&a.actor, "actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+}
+
+// check refuses an empty -reason when needReason, then an empty -actor.
+func (a *auditFlags) check(needReason bool) error {
+	if needReason && a.reason == "" {
+		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
+	}
+	if a.actor == "" {
+		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	}
+	return nil
+}
+
 // connStringFlag is the -database-url flag. It shows its value, the
 // default taken from the environment included, with the password masked,
 // so that -h and flag errors do not print it.

@@ -69,16 +69,18 @@ func ReplayResult(w io.Writer, res *operator.ReplayResult) error {
 	})
 }
 
-// QueuedReplay is the bulk replay `herald dead-letters replay` handed to a
-// River job; --json prints it as {"queued": ...}.
-type QueuedReplay struct {
-	Queued *operator.Queued `json:"queued"`
+// ReplayOutcome writes what `herald dead-letters replay` did: its
+// ReplayResult, or the River job it queued (Queued).
+func ReplayOutcome(w io.Writer, o *operator.ReplayOutcome) error {
+	if o.Queued != nil {
+		return Queued(w, o.Queued)
+	}
+	return ReplayResult(w, o.ReplayResult)
 }
 
 // Queued writes the bulk replay `herald dead-letters replay` handed to a
 // River job, and the command that follows its progress.
-func Queued(w io.Writer, r QueuedReplay) error {
-	q := r.Queued
+func Queued(w io.Writer, q *operator.Queued) error {
 	fmt.Fprintf(w, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
 	fmt.Fprintf(w, "progress: herald dead-letters progress %s\n", q.ReplayID)
 	return nil
