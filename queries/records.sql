@@ -151,6 +151,55 @@ SELECT
     t.detail::text AS detail
 FROM herald.notification_timeline(@notification_id::text) AS t;
 
+-- name: RecordCallbackList :many
+-- The status callbacks herald created about one notification's routes, for
+-- `herald status` (schema function herald.notification_callbacks, which
+-- probes records' (producer, idempotency_key) index once per watched route
+-- and event): oldest first, with the callback route's next attempt (NULL
+-- once final).
+SELECT
+    c.route_id::text AS route_id,
+    c.channel::text AS channel,
+    c.event::text AS event,
+    c.callback_id::text AS callback_id,
+    c.callback_route_id::text AS callback_route_id,
+    c.url::text AS url,
+    c.status::text AS status,
+    c.attempts::integer AS attempts,
+    c.max_attempts::integer AS max_attempts,
+    cr.next_attempt_at,
+    c.error_classification::text AS error_classification,
+    c.error_message::text AS error_message,
+    c.created_at::timestamptz AS created_at,
+    c.updated_at::timestamptz AS updated_at
+FROM herald.notification_callbacks(@notification_id::text) AS c
+-- The function's columns are not known to sqlc; the callback route's
+-- next_attempt_at, which may be NULL, is read from the table (its primary
+-- key) so that it stays nullable here.
+JOIN herald.routes cr ON cr.notification_id = c.callback_id AND cr.route_id = c.callback_route_id
+ORDER BY c.created_at, c.route_id, c.callback_id;
+
+-- name: RecordCallbackStatsSince :many
+-- Per producer, the status callbacks herald created since @since (their
+-- records, channel callback, each with one route) by where they stand now:
+-- published (the producer was told), failed (not yet: retrying),
+-- dead-lettered (herald gave up; replayable) and pending (not tried yet, or
+-- in flight); created counts them all (a canceled one too). For `herald
+-- stats`: it reads the window's records through records_listing_idx
+-- (accepted_at) and each callback's route by its primary key.
+SELECT
+    rec.producer,
+    count(*)::bigint AS created,
+    count(*) FILTER (WHERE r.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE r.status = 'failed')::bigint AS failed,
+    count(*) FILTER (WHERE r.status = 'dead_letter')::bigint AS dead_lettered,
+    count(*) FILTER (WHERE r.status IN ('pending', 'claimed'))::bigint AS pending
+FROM herald.records rec
+JOIN herald.routes r ON r.notification_id = rec.notification_id
+WHERE rec.accepted_at >= @since::timestamptz AND 'callback' = ANY (rec.channels)
+GROUP BY rec.producer
+ORDER BY rec.producer;
+
 -- ---------------------------------------------------------------------------
 -- Retention (internal/maintenance). Every statement here touches a bounded
 -- number of rows: no job holds a long transaction.

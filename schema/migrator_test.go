@@ -121,3 +121,43 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 		"SELECT count(*) FROM herald.goose_db_version WHERE version_id > 0 AND is_applied").Scan(&rows))
 	require.Equal(t, len(files), rows)
 }
+
+func TestCallbacksTimelineDownRestoresTheReceiptsTimeline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtemp.NewPool(t)
+	m := schema.NewMigrator(pool, nil)
+	// The timeline's definition and grants, and whether 00017's function
+	// exists.
+	timeline := func() (def, acl string, callbacks bool) {
+		t.Helper()
+		require.NoError(t, pool.QueryRow(ctx, `
+			SELECT pg_get_functiondef(p.oid), p.proacl::text,
+				to_regprocedure('herald.notification_callbacks(text)') IS NOT NULL
+			FROM pg_catalog.pg_proc p
+			WHERE p.oid = 'herald.notification_timeline(text)'::regprocedure`).Scan(&def, &acl, &callbacks))
+		return def, acl, callbacks
+	}
+
+	_, err := m.Down(ctx, 16)
+	require.NoError(t, err)
+	def16, acl16, callbacks := timeline()
+	require.False(t, callbacks)
+	require.Contains(t, def16, "'receipt'")
+
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
+	def17, acl17, callbacks := timeline()
+	require.True(t, callbacks)
+	require.Contains(t, def17, "herald.notification_callbacks(notification_timeline.id)")
+	require.Contains(t, def17, "LANGUAGE sql\n STABLE")
+	require.NotContains(t, def17, "SECURITY DEFINER", "the caller's privileges")
+	require.Equal(t, acl16, acl17, "the grants stay")
+
+	_, err = m.Down(ctx, 16)
+	require.NoError(t, err)
+	def, acl, callbacks := timeline()
+	require.Equal(t, def16, def, "00014's definition exactly")
+	require.Equal(t, acl16, acl)
+	require.False(t, callbacks)
+}

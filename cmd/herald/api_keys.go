@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +29,8 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 	fs := m.newFlagSet("api-keys "+sub, &g)
 	fs.BoolVar(&g.JSON, "json", false, "print JSON")
 	producer := fs.String("producer", "", "the producer the key acts for (required, but for list)")
-	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
-	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	var a auditFlags
+	a.bind(fs, m, "")
 	var id int64
 	if sub == "revoke" {
 		arg, err := m.parseOneArg(fs, &g, args, "api-keys revoke", "KEY_ID")
@@ -44,11 +43,10 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 	} else if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
-	switch {
-	case sub != "list" && *producer == "":
+	if sub != "list" && *producer == "" {
 		return usageError{errors.New("invalid -producer: required")}
-	case sub != "list" && *actor == "":
-		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	} else if err := a.check(false); sub != "list" && err != nil {
+		return err
 	}
 	pool, err := m.pool(ctx, &g)
 	if err != nil {
@@ -56,7 +54,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 	}
 	switch sub {
 	case "create":
-		k, err := api.CreateKey(ctx, pool, *producer, *actor, *reason)
+		k, err := api.CreateKey(ctx, pool, *producer, a.actor, a.reason)
 		if err != nil {
 			return err
 		}
@@ -68,7 +66,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 		}
 		return output(m, g.JSON, keys, render.APIKeys)
 	}
-	at, err := api.RevokeKey(ctx, pool, *producer, id, *actor, *reason)
+	at, err := api.RevokeKey(ctx, pool, *producer, id, a.actor, a.reason)
 	if errors.Is(err, api.ErrKeyNotFound) {
 		return fmt.Errorf("revoke: producer %s has no api key %d", *producer, id)
 	}

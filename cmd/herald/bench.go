@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime/pprof"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,32 +42,19 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	cfg.EngineSettings = map[string]string{}
-	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", func(v string) error {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("want name=value, not %q", v)
-		}
-		cfg.EngineSettings[k] = val
-		return nil
-	})
+	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", keyValues(cfg.EngineSettings))
 	fs.IntVar(&cfg.DispatchBatch, "dispatch-batch", 0, "the dispatcher's claim and completion batch size (0: its default, 100)")
 	fs.BoolVar(&cfg.Warmup, "warmup", true, "run a discarded warm-up round (a fifth of the intents) first")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
 	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run) or soak (memory over a long steady run)")
-	duration := fs.Duration("duration", 10*time.Minute, "soak mode: how long to run")
-	backlog := fs.Int("backlog", 1_000_000, "scale mode: the large backlog of due routes")
-	hold := fs.Duration("hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
+	var mp bench.ModeParams
+	fs.DurationVar(&mp.Duration, "duration", 10*time.Minute, "soak mode: how long to run")
+	fs.IntVar(&mp.Backlog, "backlog", 1_000_000, "scale mode: the large backlog of due routes")
+	fs.DurationVar(&mp.Hold, "hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
 	pgSettings := map[string]string{}
-	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", func(v string) error {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("want name=value, not %q", v)
-		}
-		pgSettings[k] = val
-		return nil
-	})
+	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", keyValues(pgSettings))
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
@@ -78,9 +65,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	if *vs != "" && *vs != "river" {
 		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
 	}
-	switch *mode {
-	case "compare", "scale", "xmin", "soak":
-	default:
+	if !slices.Contains(bench.Modes, *mode) {
 		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
 	}
 	// bench.Config takes a zero count as its default; on the command line
@@ -92,7 +77,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	}{
 		{"intents", cfg.Intents}, {"routes-per-intent", cfg.RoutesPerIntent}, {"payload-bytes", cfg.PayloadBytes},
 		{"batch", cfg.Batch}, {"producers", cfg.Producers}, {"concurrency", cfg.Concurrency},
-		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", *backlog},
+		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", mp.Backlog},
 	} {
 		if c.v < 1 {
 			return usageError{fmt.Errorf("invalid -%s %d: must be positive", c.name, c.v)}
@@ -103,8 +88,8 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
 	case cfg.DispatchBatch < 0:
 		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
-	case *duration <= 0 || *hold <= 0:
-		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", *duration, *hold)}
+	case mp.Duration <= 0 || mp.Hold <= 0:
+		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", mp.Duration, mp.Hold)}
 	}
 	cfg.Vs = *vs
 	log := m.logger(&g)
@@ -113,15 +98,11 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	cfg.ServeOutput = m.Stderr
 
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stop, err := bench.StartCPUProfile(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("create cpu profile: %w", err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("start cpu profile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	db, err := bench.OpenDatabase(ctx, g.DatabaseURL, *durable, pgSettings)
 	if err != nil {
@@ -130,33 +111,23 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	defer db.Close()
 	log.Info("bench: database ready", "postgres", db.Version, "fsync", db.Durable, "shared_buffers", db.SharedBuffers)
 
-	switch *mode {
-	case "compare":
-		rep, err := bench.Run(ctx, db, &cfg)
-		if err != nil {
-			return err
+	rep, write, err := bench.RunMode(ctx, db, &cfg, *mode, mp)
+	if err != nil {
+		return err
+	}
+	return output(m, g.JSON, rep, func(w io.Writer, _ any) error { return write(w) })
+}
+
+// keyValues is the Set of a repeatable name=value flag: each value goes
+// into dst.
+func keyValues(dst map[string]string) func(string) error {
+	return func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want name=value, not %q", v)
 		}
-		return output(m, g.JSON, rep, bench.WriteTable)
-	case "scale":
-		rep, err := bench.RunScale(ctx, db, &cfg, *backlog)
-		if err != nil {
-			return err
-		}
-		return output(m, g.JSON, rep, bench.WriteScale)
-	case "xmin":
-		rep, err := bench.RunXmin(ctx, db, &cfg, *hold)
-		if err != nil {
-			return err
-		}
-		return output(m, g.JSON, rep, bench.WriteXmin)
-	case "soak":
-		rep, err := bench.RunSoak(ctx, db, &cfg, *duration)
-		if err != nil {
-			return err
-		}
-		return output(m, g.JSON, rep, bench.WriteSoak)
-	default:
-		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
+		dst[k] = val
+		return nil
 	}
 }
 

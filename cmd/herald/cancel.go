@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +23,8 @@ func init() {
 func runCancel(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newJSONFlagSet("cancel", &g)
-	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required)")
-	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	var a auditFlags
+	a.bind(fs, m, " (required)")
 	arg, err := m.parseOneArg(fs, &g, args, "cancel", "NOTIFICATION_ID")
 	if err != nil {
 		return err
@@ -34,21 +33,18 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *reason == "" {
-		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
-	}
-	if *actor == "" {
-		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	if err := a.check(true); err != nil {
+		return err
 	}
 	pool, err := m.pool(ctx, &g)
 	if err != nil {
 		return err
 	}
-	client, err := herald.NewClient(pool, &herald.Config{Actor: *actor})
+	client, err := herald.NewClient(pool, &herald.Config{Actor: a.actor})
 	if err != nil {
 		return err
 	}
-	res, err := client.Cancel(ctx, id, &herald.CancelOpts{Actor: *actor, Reason: *reason})
+	res, err := client.Cancel(ctx, id, &herald.CancelOpts{Actor: a.actor, Reason: a.reason})
 	if errors.Is(err, herald.ErrNotFound) {
 		return fmt.Errorf("cancel %s: no such notification", id)
 	}

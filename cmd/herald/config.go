@@ -52,6 +52,28 @@ func (m *Main) newJSONFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	return fs
 }
 
+// auditFlags are -reason and -actor, which a command that changes state
+// records in herald.audit_log.
+type auditFlags struct{ reason, actor string }
+
+// bind registers -reason (its help ending in reasonNote) and -actor, whose
+// default is $USER, else $LOGNAME.
+func (a *auditFlags) bind(fs *flag.FlagSet, m *Main, reasonNote string) {
+	fs.StringVar(&a.reason, "reason", "", "why: recorded in herald.audit_log"+reasonNote)
+	fs.StringVar(&a.actor, "actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+}
+
+// check refuses an empty -reason when needReason, then an empty -actor.
+func (a *auditFlags) check(needReason bool) error {
+	if needReason && a.reason == "" {
+		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
+	}
+	if a.actor == "" {
+		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	}
+	return nil
+}
+
 // connStringFlag is the -database-url flag. It shows its value, the
 // default taken from the environment included, with the password masked,
 // so that -h and flag errors do not print it.
@@ -147,30 +169,12 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 }
 
 // connect is pool with tune, if not nil, applied to the parsed
-// configuration before connecting.
+// configuration before connecting (connstr.Connect). Close closes the pool.
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
+	pool, err := connstr.Connect(ctx, g.DatabaseURL, tune)
 	if err != nil {
-		return nil, fmt.Errorf("database url: %s", connstr.RedactErr(err, g.DatabaseURL))
-	}
-	if tune != nil {
-		tune(cfg)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), err)
+		return nil, err
 	}
 	m.onClose(pool.Close)
 	return pool, nil
-}
-
-func describe(cfg *pgxpool.Config) string {
-	c := cfg.ConnConfig
-	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -19,51 +18,40 @@ func init() {
 	register(&command{
 		name:    "dead-letters",
 		summary: "list, show, replay dead letters, or follow a bulk replay's progress",
-		run:     runDeadLetters,
+		run: withSubcommands("dead-letters", subcommandFunc{"list", deadLettersList}, subcommandFunc{"show", deadLettersShow},
+			subcommandFunc{"replay", deadLettersReplay}, subcommandFunc{"progress", deadLettersProgress}),
 	})
 }
 
-// defaultAsyncThreshold is how many matching dead letters make `replay`
-// queue a River job instead of replaying in the command itself.
-const defaultAsyncThreshold = 50_000
-
-// maxReplayBatchSize caps -batch-size: one statement moving more holds its
-// row locks, and writes an audit row listing them, out of all proportion
-// (the default is 1000); and the statement's limit is an int32.
-const maxReplayBatchSize = 100_000
-
-// deadLetterFlags are the filter flags of list and replay.
+// deadLetterFlags are the filter flags of list and replay, bound to the
+// filter's fields but for -since, which filter reads.
 type deadLetterFlags struct {
-	channel, producer, typ, classification, since string
+	f     operator.Filter
+	since string
 }
 
 func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&d.channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
-	fs.StringVar(&d.producer, "producer", "", "only this producer")
-	fs.StringVar(&d.typ, "type", "", "only this notification type")
-	fs.StringVar(&d.classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
+	fs.StringVar(&d.f.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
+	fs.StringVar(&d.f.Producer, "producer", "", "only this producer")
+	fs.StringVar(&d.f.NotificationType, "type", "", "only this notification type")
+	fs.StringVar(&d.f.Classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
 	fs.StringVar(&d.since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
 }
 
-func (d *deadLetterFlags) filter(now time.Time) (operator.Filter, error) {
-	since, err := parseSince(d.since, now)
-	if err != nil {
+// filter returns the filter the flags give, -since read back from now.
+func (d *deadLetterFlags) filter(now time.Time) (f operator.Filter, err error) {
+	f = d.f
+	if f.Since, err = parseSince(d.since, now); err != nil {
 		return operator.Filter{}, err
 	}
-	if _, err := parseChannel(d.channel); err != nil {
+	if _, err := parseChannel(f.Channel); err != nil {
 		return operator.Filter{}, err
 	}
-	return operator.Filter{
-		Channel:          d.channel,
-		Producer:         d.producer,
-		NotificationType: d.typ,
-		Classification:   d.classification,
-		Since:            since,
-	}, nil
+	return f, nil
 }
 
 func (d *deadLetterFlags) empty() bool {
-	return d.channel == "" && d.producer == "" && d.typ == "" && d.classification == "" && d.since == ""
+	return d.f.Channel == "" && d.f.Producer == "" && d.f.NotificationType == "" && d.f.Classification == "" && d.since == ""
 }
 
 // parseSince reads a duration back from now ("24h") or a time (RFC 3339).
@@ -155,17 +143,19 @@ func (m *Main) parseList(fs *flag.FlagSet, l *listFlags, args []string) error {
 	return nil
 }
 
-// runList connects, fetches a page of a list command and prints it.
-func runList[T any](ctx context.Context, m *Main, l *listFlags, fetch func(*operator.Operator) (T, error), text func(io.Writer, T) error) error {
-	op, err := m.operatorFor(ctx, &l.globalFlags, 0)
+// answer connects, asks an Operator (of batchSize, 0 for its default)
+// what the command wants with do, and prints the answer (see output). The
+// operator's sentinel errors become what a person reads (cliError).
+func answer[T any](ctx context.Context, m *Main, g *globalFlags, batchSize int, do func(*operator.Operator) (T, error), text func(io.Writer, T) error) error {
+	op, err := m.operatorFor(ctx, g, batchSize)
 	if err != nil {
 		return err
 	}
-	page, err := fetch(op)
+	v, err := do(op)
 	if err != nil {
 		return cliError(err)
 	}
-	return output(m, l.JSON, page, text)
+	return output(m, g.JSON, v, text)
 }
 
 // runShow runs a command that shows one thing: it takes one argument, an
@@ -184,15 +174,8 @@ func runShow[ID, T any](ctx context.Context, m *Main, name, argUsage string, arg
 	if err != nil {
 		return err
 	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	v, err := fetch(op, ctx, id)
-	if err != nil {
-		return err
-	}
-	return output(m, g.JSON, v, func(w io.Writer, v T) error { return text(w, v, id) })
+	return answer(ctx, m, &g, 0, func(op *operator.Operator) (T, error) { return fetch(op, ctx, id) },
+		func(w io.Writer, v T) error { return text(w, v, id) })
 }
 
 // operatorFor connects and returns an Operator logging to the command's
@@ -218,23 +201,6 @@ func cliError(err error) error {
 	return err
 }
 
-func runDeadLetters(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := m.subcommand("dead-letters", args, "list", "show", "replay", "progress")
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		return deadLettersList(ctx, m, args)
-	case "show":
-		return deadLettersShow(ctx, m, args)
-	case "replay":
-		return deadLettersReplay(ctx, m, args)
-	default:
-		return deadLettersProgress(ctx, m, args)
-	}
-}
-
 func deadLettersList(ctx context.Context, m *Main, args []string) error {
 	var l listFlags
 	var d deadLetterFlags
@@ -247,7 +213,7 @@ func deadLettersList(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runList(ctx, m, &l, func(op *operator.Operator) (*operator.DeadLetterPage, error) {
+	return answer(ctx, m, &l.globalFlags, 0, func(op *operator.Operator) (*operator.DeadLetterPage, error) {
 		return op.DeadLetters(ctx, f, l.limit, l.after)
 	}, render.DeadLetterPage)
 }
@@ -262,24 +228,21 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	fs := m.newJSONFlagSet("dead-letters replay", &g)
 	d.bind(fs)
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
-	reason := fs.String("reason", "", "why: recorded in herald.audit_log (required, but for -dry-run)")
-	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	var a auditFlags
+	a.bind(fs, m, " (required, but for -dry-run)")
 	all := fs.Bool("all", false, "replay every dead letter (required when no filter and no id is given)")
 	async := fs.Bool("async", false, "queue a River job that replays in the background (herald serve works it)")
-	threshold := fs.Int64("async-threshold", defaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
-	batch := fs.Int("batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", maxReplayBatchSize))
+	threshold := fs.Int64("async-threshold", operator.DefaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
+	batch := fs.Int("batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", operator.MaxBatchSize))
 	pos, err := m.parseArgs(fs, &g, args, "[NOTIFICATION_ID[/ROUTE_ID] ...]")
 	if err != nil {
 		return err
 	}
-	if *reason == "" && !*dryRun {
-		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
+	if err := a.check(!*dryRun); err != nil {
+		return err
 	}
-	if *actor == "" {
-		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
-	}
-	if *batch < 1 || *batch > maxReplayBatchSize {
-		return usageError{fmt.Errorf("invalid -batch-size %d: want 1 to %d", *batch, maxReplayBatchSize)}
+	if *batch < 1 || *batch > operator.MaxBatchSize {
+		return usageError{fmt.Errorf("invalid -batch-size %d: want 1 to %d", *batch, operator.MaxBatchSize)}
 	}
 	if *threshold < 0 {
 		return usageError{fmt.Errorf("invalid -async-threshold %d: must not be negative", *threshold)}
@@ -298,30 +261,10 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	if len(f.IDs) == 0 && d.empty() && !*all {
 		return usageError{errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")}
 	}
-	op, err := m.operatorFor(ctx, &g, *batch)
-	if err != nil {
-		return err
-	}
-	opts := operator.ReplayOpts{Actor: *actor, Reason: *reason, DryRun: *dryRun}
-	if !*dryRun && !*async {
-		n, err := op.CountDeadLetters(ctx, f)
-		if err != nil {
-			return err
-		}
-		*async = n > *threshold
-	}
-	if *async && !*dryRun {
-		q, err := op.EnqueueReplay(ctx, f, opts)
-		if err != nil {
-			return err
-		}
-		return output(m, g.JSON, render.QueuedReplay{Queued: q}, render.Queued)
-	}
-	res, err := op.Replay(ctx, f, opts)
-	if err != nil {
-		return cliError(err)
-	}
-	return output(m, g.JSON, res, render.ReplayResult)
+	opts := operator.ReplayOpts{Actor: a.actor, Reason: a.reason, DryRun: *dryRun}
+	return answer(ctx, m, &g, *batch, func(op *operator.Operator) (*operator.ReplayOutcome, error) {
+		return op.ReplayOrQueue(ctx, f, opts, *async, *threshold)
+	}, render.ReplayOutcome)
 }
 
 func deadLettersProgress(ctx context.Context, m *Main, args []string) error {

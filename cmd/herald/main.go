@@ -173,6 +173,29 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// subcommandFunc is one subcommand of a command: its name and what runs it.
+type subcommandFunc struct {
+	name string
+	run  func(ctx context.Context, m *Main, args []string) error
+}
+
+// withSubcommands returns the run function of the command named name, which
+// runs the one of subs that args start with (see subcommand); the usage
+// lists them in their order.
+func withSubcommands(name string, subs ...subcommandFunc) func(context.Context, *Main, []string) error {
+	return func(ctx context.Context, m *Main, args []string) error {
+		names := make([]string, len(subs))
+		for i, s := range subs {
+			names[i] = s.name
+		}
+		sub, args, err := m.subcommand(name, args, names...)
+		if err != nil {
+			return err
+		}
+		return subs[slices.Index(names, sub)].run(ctx, m, args)
+	}
+}
+
 // subcommand splits "migrate up ..." style arguments of the command named
 // name. For -h (or "help") in place of a subcommand it prints the
 // command's usage on Stdout and returns flag.ErrHelp.

@@ -17,40 +17,32 @@ func init() {
 	register(&command{
 		name:    "malformed",
 		summary: "list or show the intake entries the validator refused",
-		run:     runMalformed,
+		run:     withSubcommands("malformed", subcommandFunc{"list", malformedList}, subcommandFunc{"show", malformedShow}),
 	})
-}
-
-func runMalformed(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := m.subcommand("malformed", args, "list", "show")
-	if err != nil {
-		return err
-	}
-	if sub == "show" {
-		return malformedShow(ctx, m, args)
-	}
-	return malformedList(ctx, m, args)
 }
 
 func malformedList(ctx context.Context, m *Main, args []string) error {
 	var l listFlags
 	fs := m.newListFlagSet("malformed list", &l)
-	producer := fs.String("producer", "", "only this producer")
-	codes := failureCodes()
-	code := fs.String("code", "", "only this failure code: "+strings.Join(codes, ", "))
+	var codes []string // every failure code, as -code takes it
+	for _, c := range heraldtype.Codes() {
+		codes = append(codes, string(c))
+	}
+	var f operator.MalformedFilter
+	fs.StringVar(&f.Producer, "producer", "", "only this producer")
+	fs.StringVar(&f.FailureCode, "code", "", "only this failure code: "+strings.Join(codes, ", "))
 	sinceFlag := fs.String("since", "", "only entries from this long ago (30m, 24h) or since this time (RFC 3339)")
 	if err := m.parseList(fs, &l, args); err != nil {
 		return err
 	}
-	if *code != "" && !slices.Contains(codes, *code) {
-		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(*code), strings.Join(codes, ", "))}
+	if f.FailureCode != "" && !slices.Contains(codes, f.FailureCode) {
+		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(f.FailureCode), strings.Join(codes, ", "))}
 	}
-	since, err := parseSince(*sinceFlag, time.Now())
-	if err != nil {
+	var err error
+	if f.Since, err = parseSince(*sinceFlag, time.Now()); err != nil {
 		return err
 	}
-	f := operator.MalformedFilter{Producer: *producer, FailureCode: *code, Since: since}
-	return runList(ctx, m, &l, func(op *operator.Operator) (*operator.MalformedPage, error) {
+	return answer(ctx, m, &l.globalFlags, 0, func(op *operator.Operator) (*operator.MalformedPage, error) {
 		return op.MalformedIntents(ctx, f, l.limit, l.after)
 	}, render.MalformedPage)
 }
@@ -58,13 +50,4 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 func malformedShow(ctx context.Context, m *Main, args []string) error {
 	return runShow(ctx, m, "malformed show", "intake:N", args, parseMalformedID, (*operator.Operator).MalformedIntent,
 		func(w io.Writer, e *operator.Malformed, _ string) error { return render.Malformed(w, e) })
-}
-
-// failureCodes returns every failure code, as -code accepts it.
-func failureCodes() []string {
-	var out []string
-	for _, c := range heraldtype.Codes() {
-		out = append(out, string(c))
-	}
-	return out
 }

@@ -61,11 +61,7 @@ func runMigrate(ctx context.Context, m *Main, args []string) error {
 	default:
 		steps, err = mig.DownOne(ctx)
 	}
-	var werr error // what a failed run did is printed too
-	if g.JSON {
-		werr = writeJSON(m.Stdout, map[string]any{"steps": steps})
-	} else {
-		werr = render.MigrationSteps(m.Stdout, steps, sub == "up", err != nil)
-	}
-	return cmp.Or(err, werr)
+	// What a failed run did is printed too.
+	run := &render.MigrationRun{Steps: steps, Up: sub == "up", Failed: err != nil}
+	return cmp.Or(err, output(m, g.JSON, run, render.MigrationSteps))
 }

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io"
 
+	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/routing"
 )
@@ -14,19 +14,13 @@ func init() {
 	register(&command{
 		name:    "providers",
 		summary: "apply a providers and routing file (audited, with a diff), or list the providers",
-		run:     runProviders,
+		run:     withSubcommands("providers", subcommandFunc{"apply", providersApply}, subcommandFunc{"list", providersList}),
 	})
 }
 
-func runProviders(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := m.subcommand("providers", args, "apply", "list")
-	if err != nil {
-		return err
-	}
-	if sub == "apply" {
-		return providersApply(ctx, m, args)
-	}
-	// Every provider: never a credential, only where it is read from.
+// providersList prints every provider: never a credential, only where it
+// is read from.
+func providersList(ctx context.Context, m *Main, args []string) error {
 	return routingShow(ctx, m, "providers list", args, render.ProvidersJSON, render.Providers)
 }
 
@@ -36,30 +30,24 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 	fs := m.newJSONFlagSet("providers apply", &g)
 	file := fs.String("f", "", "the providers and rules `FILE` (YAML) to apply (required)")
 	dryRun := fs.Bool("dry-run", false, "show what would change, change nothing")
-	reason := fs.String("reason", "", "why: recorded in herald.audit_log")
-	actor := fs.String("actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	var a auditFlags
+	a.bind(fs, m, "")
 	if err := m.noArgs(fs, &g, args); err != nil {
 		return err
 	}
 	if *file == "" {
 		return usageError{errors.New("invalid -f: required, the providers file to apply")}
 	}
-	if *actor == "" {
-		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+	if err := a.check(false); err != nil {
+		return err
 	}
 	f, err := routing.ReadFile(*file)
 	if err != nil {
 		return err
 	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	res, err := op.ApplyRouting(ctx, f, *actor, &routing.ApplyOpts{Reason: *reason, DryRun: *dryRun})
-	if err != nil {
-		return err
-	}
-	return output(m, g.JSON, res, render.AppliedChanges)
+	return answer(ctx, m, &g, 0, func(op *operator.Operator) (*operator.RoutingApplied, error) {
+		return op.ApplyRouting(ctx, f, a.actor, &routing.ApplyOpts{Reason: a.reason, DryRun: *dryRun})
+	}, render.AppliedChanges)
 }
 
 // routingShow runs a command that prints the providers and rules as

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
@@ -16,36 +15,13 @@ func init() {
 	register(&command{
 		name:    "routing",
 		summary: "list the routing rules, or test which provider a destination would get and why",
-		run:     runRouting,
+		run:     withSubcommands("routing", subcommandFunc{"list", routingList}, subcommandFunc{"test", routingTest}),
 	})
 }
 
-func runRouting(ctx context.Context, m *Main, args []string) error {
-	sub, args, err := m.subcommand("routing", args, "list", "test")
-	if err != nil {
-		return err
-	}
-	if sub == "list" {
-		// Each channel's rules, in order.
-		return routingShow(ctx, m, "routing list", args, render.RulesJSON, render.Rules)
-	}
-	return routingTest(ctx, m, args)
-}
-
-var phoneArgRE = regexp.MustCompile(`^\+[0-9]+$`)
-
-// guessChannel returns the channel a destination belongs to: +digits sms,
-// an address with @ email, an http(s) URL webhook; "" when none fits.
-func guessChannel(dest string) string {
-	switch {
-	case phoneArgRE.MatchString(dest):
-		return "sms"
-	case strings.HasPrefix(dest, "https://") || strings.HasPrefix(dest, "http://"):
-		return "webhook"
-	case strings.Contains(dest, "@"):
-		return "email"
-	}
-	return ""
+// routingList prints each channel's rules, in order.
+func routingList(ctx context.Context, m *Main, args []string) error {
+	return routingShow(ctx, m, "routing list", args, render.RulesJSON, render.Rules)
 }
 
 // routingTest says which provider a route to a destination would get now,
@@ -63,7 +39,7 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if *ch == "" {
-		if *ch = guessChannel(dest); *ch == "" {
+		if *ch = routing.GuessChannel(dest); *ch == "" {
 			return usageError{fmt.Errorf("cannot tell the channel of %s: give -channel", quoteArg(dest))}
 		}
 	}

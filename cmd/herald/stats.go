@@ -28,15 +28,6 @@ func runStats(ctx context.Context, m *Main, args []string) error {
 	if *window <= 0 {
 		return usageError{fmt.Errorf("invalid -window %s: must be positive", *window)}
 	}
-	op, err := m.operatorFor(ctx, &g, 0)
-	if err != nil {
-		return err
-	}
-	st, err := op.Stats(ctx, *window)
-	if err != nil {
-		return err
-	}
-	return output(m, g.JSON, st, func(w io.Writer, st *operator.Stats) error {
-		return render.Stats(w, st, *window)
-	})
+	return answer(ctx, m, &g, 0, func(op *operator.Operator) (*operator.Stats, error) { return op.Stats(ctx, *window) },
+		func(w io.Writer, st *operator.Stats) error { return render.Stats(w, st, *window) })
 }

@@ -85,3 +85,23 @@ func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *test
 	require.Regexp(t, `sms/backup\s+closed\s+none\s+0\s+0\s+0\s+0\s+-\n`, out)
 	require.Regexp(t, `\S+Z\s+sms/acme\s+circuit_opened\s+25 of 31 attempts failed transiently`, out)
 }
+
+func TestStatsShowsTheWindowsCallbacksPerProducerByOutcome(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	out, _, err := run(t, b.env, "stats", "--window", "1h")
+	require.NoError(t, err)
+	require.Contains(t, out, "\nstatus callbacks (created in the last 1h0m0s, by outcome):\nPRODUCER  CREATED  PUBLISHED  FAILED  DEAD LETTERED  PENDING\n(none)\n")
+
+	operatortest.Subscribe(t, b.pool, "shop")
+	operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Channel: "sms"})
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Status: "published"})
+	operatortest.Deliver(t, b.pool, "callback", operatortest.Attempt{Status: "dead_letter", Classification: "permanent", Message: "HTTP 410"})
+
+	var st operator.Stats
+	runJSON(t, b.env, &st, "stats")
+	require.Equal(t, []operator.CallbackStats{{Producer: "shop", Created: 2, DeadLettered: 2}}, st.Callbacks)
+	out, _, err = run(t, b.env, "stats")
+	require.NoError(t, err)
+	require.Regexp(t, `PRODUCER\s+CREATED\s+PUBLISHED\s+FAILED\s+DEAD LETTERED\s+PENDING\nshop\s+2\s+0\s+0\s+2\s+0\n`, out)
+}

@@ -75,3 +75,34 @@ func TestStatusShowsTheProvidersOfEachRoute(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `email:0\s+email\s+pending\s+0/3\s+-\s+`, out)
 }
+
+func TestStatusShowsTheCallbacksOfItsRoutes(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	operatortest.Subscribe(t, b.pool, "shop")
+	ref := seed(t, b, operatortest.Spec{Channel: "sms"})[0]
+	plain := seed(t, b, operatortest.Spec{Channel: "email", Producer: "crm"})[0]
+	operatortest.Deliver(t, b.pool, "sms", operatortest.Attempt{Provider: "sms/acme", Status: "published"})
+	operatortest.Deliver(t, b.pool, "callback", operatortest.Attempt{Status: "failed", Classification: "transient", Message: "HTTP 503"})
+
+	var st operator.Status
+	runJSON(t, b.env, &st, "status", ref.NotificationID)
+	require.Len(t, st.Callbacks, 1)
+	cb := st.Callbacks[0]
+	require.Equal(t, []string{"sms:0", "published", "failed", "transient"}, []string{cb.RouteID, cb.Event, cb.Status, cb.LastErrorClass})
+	require.Equal(t, 1, cb.Attempts)
+
+	out, _, err := run(t, b.env, "status", ref.NotificationID)
+	require.NoError(t, err)
+	require.Regexp(t, `\ncallbacks:\nROUTE\s+EVENT\s+STATUS\s+ATTEMPTS\s+NEXT ATTEMPT\s+CALLBACK\s+LAST ERROR\n`, out)
+	require.Regexp(t, `sms:0\s+published\s+failed\s+1/default\s+\S+ \S+Z\s+`+cb.CallbackID+`\s+transient: HTTP 503\n`, out)
+	require.Regexp(t, `sms:0\s+callback\s+1\s+published: failed, callback `+cb.CallbackID, out, "the timeline's line")
+
+	// Without callbacks, no callbacks part (JSON: an empty array).
+	out, _, err = run(t, b.env, "status", plain.NotificationID)
+	require.NoError(t, err)
+	require.NotContains(t, out, "callbacks:")
+	out, _, err = run(t, b.env, "status", plain.NotificationID, "--json")
+	require.NoError(t, err)
+	require.Contains(t, out, `"callbacks": []`)
+}

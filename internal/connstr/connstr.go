@@ -1,6 +1,7 @@
 // Package connstr masks the passwords of PostgreSQL connection strings, URL
 // and keyword/value forms alike, wherever herald prints one: flag defaults,
-// summaries, error messages.
+// summaries, error messages; and connects with one (Connect), its errors
+// masked alike.
 package connstr
 
 import (

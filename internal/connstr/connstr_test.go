@@ -25,3 +25,17 @@ func TestRedactMasksEveryPassword(t *testing.T) {
 		require.Equal(t, tt.want, connstr.Redact(tt.in), "%q", tt.in)
 	}
 }
+
+func TestConnectErrorsHoldNoPassword(t *testing.T) {
+	t.Parallel()
+
+	_, err := connstr.Connect(t.Context(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=x", nil)
+	require.ErrorContains(t, err, "database url: ")
+	require.NotContains(t, err.Error(), "s3cret")
+
+	// Port 1 answers nothing: the ping fails, and the error names the
+	// database without its password.
+	_, err = connstr.Connect(t.Context(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=1", nil)
+	require.ErrorContains(t, err, "connect to postgres://u@127.0.0.1:1/db: ")
+	require.NotContains(t, err.Error(), "s3cret")
+}

@@ -29,6 +29,15 @@ import (
 const (
 	// DefaultBatchSize is how many dead letters one replay statement moves.
 	DefaultBatchSize = 1000
+	// MaxBatchSize is the most dead letters a replay statement should
+	// move: one statement moving more holds its row locks, and writes an
+	// audit row listing them, out of all proportion; and the statement's
+	// limit is an int32.
+	MaxBatchSize = 100_000
+	// DefaultAsyncThreshold is how many matching dead letters make
+	// `herald dead-letters replay` queue a River job (ReplayOrQueue)
+	// instead of replaying in the command itself.
+	DefaultAsyncThreshold = 50_000
 	// DefaultPageSize is how many rows a list returns when no limit is given.
 	DefaultPageSize = 50
 	// MaxPageSize caps a list's page.

@@ -326,3 +326,36 @@ func TestReplayJobResumesAfterARestartAndReportsProgress(t *testing.T) {
 	require.Equal(t, int64(300), prog.Moved)
 	require.Equal(t, map[string]int64{"sms": 300}, b.pending(t))
 }
+
+func TestReplayOrQueueQueuesAboveTheThresholdButNeverADryRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Dead: true})
+	opts := operator.ReplayOpts{Actor: "tester", Reason: "test"}
+
+	dry := opts
+	dry.DryRun = true
+	out, err := b.op.ReplayOrQueue(ctx, operator.Filter{}, dry, true, 0)
+	require.NoError(t, err)
+	require.Nil(t, out.Queued, "a dry run is never queued")
+	require.Equal(t, int64(3), out.Matched)
+
+	out, err = b.op.ReplayOrQueue(ctx, operator.Filter{}, opts, false, 2)
+	require.NoError(t, err)
+	require.Nil(t, out.ReplayResult)
+	require.Equal(t, int64(3), out.Queued.Matched, "more than the threshold match")
+	js, err := json.Marshal(out)
+	require.NoError(t, err)
+	require.Regexp(t, `^\{"queued":\{"replay_id":"rpl_`, string(js), "the queued replay alone")
+
+	out, err = b.op.ReplayOrQueue(ctx, operator.Filter{}, opts, false, 3)
+	require.NoError(t, err)
+	require.Nil(t, out.Queued)
+	require.Equal(t, 3, out.Moved, "at the threshold: replayed at once")
+	js, err = json.Marshal(out)
+	require.NoError(t, err)
+	want, err := json.Marshal(out.ReplayResult)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(js), "the result's own fields, byte for byte")
+}

@@ -294,6 +294,41 @@ func (o *Operator) EnqueueReplay(ctx context.Context, f Filter, opts ReplayOpts)
 	return q, nil
 }
 
+// ReplayOutcome is what ReplayOrQueue did. Exactly one of the two is set:
+// the ReplayResult of a replay done (or a dry run), or the River job a bulk
+// replay was handed to. Its JSON form is the one that is set: the
+// ReplayResult's fields, or {"queued": ...}.
+type ReplayOutcome struct {
+	*ReplayResult
+	Queued *Queued `json:"queued,omitempty"`
+}
+
+// ReplayOrQueue replays the dead letters matching f at once (Replay), or
+// hands them to a River job (EnqueueReplay) when async is set or more than
+// threshold of them match. A dry run is never queued. It returns the errors
+// of CountDeadLetters, Replay and EnqueueReplay.
+func (o *Operator) ReplayOrQueue(ctx context.Context, f Filter, opts ReplayOpts, async bool, threshold int64) (*ReplayOutcome, error) {
+	if !opts.DryRun && !async {
+		n, err := o.CountDeadLetters(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		async = n > threshold
+	}
+	if async && !opts.DryRun {
+		q, err := o.EnqueueReplay(ctx, f, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &ReplayOutcome{Queued: q}, nil
+	}
+	res, err := o.Replay(ctx, f, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &ReplayOutcome{ReplayResult: res}, nil
+}
+
 // ReplayWorker works ReplayArgs jobs.
 type ReplayWorker struct {
 	river.WorkerDefaults[ReplayArgs]

@@ -92,6 +92,23 @@ type Stats struct {
 	// Receipts are the delivery receipts received over the window, per
 	// provider; empty when none came.
 	Receipts []ReceiptStats `json:"receipts"`
+	// Callbacks are the status callbacks created over the window, per
+	// producer, by outcome; empty when none was.
+	Callbacks []CallbackStats `json:"callbacks"`
+}
+
+// CallbackStats is one producer's status callbacks created over the stats
+// window, by where they stand now: Published (the producer was told),
+// Failed (not yet: retrying), DeadLettered (herald gave up; `herald
+// dead-letters replay --channel callback` sends them again) and Pending
+// (not tried yet, or in flight). Created counts them all.
+type CallbackStats struct {
+	Producer     string `json:"producer"`
+	Created      int64  `json:"created"`
+	Published    int64  `json:"published"`
+	Failed       int64  `json:"failed"`
+	DeadLettered int64  `json:"dead_lettered"`
+	Pending      int64  `json:"pending"`
 }
 
 // ReceiptStats is one provider's receipts over the stats window: how many
@@ -115,8 +132,8 @@ type ReceiptStats struct {
 // Stats returns the backlog and lag per channel and status, what each
 // channel published over the last window (by the database's clock), the
 // dead letters per channel and classification, each provider's circuit, cap
-// and last five minutes (whatever the window), and the newest circuit
-// events.
+// and last five minutes (whatever the window), the newest circuit events,
+// and the window's delivery receipts and status callbacks.
 func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, error) {
 	if window <= 0 {
 		return nil, fmt.Errorf("stats: window must be positive, got %s", window)
@@ -166,6 +183,15 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 			Matched: r.Matched, Duplicate: r.Duplicate, Unmatched: r.Unmatched, Malformed: r.Malformed,
 			Delivered: r.Delivered, Undelivered: r.Undelivered, Expired: r.Expired,
 			LagP50Seconds: r.LagP50Seconds, LagP95Seconds: r.LagP95Seconds}
+	}
+	cs, err := o.q.RecordCallbackStatsSince(ctx, o.pool, now.Add(-window))
+	if err != nil {
+		return nil, fmt.Errorf("read callbacks: %w", err)
+	}
+	st.Callbacks = make([]CallbackStats, len(cs))
+	for i, c := range cs {
+		st.Callbacks[i] = CallbackStats{Producer: c.Producer, Created: c.Created, Published: c.Published,
+			Failed: c.Failed, DeadLettered: c.DeadLettered, Pending: c.Pending}
 	}
 	return st, nil
 }

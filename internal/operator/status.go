@@ -62,12 +62,44 @@ type Event struct {
 	Detail  string    `json:"detail,omitempty"`
 }
 
+// Callback is one status callback herald created about a route of the
+// notification (README "Status callbacks"): a notification of its own, to
+// the producer, whose route's status says whether the producer was told.
+type Callback struct {
+	// RouteID and Channel are the route the callback is about.
+	RouteID string `json:"route_id"`
+	Channel string `json:"channel"`
+	// Event is what happened to it: published, delivered, undelivered,
+	// dead_lettered, skipped, canceled or expired.
+	Event string `json:"event"`
+	// CallbackID and CallbackRouteID are the callback's own notification
+	// and route (`herald status CALLBACK_ID`, `dead-letters replay`).
+	CallbackID      string `json:"callback_id"`
+	CallbackRouteID string `json:"callback_route_id"`
+	URL             string `json:"url"`
+	// Status is the callback route's: published (the producer was told),
+	// failed (not yet: retrying), dead_letter (herald gave up), or pending
+	// and claimed (not tried yet, in flight).
+	Status        string     `json:"status"`
+	Attempts      int        `json:"attempts"`
+	MaxAttempts   int        `json:"max_attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// LastError and LastErrorClass are the callback's last failure, if any.
+	LastError      string    `json:"last_error,omitempty"`
+	LastErrorClass string    `json:"last_error_classification,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
 // Status is everything known about one notification: its record, its
-// routes, and its timeline in order.
+// routes, the status callbacks herald created about them (empty when none
+// was: its producer watches none of its routes, or nothing has happened
+// yet), and its timeline in order.
 type Status struct {
-	Record   Record  `json:"record"`
-	Routes   []Route `json:"routes"`
-	Timeline []Event `json:"timeline"`
+	Record    Record     `json:"record"`
+	Routes    []Route    `json:"routes"`
+	Callbacks []Callback `json:"callbacks"`
+	Timeline  []Event    `json:"timeline"`
 }
 
 // Status returns the notification's record, routes and timeline. It returns
@@ -82,17 +114,31 @@ func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, 
 	if err != nil {
 		return nil, fmt.Errorf("routes of %s: %w", notificationID, err)
 	}
+	callbacks, err := o.q.RecordCallbackList(ctx, o.pool, notificationID)
+	if err != nil {
+		return nil, fmt.Errorf("callbacks of %s: %w", notificationID, err)
+	}
 	events, err := o.q.RecordTimeline(ctx, o.pool, notificationID)
 	if err != nil {
 		return nil, fmt.Errorf("timeline of %s: %w", notificationID, err)
 	}
 	st := &Status{
-		Record:   record(rec),
-		Routes:   make([]Route, len(routes)),
-		Timeline: make([]Event, len(events)),
+		Record:    record(rec),
+		Routes:    make([]Route, len(routes)),
+		Callbacks: make([]Callback, len(callbacks)),
+		Timeline:  make([]Event, len(events)),
 	}
 	for i, r := range routes {
 		st.Routes[i] = route(r)
+	}
+	for i, c := range callbacks {
+		st.Callbacks[i] = Callback{
+			RouteID: c.RouteID, Channel: c.Channel, Event: c.Event,
+			CallbackID: c.CallbackID, CallbackRouteID: c.CallbackRouteID, URL: c.Url,
+			Status: c.Status, Attempts: int(c.Attempts), MaxAttempts: int(c.MaxAttempts), NextAttemptAt: c.NextAttemptAt,
+			LastError: c.ErrorMessage, LastErrorClass: c.ErrorClassification,
+			CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		}
 	}
 	for i, e := range events {
 		st.Timeline[i] = Event{

@@ -69,16 +69,18 @@ func ReplayResult(w io.Writer, res *operator.ReplayResult) error {
 	})
 }
 
-// QueuedReplay is the bulk replay `herald dead-letters replay` handed to a
-// River job; --json prints it as {"queued": ...}.
-type QueuedReplay struct {
-	Queued *operator.Queued `json:"queued"`
+// ReplayOutcome writes what `herald dead-letters replay` did: its
+// ReplayResult, or the River job it queued (Queued).
+func ReplayOutcome(w io.Writer, o *operator.ReplayOutcome) error {
+	if o.Queued != nil {
+		return Queued(w, o.Queued)
+	}
+	return ReplayResult(w, o.ReplayResult)
 }
 
 // Queued writes the bulk replay `herald dead-letters replay` handed to a
 // River job, and the command that follows its progress.
-func Queued(w io.Writer, r QueuedReplay) error {
-	q := r.Queued
+func Queued(w io.Writer, q *operator.Queued) error {
 	fmt.Fprintf(w, "queued replay %s of %d dead letters as River job %d; a running `herald serve` works it.\n", q.ReplayID, q.Matched, q.JobID)
 	fmt.Fprintf(w, "progress: herald dead-letters progress %s\n", q.ReplayID)
 	return nil
@@ -129,7 +131,8 @@ func Malformed(w io.Writer, e *operator.Malformed) error {
 }
 
 // Status writes one notification as `herald status` shows it: its record,
-// its routes (with the providers of their attempts, in order) and its
+// its routes (with the providers of their attempts, in order), the status
+// callbacks herald created about them (when there are any) and its
 // timeline.
 func Status(w io.Writer, st *operator.Status) error {
 	r := st.Record
@@ -168,6 +171,9 @@ func Status(w io.Writer, st *operator.Status) error {
 	if err != nil {
 		return err
 	}
+	if err := callbacks(w, st.Callbacks); err != nil {
+		return err
+	}
 
 	fmt.Fprintln(w, "\ntimeline:")
 	return table(w, "AT\tROUTE\tEVENT\tATTEMPT\tDETAIL", st.Timeline, false, func(e operator.Event) string {
@@ -176,6 +182,25 @@ func Status(w io.Writer, st *operator.Status) error {
 			attempt = fmt.Sprint(e.Attempt)
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s", stamp(e.At), dash(e.RouteID), e.Event, attempt, clip(e.Detail, 80))
+	})
+}
+
+// callbacks writes the callbacks part of `herald status`, when there are
+// any: per route and event, the callback's status (published: the producer
+// was told), its attempts, its id and its last error while it has not got
+// through.
+func callbacks(w io.Writer, cbs []operator.Callback) error {
+	if len(cbs) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\ncallbacks:")
+	return table(w, "ROUTE\tEVENT\tSTATUS\tATTEMPTS\tNEXT ATTEMPT\tCALLBACK\tLAST ERROR", cbs, false, func(c operator.Callback) string {
+		last := "-"
+		if c.Status != "published" && (c.LastErrorClass != "" || c.LastError != "") {
+			last = clip(c.LastErrorClass+": "+c.LastError, 60)
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%d/%s\t%s\t%s\t%s", c.RouteID, c.Event, c.Status, c.Attempts, maxAttempts(c.MaxAttempts),
+			stampPtr(c.NextAttemptAt), c.CallbackID, last)
 	})
 }
 
@@ -188,8 +213,9 @@ func maxAttempts(n int) string {
 }
 
 // Stats writes what `herald stats` read: the backlog and its lag per
-// channel, what was published in the last window, the dead letters, and
-// the providers' health and circuit events.
+// channel, what was published in the last window, the dead letters, the
+// providers' health and circuit events, and the window's delivery receipts
+// and status callbacks.
 func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	fmt.Fprintf(w, "at %s\n\nbacklog (routes still to deliver):\n", stamp(st.At))
 	err := table(w, "CHANNEL\tSTATUS\tROUTES\tDUE\tLAG", st.Backlog, true, func(b operator.Backlog) string {
@@ -219,7 +245,20 @@ func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	if err := providerStats(w, st); err != nil {
 		return err
 	}
-	return receiptStats(w, st, window)
+	if err := receiptStats(w, st, window); err != nil {
+		return err
+	}
+	return callbackStats(w, st, window)
+}
+
+// callbackStats writes the callbacks part of `herald stats`: per producer,
+// the status callbacks created over the window by where they stand now.
+func callbackStats(w io.Writer, st *operator.Stats, window time.Duration) error {
+	fmt.Fprintf(w, "\nstatus callbacks (created in the last %s, by outcome):\n", window)
+	return table(w, "PRODUCER\tCREATED\tPUBLISHED\tFAILED\tDEAD LETTERED\tPENDING", st.Callbacks, true,
+		func(c operator.CallbackStats) string {
+			return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d", c.Producer, c.Created, c.Published, c.Failed, c.DeadLettered, c.Pending)
+		})
 }
 
 // receiptStats writes the receipts part of `herald stats`: per provider,

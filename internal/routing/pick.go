@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -37,6 +38,23 @@ func (e *NoRouteError) Hint() string {
 
 // Is reports whether target is ErrNoRoute.
 func (e *NoRouteError) Is(target error) bool { return target == ErrNoRoute }
+
+var phoneDestinationRE = regexp.MustCompile(`^\+[0-9]+$`)
+
+// GuessChannel returns the channel a destination belongs to, for a
+// PickInput given without one: +digits sms, an http(s) URL webhook, an
+// address with @ email; "" when none fits.
+func GuessChannel(dest string) string {
+	switch {
+	case phoneDestinationRE.MatchString(dest):
+		return "sms"
+	case strings.HasPrefix(dest, "https://") || strings.HasPrefix(dest, "http://"):
+		return "webhook"
+	case strings.Contains(dest, "@"):
+		return "email"
+	}
+	return ""
+}
 
 // PickInput is one route's hop, as Pick needs it.
 type PickInput struct {

@@ -238,3 +238,19 @@ func TestPickWeightedFollowsTheWeights(t *testing.T) {
 	c = pick([]string{"sms/b", "sms/c"}, "sms/a")
 	require.Equal(t, 10000, c["sms/a"])
 }
+
+func TestGuessChannelTellsADestinationsChannelByItsForm(t *testing.T) {
+	t.Parallel()
+	for dest, want := range map[string]string{
+		"+14155550123":               "sms",
+		"https://hooks.example.com/": "webhook",
+		"http://hooks.example.com/x": "webhook",
+		"user@example.com":           "email",
+		"https://u@example.com/":     "webhook", // a URL first, though it holds an @
+		"14155550123":                "",
+		"+1 415":                     "",
+		"ftp://example.com":          "",
+	} {
+		require.Equal(t, want, routing.GuessChannel(dest), dest)
+	}
+}

@@ -10,6 +10,145 @@ import (
 	"time"
 )
 
+const recordCallbackList = `-- name: RecordCallbackList :many
+SELECT
+    c.route_id::text AS route_id,
+    c.channel::text AS channel,
+    c.event::text AS event,
+    c.callback_id::text AS callback_id,
+    c.callback_route_id::text AS callback_route_id,
+    c.url::text AS url,
+    c.status::text AS status,
+    c.attempts::integer AS attempts,
+    c.max_attempts::integer AS max_attempts,
+    cr.next_attempt_at,
+    c.error_classification::text AS error_classification,
+    c.error_message::text AS error_message,
+    c.created_at::timestamptz AS created_at,
+    c.updated_at::timestamptz AS updated_at
+FROM herald.notification_callbacks($1::text) AS c
+JOIN herald.routes cr ON cr.notification_id = c.callback_id AND cr.route_id = c.callback_route_id
+ORDER BY c.created_at, c.route_id, c.callback_id
+`
+
+type RecordCallbackListRow struct {
+	RouteID             string
+	Channel             string
+	Event               string
+	CallbackID          string
+	CallbackRouteID     string
+	Url                 string
+	Status              string
+	Attempts            int32
+	MaxAttempts         int32
+	NextAttemptAt       *time.Time
+	ErrorClassification string
+	ErrorMessage        string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// The status callbacks herald created about one notification's routes, for
+// `herald status` (schema function herald.notification_callbacks, which
+// probes records' (producer, idempotency_key) index once per watched route
+// and event): oldest first, with the callback route's next attempt (NULL
+// once final).
+// The function's columns are not known to sqlc; the callback route's
+// next_attempt_at, which may be NULL, is read from the table (its primary
+// key) so that it stays nullable here.
+func (q *Queries) RecordCallbackList(ctx context.Context, db DBTX, notificationID string) ([]RecordCallbackListRow, error) {
+	rows, err := db.Query(ctx, recordCallbackList, notificationID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordCallbackListRow{}
+	for rows.Next() {
+		var i RecordCallbackListRow
+		if err := rows.Scan(
+			&i.RouteID,
+			&i.Channel,
+			&i.Event,
+			&i.CallbackID,
+			&i.CallbackRouteID,
+			&i.Url,
+			&i.Status,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.NextAttemptAt,
+			&i.ErrorClassification,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordCallbackStatsSince = `-- name: RecordCallbackStatsSince :many
+SELECT
+    rec.producer,
+    count(*)::bigint AS created,
+    count(*) FILTER (WHERE r.status = 'published')::bigint AS published,
+    count(*) FILTER (WHERE r.status = 'failed')::bigint AS failed,
+    count(*) FILTER (WHERE r.status = 'dead_letter')::bigint AS dead_lettered,
+    count(*) FILTER (WHERE r.status IN ('pending', 'claimed'))::bigint AS pending
+FROM herald.records rec
+JOIN herald.routes r ON r.notification_id = rec.notification_id
+WHERE rec.accepted_at >= $1::timestamptz AND 'callback' = ANY (rec.channels)
+GROUP BY rec.producer
+ORDER BY rec.producer
+`
+
+type RecordCallbackStatsSinceRow struct {
+	Producer     string
+	Created      int64
+	Published    int64
+	Failed       int64
+	DeadLettered int64
+	Pending      int64
+}
+
+// Per producer, the status callbacks herald created since @since (their
+// records, channel callback, each with one route) by where they stand now:
+// published (the producer was told), failed (not yet: retrying),
+// dead-lettered (herald gave up; replayable) and pending (not tried yet, or
+// in flight); created counts them all (a canceled one too). For `herald
+// stats`: it reads the window's records through records_listing_idx
+// (accepted_at) and each callback's route by its primary key.
+func (q *Queries) RecordCallbackStatsSince(ctx context.Context, db DBTX, since time.Time) ([]RecordCallbackStatsSinceRow, error) {
+	rows, err := db.Query(ctx, recordCallbackStatsSince, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordCallbackStatsSinceRow{}
+	for rows.Next() {
+		var i RecordCallbackStatsSinceRow
+		if err := rows.Scan(
+			&i.Producer,
+			&i.Created,
+			&i.Published,
+			&i.Failed,
+			&i.DeadLettered,
+			&i.Pending,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :one
 WITH doomed AS (
     SELECT r.notification_id, r.accepted_at

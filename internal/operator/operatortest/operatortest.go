@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"testing"
@@ -97,6 +98,20 @@ func Seed(t testing.TB, db store.DBTX, spec Spec) []operator.RouteRef {
 		}
 	}
 	return refs
+}
+
+// Subscribe gives producer a callback subscription to every event (as the
+// engine's login may), so that the routes Seed accepts for it from then on
+// are watched: their status changes create status callbacks (schema
+// 00012), notifications of channel callback whose routes Deliver moves like
+// any other.
+func Subscribe(t testing.TB, db store.DBTX, producer string) {
+	t.Helper()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a callback key of 32 bytes......"))
+	_, err := store.New().CallbackSubscriptionSet(context.Background(), db, store.CallbackSubscriptionSetParams{
+		Url: "https://" + producer + ".example.com/herald/callbacks", Events: []string{}, Secret: &secret, ForProducer: &producer,
+	})
+	require.NoError(t, err)
 }
 
 // addressFor returns a direct address of channel's shape (the routes
