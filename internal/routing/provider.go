@@ -86,20 +86,28 @@ func (s *ProviderSpec) provider() Provider {
 	if s.Circuit.Cooldown != nil {
 		p.Circuit.Cooldown = *s.Circuit.Cooldown
 	}
-	if s.Webhook != nil {
-		p.Webhook = *s.Webhook
-	}
-	if s.SMTP != nil {
-		p.SMTP = *s.SMTP
-	}
-	if s.SMSHTTP != nil {
-		p.SMSHTTP = *s.SMSHTTP
-	}
-	if s.SMPP != nil {
-		p.SMPP = *s.SMPP
-	}
-	p.Receipts = s.Receipts
+	p.setSections(s.Webhook, s.SMTP, s.SMSHTTP, s.SMPP, s.Receipts)
 	return p
+}
+
+// setSections sets p's driver sections from those given (nil leaves a
+// section zero) and its receipts settings: what the file's ProviderSpec and
+// the stored settings both carry.
+func (p *Provider) setSections(webhook *config.WebhookDriver, smtp *config.SMTPDriver,
+	smsHTTP *config.SMSHTTPDriver, smpp *config.SMPPDriver, receipts *Receipts) {
+	if webhook != nil {
+		p.Webhook = *webhook
+	}
+	if smtp != nil {
+		p.SMTP = *smtp
+	}
+	if smsHTTP != nil {
+		p.SMSHTTP = *smsHTTP
+	}
+	if smpp != nil {
+		p.SMPP = *smpp
+	}
+	p.Receipts = receipts
 }
 
 // settings is providers.settings: the timeout and the driver's section,
@@ -219,18 +227,6 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 			return Provider{}, fmt.Errorf("provider %s: settings.timeout: %w", r.Name, err)
 		}
 	}
-	if s.Webhook != nil {
-		p.Webhook = *s.Webhook
-	}
-	if s.SMTP != nil {
-		p.SMTP = *s.SMTP
-	}
-	if s.SMSHTTP != nil {
-		p.SMSHTTP = *s.SMSHTTP
-	}
-	if s.SMPP != nil {
-		p.SMPP = *s.SMPP
-	}
-	p.Receipts = s.Receipts
+	p.setSections(s.Webhook, s.SMTP, s.SMSHTTP, s.SMPP, s.Receipts)
 	return p, nil
 }
