@@ -273,6 +273,35 @@ func TestGetAnswersRoutesWithStatusAttemptsProvidersAndLastError(t *testing.T) {
 	}
 }
 
+func TestGetAnswersEachRoutesDeliveryStatusFromItsReceipt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	var r Receipt
+	b.do(t, "POST", "/v1/notifications", intent("shop", "d"), b.shopKey).json(t, &r)
+	// As the receipts matcher leaves a published route whose receipt said
+	// undelivered.
+	_, err := b.admin.Exec(context.Background(), `UPDATE herald.routes
+		SET status = 'published', next_attempt_at = NULL, published_at = now(), attempt_count = 1,
+			delivery_status = 'undelivered', delivery_status_at = now(), delivery_error = '27',
+			delivery_error_permanent = false
+		WHERE notification_id = $1 AND recipient_ref = '+14155550123'`, r.NotificationID)
+	require.NoError(t, err)
+	a := b.do(t, "GET", "/v1/notifications/"+r.NotificationID, nil, b.shopKey)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var n Notification
+	a.json(t, &n)
+	for _, rt := range n.Routes {
+		if rt.RecipientRef == "+14155550123" {
+			require.Equal(t, "undelivered", rt.DeliveryStatus)
+			require.Equal(t, "27", rt.DeliveryError)
+			require.NotNil(t, rt.DeliveryStatusAt)
+		} else {
+			require.Empty(t, rt.DeliveryStatus, "no receipt yet")
+			require.Nil(t, rt.DeliveryStatusAt)
+		}
+	}
+}
+
 func TestCancelCancelsTheProducersOwnOnlyAndIsAudited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)

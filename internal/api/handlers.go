@@ -414,13 +414,18 @@ type Route struct {
 	SMSEncoding       string     `json:"sms_encoding"`
 	SMSSegments       int        `json:"sms_segments"`
 	ProviderMessageID string     `json:"provider_message_id"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-	PublishedAt       *time.Time `json:"published_at"`
-	DeadLetteredAt    *time.Time `json:"dead_lettered_at"`
-	SkippedAt         *time.Time `json:"skipped_at"`
-	CanceledAt        *time.Time `json:"canceled_at"`
-	ExpiresAt         *time.Time `json:"expires_at"`
+	// DeliveryStatus is the receipt's verdict after publication
+	// (delivered, undelivered, expired, unknown); '' while none came.
+	DeliveryStatus   string     `json:"delivery_status"`
+	DeliveryStatusAt *time.Time `json:"delivery_status_at"`
+	DeliveryError    string     `json:"delivery_error"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	PublishedAt      *time.Time `json:"published_at"`
+	DeadLetteredAt   *time.Time `json:"dead_lettered_at"`
+	SkippedAt        *time.Time `json:"skipped_at"`
+	CanceledAt       *time.Time `json:"canceled_at"`
+	ExpiresAt        *time.Time `json:"expires_at"`
 }
 
 // Notification is GET /v1/notifications/{id}'s answer (the Go client's
@@ -496,12 +501,16 @@ func (s *Server) get(w http.ResponseWriter, r *request) error {
 				NextAttemptAt: rt.NextAttemptAt, LastErrorClass: rt.LastErrorClassification,
 				LastError: rt.LastErrorMessage, LastErrorAt: rt.LastErrorAt, SMSEncoding: rt.SmsEncoding,
 				SMSSegments: int(rt.SmsSegments), ProviderMessageID: rt.ProviderMessageID,
+				DeliveryStatusAt: rt.DeliveryStatusAt, DeliveryError: rt.DeliveryError,
 				CreatedAt: rt.CreatedAt, UpdatedAt: rt.UpdatedAt, PublishedAt: rt.PublishedAt,
 				DeadLetteredAt: rt.DeadLetteredAt, SkippedAt: rt.SkippedAt, CanceledAt: rt.CanceledAt,
 				ExpiresAt: rt.ExpiresAt,
 			}
 			if n.Routes[i].Providers == nil {
 				n.Routes[i].Providers = []string{}
+			}
+			if rt.DeliveryStatus != nil {
+				n.Routes[i].DeliveryStatus = *rt.DeliveryStatus
 			}
 		}
 		return nil
