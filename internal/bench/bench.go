@@ -186,7 +186,13 @@ type Row struct {
 	// PostgresCPUSeconds is the CPU time the cluster's processes used over
 	// the phase (0 when they cannot be read: a server on another machine).
 	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
-	Cost               PGCost  `json:"pg_cost"`
+	// HOTUpdatesPerRoute is the HOT updates over the engine's tables
+	// (pg_stat_user_tables.n_tup_hot_upd) per published route.
+	HOTUpdatesPerRoute float64 `json:"hot_updates_per_route"`
+	// IndexTuplesPerRoute is Cost.IndexTuples per published route; nil
+	// (null) when the WAL could not be read.
+	IndexTuplesPerRoute *float64 `json:"index_tuples_per_route"`
+	Cost                PGCost   `json:"pg_cost"`
 }
 
 // Report is a run's result.

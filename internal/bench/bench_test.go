@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"testing"
 	"time"
@@ -173,4 +174,83 @@ func TestSharedBuffersIsAQuarterOfMemoryWithinBounds(t *testing.T) {
 	require.Positive(t, total, "this machine has /proc/meminfo")
 	want := min(max(total/4, 128<<20), 8<<30) >> 20
 	require.Equal(t, fmt.Sprintf("%dMB", want), sharedBuffers())
+}
+
+func TestIndexTuplesAreCountedFromTheWALForEachEngine(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.db.inspectWAL(ctx)
+	require.NoError(t, b.db.walErr)
+	b.cfg.Vs = "river"
+	b.cfg.IdleSamples = -1
+
+	rep, err := Run(ctx, b.db, b.cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 2)
+	for _, r := range rep.Rows {
+		require.NotNil(t, r.Cost.IndexTuples, r.Engine)
+		require.NotNil(t, r.IndexTuplesPerRoute, r.Engine)
+		require.NotEmpty(t, r.Cost.Indexes, r.Engine)
+		tables := map[string]TableCost{}
+		for _, tc := range r.Cost.Tables {
+			tables[tc.Table] = tc
+		}
+		var sum int64
+		checked := 0
+		for _, ic := range r.Cost.Indexes {
+			sum += ic.Tuples
+			// Each engine's figure holds its own tables' indexes only.
+			require.Equal(t, r.Engine == "river", len(ic.Table) > 6 && ic.Table[:6] == "river_", "%s: %s", r.Engine, ic.Index)
+			// A primary key has no predicate, so every new heap tuple
+			// version that was not a HOT update wrote exactly one entry
+			// into it: on the table of routes (jobs), which only the
+			// phase writes, the WAL count must agree with the heap
+			// counters. (Small tables an engine writes as it starts,
+			// before the phase, are not compared: their counters reach
+			// pg_stat late, their WAL does not.)
+			if ic.Index == "routes_pkey" || ic.Index == "river_job_pkey" {
+				checked++
+				tc := tables[ic.Table]
+				require.Equal(t, tc.Inserted+tc.Updated-tc.HOTUpdated, ic.Tuples, "%s: %s", r.Engine, ic.Index)
+			}
+		}
+		require.Equal(t, 1, checked, r.Engine)
+		require.Equal(t, *r.Cost.IndexTuples, sum, r.Engine)
+		// Every route (job) inserted wrote at least its primary key entry.
+		require.GreaterOrEqual(t, *r.IndexTuplesPerRoute, 1.0, r.Engine)
+		require.InDelta(t, float64(r.Cost.HOTUpdates())/float64(r.Published), r.HOTUpdatesPerRoute, 1e-9, r.Engine)
+	}
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.Contains(t, out.String(), "index tuples written per route")
+	require.Contains(t, out.String(), "HOT updates per route")
+	require.Contains(t, out.String(), "routes_pkey")
+	require.NotContains(t, out.String(), "n/a")
+	t.Log("\n" + out.String())
+}
+
+func TestIndexTuplesReadNotAvailableWhereTheWALCannotBeRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// A role that is not a superuser may neither create pg_walinspect nor
+	// a replication slot.
+	name, pool := pgtemp.Login(t, b.db.Pool, "bench_nowal")
+	u, err := url.Parse(b.db.URL)
+	require.NoError(t, err)
+	u.User = url.User(name)
+	_, err = newWALInspector(ctx, pool, u.String())
+	require.Error(t, err)
+
+	b.db.walErr = err
+	b.cfg.IdleSamples = -1
+	rep, err := Run(ctx, b.db, b.cfg)
+	require.NoError(t, err)
+	require.Nil(t, rep.Rows[0].IndexTuplesPerRoute)
+	require.Nil(t, rep.Rows[0].Cost.IndexTuples)
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.Regexp(t, `index tuples written per route\s+n/a`, out.String())
+	require.Contains(t, out.String(), "index tuples written: n/a (create extension pg_walinspect")
 }

@@ -30,6 +30,11 @@ type Database struct {
 	// Pool is a small pool for measurements, separate from the workload's.
 	Pool *pgxpool.Pool
 
+	// wal counts index entries from the WAL; nil when it cannot, and
+	// walErr then says why.
+	wal    *walInspector
+	walErr error
+
 	admin string
 	name  string
 }
@@ -93,7 +98,14 @@ func OpenDatabase(ctx context.Context, serverURL string, durable bool, settings 
 		d.Close()
 		return nil, fmt.Errorf("migrate bench database: %w", err)
 	}
+	d.inspectWAL(ctx)
 	return d, nil
+}
+
+// inspectWAL sets the database up to count index entries from the WAL, or
+// records in walErr why it cannot (the index figures then read n/a).
+func (d *Database) inspectWAL(ctx context.Context) {
+	d.wal, d.walErr = newWALInspector(ctx, d.Pool, d.URL)
 }
 
 // Close drops the database and stops the throwaway cluster, if any.

@@ -33,6 +33,24 @@ type PGCost struct {
 	WALBytes int64 `json:"wal_bytes"`
 	// Tables are the phase's tables.
 	Tables []TableCost `json:"tables"`
+	// IndexTuples is the number of index entries the phase wrote into its
+	// tables' indexes, counted from the WAL (see IndexCost); nil when it
+	// could not be counted (no pg_walinspect on the server, or the role
+	// may not use it).
+	IndexTuples *int64 `json:"index_tuples_written"`
+	// Indexes are the phase's indexes and the entries each gained, when
+	// IndexTuples is counted.
+	Indexes []IndexCost `json:"indexes,omitempty"`
+}
+
+// HOTUpdates returns the updates that were HOT (heap-only: no index
+// entries written) over all tables.
+func (c PGCost) HOTUpdates() int64 {
+	var n int64
+	for _, t := range c.Tables {
+		n += t.HOTUpdated
+	}
+	return n
 }
 
 // Rows returns the tuples written (inserted + updated + deleted) over all
@@ -76,7 +94,9 @@ func (c PGCost) Bytes() (table, index int64) {
 
 // snapshot is the raw counters at one moment.
 type snapshot struct {
-	wal    int64
+	wal int64
+	// lsn is the same WAL position as pg_lsn text.
+	lsn    string
 	tables map[string]TableCost
 }
 
@@ -86,8 +106,10 @@ type snapshot struct {
 // exception to "SQL lives in queries/*.sql". They also touch River's
 // tables, which are created by River's migrator and unknown to sqlc.
 const (
-	// walPositionSQL: bytes of WAL since the cluster began.
-	walPositionSQL = `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`
+	// walPositionSQL: the WAL insert position (the end of the last record
+	// written, so a record boundary pg_walinspect can start at), as bytes
+	// of WAL since the cluster began and as pg_lsn text.
+	walPositionSQL = `SELECT pg_wal_lsn_diff(lsn, '0/0')::bigint, lsn::text FROM pg_current_wal_insert_lsn() AS lsn`
 	// tableStatsSQL: the cumulative counters of the herald schema's tables
 	// (herald's and River's).
 	tableStatsSQL = `
@@ -108,7 +130,7 @@ func takeSnapshot(ctx context.Context, pool *pgxpool.Pool) (snapshot, error) {
 	if _, err := pool.Exec(ctx, flushStatsSQL); err != nil {
 		return s, fmt.Errorf("flush statistics: %w", err)
 	}
-	if err := pool.QueryRow(ctx, walPositionSQL).Scan(&s.wal); err != nil {
+	if err := pool.QueryRow(ctx, walPositionSQL).Scan(&s.wal, &s.lsn); err != nil {
 		return s, fmt.Errorf("read wal position: %w", err)
 	}
 	rows, err := pool.Query(ctx, tableStatsSQL)

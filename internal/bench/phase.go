@@ -59,6 +59,15 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	if err := db.checkpoint(ctx); err != nil {
 		return row, err
 	}
+	// The WAL the phase writes is kept until its index entries are counted.
+	wal := db.wal
+	if wal != nil {
+		release, err := wal.reserve(ctx)
+		if err != nil {
+			return row, err
+		}
+		defer release()
+	}
 	before, err := takeSnapshot(ctx, db.Pool)
 	if err != nil {
 		return row, err
@@ -143,11 +152,27 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		return row, err
 	}
 	row.Cost = cost(before, after, s.owns)
+	if wal != nil {
+		row.Cost.Indexes, err = wal.indexCosts(ctx, &row.Cost, before.lsn, after.lsn)
+		if err != nil {
+			return row, fmt.Errorf("count index entries: %w", err)
+		}
+		var n int64
+		for _, ic := range row.Cost.Indexes {
+			n += ic.Tuples
+		}
+		row.Cost.IndexTuples = &n
+	}
 	row.Routes, row.Published, row.Attempts = sum.routes, sum.published, sum.attempts
 	row.P50ms, row.P95ms, row.P99ms = sum.p50*1000, sum.p95*1000, sum.p99*1000
 	row.EndToEndSeconds = sum.lastTerminal.Sub(start).Seconds()
 	row.AcceptedPerSec = float64(cfg.Intents) / row.AcceptSeconds
 	row.DeliveredPerSec = float64(sum.published) / row.EndToEndSeconds
+	row.HOTUpdatesPerRoute = perRoute(&row, row.Cost.HOTUpdates())
+	if row.Cost.IndexTuples != nil {
+		v := perRoute(&row, *row.Cost.IndexTuples)
+		row.IndexTuplesPerRoute = &v
+	}
 	log.Info("bench: done", "delivered_per_sec", row.DeliveredPerSec, "p50_ms", row.P50ms)
 	return row, nil
 }

@@ -13,6 +13,9 @@ type metric struct {
 	get  func(r *Row) float64
 	// better says which way is better, for the reader: "higher" or "lower".
 	better string
+	// missing, when set, reports that the figure could not be measured
+	// for a row (printed "n/a").
+	missing func(r *Row) bool
 }
 
 func perRoute(r *Row, v int64) float64 {
@@ -23,35 +26,42 @@ func perRoute(r *Row, v int64) float64 {
 }
 
 var metrics = []metric{
-	{"intents accepted/s", "", func(r *Row) float64 { return r.AcceptedPerSec }, "higher"},
-	{"routes delivered/s (end to end)", "", func(r *Row) float64 { return r.DeliveredPerSec }, "higher"},
-	{"accept→published p50", "ms", func(r *Row) float64 { return r.P50ms }, "lower"},
-	{"accept→published p95", "ms", func(r *Row) float64 { return r.P95ms }, "lower"},
-	{"accept→published p99", "ms", func(r *Row) float64 { return r.P99ms }, "lower"},
-	{"idle pick-up p50", "ms", func(r *Row) float64 { return r.IdleP50ms }, "lower"},
-	{"idle pick-up p95", "ms", func(r *Row) float64 { return r.IdleP95ms }, "lower"},
+	{"intents accepted/s", "", func(r *Row) float64 { return r.AcceptedPerSec }, "higher", nil},
+	{"routes delivered/s (end to end)", "", func(r *Row) float64 { return r.DeliveredPerSec }, "higher", nil},
+	{"accept→published p50", "ms", func(r *Row) float64 { return r.P50ms }, "lower", nil},
+	{"accept→published p95", "ms", func(r *Row) float64 { return r.P95ms }, "lower", nil},
+	{"accept→published p99", "ms", func(r *Row) float64 { return r.P99ms }, "lower", nil},
+	{"idle pick-up p50", "ms", func(r *Row) float64 { return r.IdleP50ms }, "lower", nil},
+	{"idle pick-up p95", "ms", func(r *Row) float64 { return r.IdleP95ms }, "lower", nil},
 	{"peak RSS (max process)", "MiB", func(r *Row) float64 {
 		var m int64
 		for _, v := range r.PeakRSS {
 			m = max(m, v)
 		}
 		return float64(m) / (1 << 20)
-	}, "lower"},
-	{"CPU per route, bench process", "µs", func(r *Row) float64 { return perRoute(r, int64(r.ClientCPUSeconds*1e6)) }, "lower"},
-	{"CPU per route, Postgres", "µs", func(r *Row) float64 { return perRoute(r, int64(r.PostgresCPUSeconds*1e6)) }, "lower"},
-	{"WAL per route", "bytes", func(r *Row) float64 { return perRoute(r, r.Cost.WALBytes) }, "lower"},
-	{"rows written per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.Rows()) }, "lower"},
-	{"dead tuples made per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.DeadCreated()) }, "lower"},
-	{"non-HOT updates per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.NonHOT()) }, "lower"},
+	}, "lower", nil},
+	{"CPU per route, bench process", "µs", func(r *Row) float64 { return perRoute(r, int64(r.ClientCPUSeconds*1e6)) }, "lower", nil},
+	{"CPU per route, Postgres", "µs", func(r *Row) float64 { return perRoute(r, int64(r.PostgresCPUSeconds*1e6)) }, "lower", nil},
+	{"WAL per route", "bytes", func(r *Row) float64 { return perRoute(r, r.Cost.WALBytes) }, "lower", nil},
+	{"rows written per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.Rows()) }, "lower", nil},
+	{"dead tuples made per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.DeadCreated()) }, "lower", nil},
+	{"non-HOT updates per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.NonHOT()) }, "lower", nil},
+	{"HOT updates per route", "", func(r *Row) float64 { return r.HOTUpdatesPerRoute }, "-", nil},
+	{"index tuples written per route", "", func(r *Row) float64 {
+		if r.IndexTuplesPerRoute == nil {
+			return 0
+		}
+		return *r.IndexTuplesPerRoute
+	}, "lower", func(r *Row) bool { return r.IndexTuplesPerRoute == nil }},
 	{"dead tuples left at end", "", func(r *Row) float64 {
 		var n int64
 		for _, t := range r.Cost.Tables {
 			n += t.DeadTuples
 		}
 		return float64(n)
-	}, "lower"},
-	{"table size after", "MiB", func(r *Row) float64 { t, _ := r.Cost.Bytes(); return float64(t) / (1 << 20) }, "lower"},
-	{"index size after", "MiB", func(r *Row) float64 { _, i := r.Cost.Bytes(); return float64(i) / (1 << 20) }, "lower"},
+	}, "lower", nil},
+	{"table size after", "MiB", func(r *Row) float64 { t, _ := r.Cost.Bytes(); return float64(t) / (1 << 20) }, "lower", nil},
+	{"index size after", "MiB", func(r *Row) float64 { _, i := r.Cost.Bytes(); return float64(i) / (1 << 20) }, "lower", nil},
 }
 
 // WriteTable prints the report as a table: one column per engine and, with
@@ -80,10 +90,18 @@ func WriteTable(w io.Writer, rep *Report) error {
 			name += " (" + m.unit + ")"
 		}
 		fmt.Fprintf(tw, "%s\t", name)
+		na := false
 		for i := range rep.Rows {
+			if m.missing != nil && m.missing(&rep.Rows[i]) {
+				na = true
+				fmt.Fprint(tw, "n/a\t")
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t", num(m.get(&rep.Rows[i])))
 		}
-		if len(rep.Rows) == 2 {
+		if len(rep.Rows) == 2 && na {
+			fmt.Fprint(tw, "-\t-\t")
+		} else if len(rep.Rows) == 2 {
 			a, b := m.get(&rep.Rows[0]), m.get(&rep.Rows[1])
 			ratio := "-"
 			if b != 0 {
@@ -103,6 +121,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, " %s(ins %d upd %d hot %d del %d dead %d)", t.Table, t.Inserted, t.Updated, t.HOTUpdated, t.Deleted, t.DeadTuples)
 		}
 		fmt.Fprintln(w)
+		if len(r.Cost.Indexes) > 0 {
+			fmt.Fprintf(w, "%s: index entries written:", r.Engine)
+			for _, ic := range r.Cost.Indexes {
+				fmt.Fprintf(w, " %s %d (%s);", ic.Index, ic.Tuples, ic.CountedFrom)
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	if len(rep.Rounds) > 1 {
 		fmt.Fprintf(w, "rounds: %d, engines alternating first; the table is the median round by delivery ratio; every round:\n", len(rep.Rounds))

@@ -97,6 +97,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT and with both engines' tables emptied (TRUNCATE), so neither phase's autovacuum cleans up after the other; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
 		fmt.Sprintf("the bench channel takes %s per attempt and fails %.0f%% of attempts transiently; latency is accept (commit) to published, from the database's timestamps", c.Latency, 100*c.FailShare),
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
+		indexNote(db),
 	)
 	if c.Vs == "river" {
 		rep.Notes = append(rep.Notes,
@@ -105,6 +106,14 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		)
 	}
 	return rep, nil
+}
+
+// indexNote says how the index tuples were counted, or why they were not.
+func indexNote(db *Database) string {
+	if db.wal == nil {
+		return fmt.Sprintf("index tuples written: n/a (%v)", db.walErr)
+	}
+	return "index tuples written are counted from each phase's WAL with pg_walinspect (a replication slot keeps it until read): for a B-tree, its leaf inserts, posting-list splits and leaf splits (exact); for other index types (River's GIN indexes on args and metadata) and unlogged tables (River's river_leader), which write no countable WAL, one entry per new heap tuple version that was not a HOT update; HOT updates are pg_stat_user_tables.n_tup_hot_upd deltas"
 }
 
 func riverVersion() string {
