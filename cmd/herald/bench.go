@@ -40,6 +40,9 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.ServeDiscard, "serve-discard", false, "with herald serve processes (implies -serve), use the discard driver, a no-op channel like River's no-op worker; no idle probes")
 	fs.BoolVar(&cfg.EngineAsyncCommit, "engine-async-commit", false, "run the engine's connections (not the producers') with synchronous_commit off")
 	fs.BoolVar(&cfg.Serve, "serve", false, "run the engine as herald serve processes (this binary) even for -processes 1, delivering to a loopback webhook sink")
+	fs.BoolVar(&cfg.Provider, "provider", false, "herald delivers SMS routes through a configured sms-http provider (sms/bench) to the loopback sink, receipts off: the baseline of -receipts")
+	fs.BoolVar(&cfg.Receipts, "receipts", false, "as -provider, with delivery receipts: the sink posts one per message to herald's receipts endpoint, and the matcher matches them")
+	fs.DurationVar(&cfg.ReceiptDelay, "receipt-delay", bench.DefaultReceiptDelay, "with -receipts: how long after accepting a message the sink posts its receipt")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	cfg.EngineSettings = map[string]string{}
 	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", keyValues(cfg.EngineSettings))
@@ -88,6 +91,10 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
 	case cfg.DispatchBatch < 0:
 		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
+	case (cfg.Provider || cfg.Receipts) && (*mode != "compare" || cfg.Processes > 1 || cfg.Serve || cfg.ServeDiscard):
+		return usageError{errors.New("-provider and -receipts run the compare mode with the engine in this process: not with -mode " + *mode + ", -processes, -serve or -serve-discard")}
+	case cfg.ReceiptDelay < 0:
+		return usageError{fmt.Errorf("invalid -receipt-delay %s: must not be negative", cfg.ReceiptDelay)}
 	case mp.Duration <= 0 || mp.Hold <= 0:
 		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", mp.Duration, mp.Hold)}
 	}

@@ -32,3 +32,19 @@ func TestBenchRefusesAnUnknownComparison(t *testing.T) {
 	_, _, err := run(t, nil, "bench", "-vs", "sidekiq")
 	require.ErrorContains(t, err, `invalid -vs "sidekiq"`)
 }
+
+func TestBenchRefusesReceiptsOutsideTheInProcessCompareMode(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"-receipts", "-processes", "2"},
+		{"-provider", "-serve"},
+		{"-receipts", "-mode", "soak"},
+	} {
+		_, _, err := run(t, nil, append([]string{"bench"}, args...)...)
+		var ue usageError
+		require.ErrorAs(t, err, &ue, "%v", args)
+		require.ErrorContains(t, err, "-provider and -receipts run the compare mode", "%v", args)
+	}
+	_, _, err := run(t, nil, "bench", "-receipts", "-receipt-delay", "-1s")
+	require.ErrorContains(t, err, "invalid -receipt-delay -1s")
+}

@@ -34,6 +34,7 @@ const (
 	DefaultConcurrency  = 100
 	DefaultProducers    = 2
 	DefaultIdleSamples  = 50
+	DefaultReceiptDelay = 200 * time.Millisecond
 )
 
 // Config configures a benchmark run.
@@ -83,6 +84,20 @@ type Config struct {
 	// DispatchBatch is the dispatcher's claim and completion batch size
 	// (serve's dispatch.batch_size); 0 is the dispatcher's default.
 	DispatchBatch int
+	// Provider makes herald deliver SMS routes (one number per route)
+	// through a configured provider, sms/bench (driver sms-http), to the
+	// loopback sink, which answers each with a provider message id: the
+	// delivery plane's hot path, without receipts. In this process only.
+	Provider bool
+	// Receipts implies Provider and gives sms/bench receipts settings: the
+	// completion records each route's receipt key, the sink posts a
+	// delivery receipt to the engine's receipts endpoint ReceiptDelay
+	// after answering, as a provider does, and the matcher matches it. A
+	// phase ends once every receipt is matched.
+	Receipts bool
+	// ReceiptDelay is how long after answering a delivery the sink posts
+	// its receipt. Default DefaultReceiptDelay.
+	ReceiptDelay time.Duration
 	// Warmup runs a discarded round at a fifth of the size first.
 	Warmup bool
 	// Rounds is how many times the engines run, alternating which goes
@@ -129,6 +144,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("Vs must be empty or \"river\", not %q", c.Vs)
 	case c.SubmitterFunc == nil:
 		return errors.New("SubmitterFunc is required")
+	case c.Provider && (c.Processes > 1 || c.Serve):
+		return errors.New("Provider and Receipts run the engine in this process: not with Processes > 1 or Serve")
+	case c.ReceiptDelay < 0:
+		return fmt.Errorf("ReceiptDelay must not be negative, not %s", c.ReceiptDelay)
 	}
 	return nil
 }
@@ -143,6 +162,8 @@ func (c Config) withDefaults() Config {
 	c.Processes = cmp.Or(c.Processes, 1)
 	c.IdleSamples = cmp.Or(c.IdleSamples, DefaultIdleSamples)
 	c.Rounds = cmp.Or(c.Rounds, 1)
+	c.Provider = c.Provider || c.Receipts
+	c.ReceiptDelay = cmp.Or(c.ReceiptDelay, DefaultReceiptDelay)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -193,6 +214,27 @@ type Row struct {
 	// (null) when the WAL could not be read.
 	IndexTuplesPerRoute *float64 `json:"index_tuples_per_route"`
 	Cost                PGCost   `json:"pg_cost"`
+	// Receipts are the receipts mode's figures; nil without receipts (and
+	// for River, which has none).
+	Receipts *ReceiptFigures `json:"receipts,omitempty"`
+}
+
+// ReceiptFigures are what became of a phase's delivery receipts.
+type ReceiptFigures struct {
+	// Sent is the receipts the sink posted and the endpoint stored (2xx).
+	Sent int64 `json:"sent"`
+	// Received is the receipts in the inbox; Matched, Duplicate and
+	// Unmatched what the matcher made of them.
+	Received  int64 `json:"received"`
+	Matched   int64 `json:"matched"`
+	Duplicate int64 `json:"duplicate"`
+	Unmatched int64 `json:"unmatched"`
+	// Routes is the measured routes that have a delivery status.
+	Routes int64 `json:"routes_with_status"`
+	// LagP50ms and LagP95ms are the receipt lag: the intent's acceptance
+	// to its route's delivery status, in ms.
+	LagP50ms float64 `json:"lag_p50_ms"`
+	LagP95ms float64 `json:"lag_p95_ms"`
 }
 
 // Report is a run's result.
@@ -207,6 +249,9 @@ type Report struct {
 		FailShare       float64 `json:"fail_share"`
 		Concurrency     int     `json:"concurrency"`
 		Processes       int     `json:"processes"`
+		Provider        bool    `json:"provider"`
+		Receipts        bool    `json:"receipts"`
+		ReceiptDelay    string  `json:"receipt_delay,omitempty"`
 		Durable         bool    `json:"durable"`
 		Postgres        string  `json:"postgres"`
 		SharedBuffers   string  `json:"shared_buffers"`

@@ -254,3 +254,68 @@ func TestIndexTuplesReadNotAvailableWhereTheWALCannotBeRead(t *testing.T) {
 	require.Regexp(t, `index tuples written per route\s+n/a`, out.String())
 	require.Contains(t, out.String(), "index tuples written: n/a (create extension pg_walinspect")
 }
+
+func TestProviderModeDeliversThroughTheConfiguredProvider(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.cfg.Intents = 500
+	b.cfg.Provider = true
+
+	rep, err := Run(ctx, b.db, b.cfg)
+	require.NoError(t, err)
+	r := rep.Rows[0]
+	require.Equal(t, int64(500), r.Published)
+	require.Nil(t, r.Receipts, "receipts are off")
+	require.Contains(t, r.Settings, "provider sms/bench")
+	// Every route, probes included, was delivered by sms/bench, which
+	// answered with its message id; no receipt key was recorded.
+	var viaProvider, keyed int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE provider_message_id LIKE 'bench-%' AND channel = 'sms'),
+    count(receipt_key)
+FROM herald.routes`).Scan(&viaProvider, &keyed))
+	require.Equal(t, int64(500+b.cfg.IdleSamples), viaProvider)
+	require.Zero(t, keyed)
+}
+
+func TestReceiptsModeMatchesAReceiptForEveryRoute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.cfg.Intents = 1_000
+	b.cfg.Receipts = true
+	b.cfg.ReceiptDelay = 20 * time.Millisecond
+	b.cfg.Vs = "river"
+
+	rep, err := Run(ctx, b.db, b.cfg)
+	require.NoError(t, err)
+	require.Len(t, rep.Rows, 2)
+	h, river := rep.Rows[0], rep.Rows[1]
+	require.Equal(t, "herald", h.Engine)
+	require.Nil(t, river.Receipts, "River has no receipts")
+	rc := h.Receipts
+	require.NotNil(t, rc)
+	// One receipt per delivery (the probes' too), each stored, each
+	// matched, and every measured route has its delivery status.
+	probes := int64(b.cfg.IdleSamples)
+	require.Equal(t, h.Published+probes, rc.Sent)
+	require.Equal(t, rc.Sent, rc.Received)
+	require.Equal(t, rc.Sent, rc.Matched)
+	require.Zero(t, rc.Unmatched)
+	require.Equal(t, h.Published, rc.Routes)
+	require.Positive(t, rc.LagP50ms)
+	require.GreaterOrEqual(t, rc.LagP95ms, rc.LagP50ms)
+	// The inbox is the engine's table: its cost is herald's.
+	var inbox bool
+	for _, tc := range h.Cost.Tables {
+		inbox = inbox || tc.Table == "delivery_receipts"
+	}
+	require.True(t, inbox)
+
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.Regexp(t, `receipts matched\s+1003\s+n/a`, out.String())
+	require.Contains(t, out.String(), "receipt lag p95")
+	require.Contains(t, out.String(), "River has no providers or receipts")
+}

@@ -47,6 +47,10 @@ type engineParams struct {
 	// MaxConns is the size of each engine process's connection pool; River
 	// gets the same.
 	MaxConns int32
+	// Receipts opens the engine's receipts endpoint on a loopback port.
+	Receipts bool
+	// GetenvFunc resolves the providers' credential references.
+	GetenvFunc func(string) string
 	// Logger is for the engine's logs.
 	Logger *slog.Logger
 	// ServeBinary and ServeOutput are Config's.
@@ -88,21 +92,29 @@ func startEngine(ctx context.Context, p *engineParams) (runningEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(pool, &engine.Config{
-		Logger: p.Logger,
+	ecfg := &engine.Config{
+		Logger:     p.Logger,
+		GetenvFunc: p.GetenvFunc,
 		Dispatch: dispatch.Config{
 			Channels: map[string]dispatch.ChannelConfig{
 				p.Channel: {Deliverer: p.Deliverer, Concurrency: p.Concurrency},
 			},
 			BatchSize: p.BatchSize,
 		},
-	})
+	}
+	if p.Receipts {
+		ecfg.ReceiptsAddr = "127.0.0.1:0"
+	}
+	eng, err := engine.New(pool, ecfg)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e := &inProcess{cancel: cancel, done: make(chan error, 1), pool: pool}
+	if a := eng.ReceiptsAddr(); a != nil {
+		e.receiptsAddr = a.String()
+	}
 	go func() { e.done <- eng.Run(rctx) }()
 	return e, nil
 }
@@ -112,6 +124,8 @@ type inProcess struct {
 	cancel context.CancelFunc
 	done   chan error
 	pool   *pgxpool.Pool
+	// receiptsAddr is the receipts endpoint's address, when it has one.
+	receiptsAddr string
 }
 
 func (e *inProcess) Stop() error {

@@ -24,6 +24,10 @@ type heraldSubject struct {
 	engine   runningEngine
 	stopSink func()
 	q        *benchstore.Queries
+	// receipts posts the sink's receipts in the receipts mode;
+	// sentReceipts is what it had posted when it stopped.
+	receipts     *receiptSender
+	sentReceipts int64
 }
 
 func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
@@ -38,6 +42,14 @@ func (h *heraldSubject) settings() string {
 		where = fmt.Sprintf("%d herald serve processes, loopback webhook sink", h.cfg.Processes)
 		if h.cfg.ServeDiscard {
 			where = fmt.Sprintf("%d herald serve processes, discard driver", h.cfg.Processes)
+		}
+	}
+	if h.cfg.Provider {
+		where += ", SMS routes through provider " + benchProvider + " (sms-http) to the loopback sink"
+		if h.cfg.Receipts {
+			where += fmt.Sprintf(", receipts on: each posted to the receipts endpoint %s after acceptance, matched by the matcher", h.cfg.ReceiptDelay)
+		} else {
+			where += ", receipts off"
 		}
 	}
 	commit := ""
@@ -81,6 +93,35 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		ServeBinary: h.cfg.ServeBinary,
 		ServeOutput: h.cfg.ServeOutput,
 	}
+	if h.cfg.Provider {
+		// SMS routes, delivered by sms/bench: an sms-http provider whose
+		// server is the sink.
+		h.work.sms = true
+		p.Channel, p.Receipts, p.GetenvFunc = channel.SMS, h.cfg.Receipts, benchGetenv
+		var rs *receiptSender
+		if h.cfg.Receipts {
+			// The endpoint's address is known once the engine is built;
+			// no delivery happens before the workload is submitted.
+			rs = newReceiptSender(h.cfg.ReceiptDelay)
+		}
+		url, stop, err := h.sink.serveProvider(rs)
+		if err != nil {
+			return fmt.Errorf("start provider sink: %w", err)
+		}
+		h.stopSink = stop
+		if err := applyProvider(ctx, h.db.Pool, url, h.cfg.Receipts); err != nil {
+			return err
+		}
+		h.engine, err = startEngine(ctx, p)
+		if err != nil {
+			return fmt.Errorf("start herald: %w", err)
+		}
+		if rs != nil {
+			rs.start(h.engine.(*inProcess).receiptsAddr)
+			h.receipts = rs
+		}
+		return nil
+	}
 	if h.cfg.Processes > 1 || h.cfg.Serve {
 		// The serve processes deliver to a loopback endpoint that behaves
 		// as the bench channel (same latency and failure share, same
@@ -105,10 +146,23 @@ func (h *heraldSubject) submitIdle(ctx context.Context, i int) error {
 	return h.submitF(ctx, []intake.Intent{h.work.probeIntent(i)})
 }
 
+// open counts the routes not terminal and, in the receipts mode, the
+// receipts not posted or not matched yet: a phase ends when the receipts'
+// work is done too.
 func (h *heraldSubject) open(ctx context.Context) (int64, error) {
 	n, err := h.q.BenchRouteCountOpen(ctx, h.db.Pool)
 	if err != nil {
 		return 0, fmt.Errorf("count open routes: %w", err)
+	}
+	if h.receipts == nil || n > 0 {
+		return n, nil
+	}
+	if n = h.receipts.pending.Load(); n > 0 {
+		return n, nil
+	}
+	n, err = h.q.BenchReceiptCountOpen(ctx, h.db.Pool)
+	if err != nil {
+		return 0, fmt.Errorf("count receipts not matched: %w", err)
 	}
 	return n, nil
 }
@@ -118,11 +172,22 @@ func (h *heraldSubject) summarize(ctx context.Context) (summary, error) {
 	if err != nil {
 		return summary{}, fmt.Errorf("summarize routes: %w", err)
 	}
-	return summary{
+	sum := summary{
 		routes: r.Routes, published: r.Published, attempts: r.Attempts,
 		p50: r.P50, p95: r.P95, p99: r.P99,
 		lastTerminal: r.LastTerminalAt,
-	}, nil
+	}
+	if h.cfg.Receipts {
+		rc, err := h.q.BenchReceiptSummary(ctx, h.db.Pool, h.work.producer)
+		if err != nil {
+			return summary{}, fmt.Errorf("summarize receipts: %w", err)
+		}
+		sum.receipts = &ReceiptFigures{
+			Sent: h.sentReceipts, Received: rc.Received, Matched: rc.Matched, Duplicate: rc.Duplicate,
+			Unmatched: rc.Unmatched, Routes: rc.RoutesWithStatus, LagP50ms: rc.LagP50 * 1000, LagP95ms: rc.LagP95 * 1000,
+		}
+	}
+	return sum, nil
 }
 
 func (h *heraldSubject) peakRSS() []int64 {
@@ -134,6 +199,11 @@ func (h *heraldSubject) peakRSS() []int64 {
 
 func (h *heraldSubject) stop() error {
 	var err error
+	if h.receipts != nil {
+		h.receipts.Close()
+		h.sentReceipts = h.receipts.sent.Load()
+		h.receipts = nil
+	}
 	if h.engine != nil {
 		err = h.engine.Stop()
 		h.engine = nil

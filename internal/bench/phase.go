@@ -16,6 +16,8 @@ type summary struct {
 	routes, published, attempts int64
 	p50, p95, p99               float64 // seconds
 	lastTerminal                time.Time
+	// receipts are the receipts mode's figures, nil without.
+	receipts *ReceiptFigures
 }
 
 // subject is one engine under measurement: herald or River.
@@ -164,6 +166,7 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		row.Cost.IndexTuples = &n
 	}
 	row.Routes, row.Published, row.Attempts = sum.routes, sum.published, sum.attempts
+	row.Receipts = sum.receipts
 	row.P50ms, row.P95ms, row.P99ms = sum.p50*1000, sum.p95*1000, sum.p99*1000
 	row.EndToEndSeconds = sum.lastTerminal.Sub(start).Seconds()
 	row.AcceptedPerSec = float64(cfg.Intents) / row.AcceptSeconds

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -64,6 +65,16 @@ var metrics = []metric{
 	{"index size after", "MiB", func(r *Row) float64 { _, i := r.Cost.Bytes(); return float64(i) / (1 << 20) }, "lower", nil},
 }
 
+// receiptMetrics are the receipts mode's lines, printed when a row has
+// receipts; a row without (River's) reads n/a.
+var receiptMetrics = []metric{
+	{"receipts matched", "", func(r *Row) float64 { return float64(r.Receipts.Matched) }, "higher", noReceipts},
+	{"receipt lag p50 (accepted→delivered status)", "ms", func(r *Row) float64 { return r.Receipts.LagP50ms }, "lower", noReceipts},
+	{"receipt lag p95 (accepted→delivered status)", "ms", func(r *Row) float64 { return r.Receipts.LagP95ms }, "lower", noReceipts},
+}
+
+func noReceipts(r *Row) bool { return r.Receipts == nil }
+
 // WriteTable prints the report as a table: one column per engine and, with
 // two engines, the ratio of the first to the second for every figure.
 func WriteTable(w io.Writer, rep *Report) error {
@@ -84,7 +95,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintf(tw, "%s/%s\tbetter\t", rep.Rows[0].Engine, rep.Rows[1].Engine)
 	}
 	fmt.Fprintln(tw)
-	for _, m := range metrics {
+	all := metrics
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Receipts != nil }) {
+		all = slices.Concat(metrics, receiptMetrics)
+	}
+	for _, m := range all {
 		name := m.name
 		if m.unit != "" {
 			name += " (" + m.unit + ")"
@@ -121,6 +136,10 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, " %s(ins %d upd %d hot %d del %d dead %d)", t.Table, t.Inserted, t.Updated, t.HOTUpdated, t.Deleted, t.DeadTuples)
 		}
 		fmt.Fprintln(w)
+		if rc := r.Receipts; rc != nil {
+			fmt.Fprintf(w, "%s: receipts: %d posted and stored, %d in the inbox: %d matched, %d duplicate, %d unmatched; %d routes with a delivery status\n",
+				r.Engine, rc.Sent, rc.Received, rc.Matched, rc.Duplicate, rc.Unmatched, rc.Routes)
+		}
 		if len(r.Cost.Indexes) > 0 {
 			fmt.Fprintf(w, "%s: index entries written:", r.Engine)
 			for _, ic := range r.Cost.Indexes {

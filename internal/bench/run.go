@@ -30,6 +30,10 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	rc.Producers, rc.Latency, rc.FailShare, rc.Concurrency = c.Producers, c.Latency.String(), c.FailShare, c.Concurrency
 	rc.Processes, rc.Durable, rc.Postgres, rc.CPUs = c.Processes, db.Durable, db.Version, runtime.NumCPU()
 	rc.SharedBuffers = db.SharedBuffers
+	rc.Provider, rc.Receipts = c.Provider, c.Receipts
+	if c.Receipts {
+		rc.ReceiptDelay = c.ReceiptDelay.String()
+	}
 
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newWork := func() *workload { return newWorkload(&c, runID, c.RoutesPerIntent) }
@@ -99,6 +103,16 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
 		indexNote(db),
 	)
+	if c.Provider {
+		what := "without receipts: the baseline of -receipts"
+		if c.Receipts {
+			what = fmt.Sprintf("with receipts: the completion records each route's receipt key, the sink posts one delivery receipt per message (%d connections) to herald's receipts endpoint %s after answering it, each stored by its own INSERT, and the matcher matches them; a phase ends once every receipt is matched, so the Postgres figures include the receipts' work; compare them with a -provider run for the cost of receipts per route", receiptSenders, c.ReceiptDelay)
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("herald delivers SMS routes (one number per route, a %d-character text) through provider %s (driver sms-http, the only provider of its routing rule) to the loopback sink, which answers each with a message id, %s", c.PayloadBytes, benchProvider, what))
+		if c.Vs == "river" {
+			rep.Notes = append(rep.Notes, "River has no providers or receipts: its jobs stay no-op jobs with the same payload, so herald does the extra work in this comparison")
+		}
+	}
 	if c.Vs == "river" {
 		rep.Notes = append(rep.Notes,
 			fmt.Sprintf("River gets the settings of its own benchmark (riverqueue/river cmd/river/riverbench): FetchCooldown %s, FetchPollInterval %s; the same concurrency as MaxWorkers, and one job per route with the same payload", riverFetchCooldown, riverFetchPollInterval),

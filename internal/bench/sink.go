@@ -23,6 +23,8 @@ type sink struct {
 
 	attempts  atomic.Int64
 	delivered atomic.Int64
+	// ids numbers the message ids the sink gives as sms/bench.
+	ids atomic.Int64
 	// picked receives the start time of probe deliveries (content marked
 	// with probeMarker); sends never block.
 	picked chan time.Time

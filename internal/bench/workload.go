@@ -40,7 +40,22 @@ type workload struct {
 	// dest is the webhook destination prefix; route j of an intent goes to
 	// dest + "/" + j.
 	dest string
+	// sms makes the intents SMS ones (the provider and receipts modes):
+	// route j of an intent goes to smsNumber(j), with smsBody (or
+	// smsProbe) as its text.
+	sms               bool
+	smsBody, smsProbe string
 }
+
+// smsNumber is the phone number of an SMS intent's route j: UK mobile
+// numbers (07911 000000 onwards), which the intake's validation takes as
+// valid (the range Ofcom sets aside for drama is not, to libphonenumber).
+// They go only to the bench's loopback sink.
+func smsNumber(j int) string { return fmt.Sprintf("+447911%06d", j) }
+
+// smsProbeMarker starts an SMS probe's text, so the sink can tell a probe
+// from the workload in the provider's request.
+const smsProbeMarker = "bench-probe-"
 
 // benchHookURL is the bench's webhook destination prefix: the in-process
 // engine never dials it, and serve processes get the sink's URL instead.
@@ -50,11 +65,27 @@ const benchHookURL = "https://bench.example.com/hook"
 // intent, content of c's payload size, a producer of its own.
 func newWorkload(c *Config, id string, routes int) *workload {
 	return &workload{runID: id, producer: benchProducer + "-" + id, routes: routes,
-		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: benchHookURL}
+		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: benchHookURL,
+		smsBody:  strings.Repeat("x", c.PayloadBytes),
+		smsProbe: smsProbeMarker + strings.Repeat("x", max(c.PayloadBytes-len(smsProbeMarker), 0))}
 }
 
 // intent returns intent number i of producer.
 func (w *workload) intent(producer string, i int) intake.Intent {
+	if w.sms {
+		nums := make([]string, w.routes)
+		for j := range nums {
+			nums[j] = smsNumber(j)
+		}
+		return intake.Intent{
+			NotificationType: benchType,
+			Producer:         producer,
+			IdempotencyKey:   fmt.Sprintf("%s-%d", w.runID, i),
+			Audience:         intake.Audience{SMS: nums},
+			Channels:         []string{channel.SMS},
+			Content:          intake.Content{SMS: &intake.SMSContent{Body: w.smsBody}},
+		}
+	}
 	hooks := make([]string, w.routes)
 	for j := range hooks {
 		hooks[j] = fmt.Sprintf("%s/%d", w.dest, j)
@@ -72,6 +103,11 @@ func (w *workload) intent(producer string, i int) intake.Intent {
 // probeIntent returns probe intent i: marked content, its own producer.
 func (w *workload) probeIntent(i int) intake.Intent {
 	in := w.intent(idleProducer, i)
+	if w.sms {
+		in.Content.SMS = &intake.SMSContent{Body: w.smsProbe}
+		in.Audience.SMS = in.Audience.SMS[:1]
+		return in
+	}
 	in.Content.Webhook = w.probe
 	in.Audience.Webhook = in.Audience.Webhook[:1]
 	return in

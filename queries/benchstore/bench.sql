@@ -20,6 +20,28 @@ JOIN herald.records c USING (notification_id)
 WHERE c.producer = @producer
     AND r.next_attempt_at IS NULL;
 
+-- name: BenchReceiptSummary :one
+-- The receipts of the bench provider's routes (the receipts mode): the
+-- routes a receipt gave a delivery status, the receipt lag (acceptance of
+-- the intent to the route's delivery status, in seconds), and what the
+-- matcher made of every receipt in the inbox.
+SELECT
+    (SELECT count(*) FROM herald.delivery_receipts)::bigint AS received,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'matched')::bigint AS matched,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'duplicate')::bigint AS duplicate,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'unmatched')::bigint AS unmatched,
+    count(r.delivery_status)::bigint AS routes_with_status,
+    coalesce(percentile_cont(0.50) WITHIN GROUP (ORDER BY extract(epoch FROM r.delivery_status_at - c.accepted_at)), 0)::float8 AS lag_p50,
+    coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM r.delivery_status_at - c.accepted_at)), 0)::float8 AS lag_p95
+FROM herald.routes r
+JOIN herald.records c USING (notification_id)
+WHERE c.producer = @producer
+    AND r.delivery_status IS NOT NULL;
+
+-- name: BenchReceiptCountOpen :one
+-- Receipts the matcher has not decided yet.
+SELECT count(*)::bigint FROM herald.delivery_receipts WHERE state = 'new';
+
 -- name: BenchRouteCountOpen :one
 -- Routes not terminal yet: read through the due index's predicate.
 SELECT count(*)::bigint FROM herald.routes WHERE next_attempt_at IS NOT NULL;
@@ -67,9 +89,10 @@ SELECT rec.notification_id, p.channel || ':0', p.channel, p.recipient_ref, 'pend
 FROM rec, p;
 
 -- name: BenchReset :exec
--- Empties herald's notification tables between the scale mode's runs, so
--- each starts from a table of exactly the backlog it measures.
-TRUNCATE herald.dead_letters, herald.routes, herald.records;
+-- Empties herald's notification tables (and the receipts inbox) between
+-- phases and the scale mode's runs, so each starts from a table of exactly
+-- what it measures.
+TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.delivery_receipts;
 
 -- name: BenchAnalyze :exec
 -- Vacuums and analyzes after a preload, as autovacuum would have while a

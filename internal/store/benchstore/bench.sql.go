@@ -22,12 +22,69 @@ func (q *Queries) BenchAnalyze(ctx context.Context, db DBTX) error {
 	return err
 }
 
-const benchReset = `-- name: BenchReset :exec
-TRUNCATE herald.dead_letters, herald.routes, herald.records
+const benchReceiptCountOpen = `-- name: BenchReceiptCountOpen :one
+SELECT count(*)::bigint FROM herald.delivery_receipts WHERE state = 'new'
 `
 
-// Empties herald's notification tables between the scale mode's runs, so
-// each starts from a table of exactly the backlog it measures.
+// Receipts the matcher has not decided yet.
+func (q *Queries) BenchReceiptCountOpen(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, benchReceiptCountOpen)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const benchReceiptSummary = `-- name: BenchReceiptSummary :one
+SELECT
+    (SELECT count(*) FROM herald.delivery_receipts)::bigint AS received,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'matched')::bigint AS matched,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'duplicate')::bigint AS duplicate,
+    (SELECT count(*) FROM herald.delivery_receipts WHERE state = 'unmatched')::bigint AS unmatched,
+    count(r.delivery_status)::bigint AS routes_with_status,
+    coalesce(percentile_cont(0.50) WITHIN GROUP (ORDER BY extract(epoch FROM r.delivery_status_at - c.accepted_at)), 0)::float8 AS lag_p50,
+    coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM r.delivery_status_at - c.accepted_at)), 0)::float8 AS lag_p95
+FROM herald.routes r
+JOIN herald.records c USING (notification_id)
+WHERE c.producer = $1
+    AND r.delivery_status IS NOT NULL
+`
+
+type BenchReceiptSummaryRow struct {
+	Received         int64
+	Matched          int64
+	Duplicate        int64
+	Unmatched        int64
+	RoutesWithStatus int64
+	LagP50           float64
+	LagP95           float64
+}
+
+// The receipts of the bench provider's routes (the receipts mode): the
+// routes a receipt gave a delivery status, the receipt lag (acceptance of
+// the intent to the route's delivery status, in seconds), and what the
+// matcher made of every receipt in the inbox.
+func (q *Queries) BenchReceiptSummary(ctx context.Context, db DBTX, producer string) (BenchReceiptSummaryRow, error) {
+	row := db.QueryRow(ctx, benchReceiptSummary, producer)
+	var i BenchReceiptSummaryRow
+	err := row.Scan(
+		&i.Received,
+		&i.Matched,
+		&i.Duplicate,
+		&i.Unmatched,
+		&i.RoutesWithStatus,
+		&i.LagP50,
+		&i.LagP95,
+	)
+	return i, err
+}
+
+const benchReset = `-- name: BenchReset :exec
+TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.delivery_receipts
+`
+
+// Empties herald's notification tables (and the receipts inbox) between
+// phases and the scale mode's runs, so each starts from a table of exactly
+// what it measures.
 func (q *Queries) BenchReset(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, benchReset)
 	return err
