@@ -43,6 +43,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.BoolVar(&cfg.Provider, "provider", false, "herald delivers SMS routes through a configured sms-http provider (sms/bench) to the loopback sink, receipts off: the baseline of -receipts")
 	fs.BoolVar(&cfg.Receipts, "receipts", false, "as -provider, with delivery receipts: the sink posts one per message to herald's receipts endpoint, and the matcher matches them")
 	fs.DurationVar(&cfg.ReceiptDelay, "receipt-delay", bench.DefaultReceiptDelay, "with -receipts: how long after accepting a message the sink posts its receipt")
+	traceSample := fs.Float64("trace-sample", -1, "trace herald's engine, sampling this ratio of traces (0 to 1), exported over OTLP/HTTP to a loopback receiver the bench runs; negative: tracing off")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	cfg.EngineSettings = map[string]string{}
 	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", keyValues(cfg.EngineSettings))
@@ -93,12 +94,15 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
 	case (cfg.Provider || cfg.Receipts) && (*mode != "compare" || cfg.Processes > 1 || cfg.Serve || cfg.ServeDiscard):
 		return usageError{errors.New("-provider and -receipts run the compare mode with the engine in this process: not with -mode " + *mode + ", -processes, -serve or -serve-discard")}
+	case *traceSample > 1:
+		return usageError{fmt.Errorf("invalid -trace-sample %g: want a ratio from 0 to 1, or negative for tracing off", *traceSample)}
 	case cfg.ReceiptDelay < 0:
 		return usageError{fmt.Errorf("invalid -receipt-delay %s: must not be negative", cfg.ReceiptDelay)}
 	case mp.Duration <= 0 || mp.Hold <= 0:
 		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", mp.Duration, mp.Hold)}
 	}
 	cfg.Vs = *vs
+	cfg.Tracing, cfg.TraceSample = *traceSample >= 0, *traceSample
 	log := m.logger(&g)
 	cfg.Logger = log
 	cfg.SubmitterFunc = benchSubmitter

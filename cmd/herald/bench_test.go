@@ -48,3 +48,11 @@ func TestBenchRefusesReceiptsOutsideTheInProcessCompareMode(t *testing.T) {
 	_, _, err := run(t, nil, "bench", "-receipts", "-receipt-delay", "-1s")
 	require.ErrorContains(t, err, "invalid -receipt-delay -1s")
 }
+
+func TestBenchRefusesATraceSampleAboveOne(t *testing.T) {
+	t.Parallel()
+	_, _, err := run(t, nil, "bench", "-trace-sample", "1.5")
+	var ue usageError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorContains(t, err, "invalid -trace-sample 1.5")
+}

@@ -98,6 +98,13 @@ type Config struct {
 	// ReceiptDelay is how long after answering a delivery the sink posts
 	// its receipt. Default DefaultReceiptDelay.
 	ReceiptDelay time.Duration
+	// Tracing turns OpenTelemetry tracing on in herald's engine: spans
+	// sampled at TraceSample (a trace-id ratio, 0 to 1, parent-based),
+	// batched and exported over OTLP/HTTP, as serve's OTEL_* variables
+	// would have them, to a loopback receiver the bench runs in this
+	// process (internal/oteltest), which counts them.
+	Tracing     bool
+	TraceSample float64
 	// Warmup runs a discarded round at a fifth of the size first.
 	Warmup bool
 	// Rounds is how many times the engines run, alternating which goes
@@ -146,6 +153,8 @@ func (c *Config) validate() error {
 		return errors.New("SubmitterFunc is required")
 	case c.Provider && (c.Processes > 1 || c.Serve):
 		return errors.New("Provider and Receipts run the engine in this process: not with Processes > 1 or Serve")
+	case c.Tracing && !(c.TraceSample >= 0 && c.TraceSample <= 1):
+		return fmt.Errorf("TraceSample must be between 0 and 1, not %g", c.TraceSample)
 	case c.ReceiptDelay < 0:
 		return fmt.Errorf("ReceiptDelay must not be negative, not %s", c.ReceiptDelay)
 	}
@@ -214,6 +223,9 @@ type Row struct {
 	// (null) when the WAL could not be read.
 	IndexTuplesPerRoute *float64 `json:"index_tuples_per_route"`
 	Cost                PGCost   `json:"pg_cost"`
+	// TraceSpans is the spans the engine exported over the phase, with
+	// Config.Tracing; nil without (and for River).
+	TraceSpans *int64 `json:"trace_spans,omitempty"`
 	// Receipts are the receipts mode's figures; nil without receipts (and
 	// for River, which has none).
 	Receipts *ReceiptFigures `json:"receipts,omitempty"`
@@ -252,10 +264,12 @@ type Report struct {
 		Provider        bool    `json:"provider"`
 		Receipts        bool    `json:"receipts"`
 		ReceiptDelay    string  `json:"receipt_delay,omitempty"`
-		Durable         bool    `json:"durable"`
-		Postgres        string  `json:"postgres"`
-		SharedBuffers   string  `json:"shared_buffers"`
-		CPUs            int     `json:"cpus"`
+		// TraceSample is the engine's sampling ratio; null with tracing off.
+		TraceSample   *float64 `json:"trace_sample"`
+		Durable       bool     `json:"durable"`
+		Postgres      string   `json:"postgres"`
+		SharedBuffers string   `json:"shared_buffers"`
+		CPUs          int      `json:"cpus"`
 	} `json:"config"`
 	Rows []Row `json:"rows"`
 	// Rounds holds every round's rows when there was more than one; Rows

@@ -319,3 +319,53 @@ func TestReceiptsModeMatchesAReceiptForEveryRoute(t *testing.T) {
 	require.Contains(t, out.String(), "receipt lag p95")
 	require.Contains(t, out.String(), "River has no providers or receipts")
 }
+
+func TestTracingExportsTheEnginesSpansToALoopbackReceiver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		sample float64
+	}{{"AllSampled", 1}, {"NoneSampled", 0}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.cfg.Intents = 500
+			b.cfg.IdleSamples = -1
+			b.cfg.Tracing, b.cfg.TraceSample = true, tt.sample
+			b.cfg.Vs = "river"
+			rep, err := Run(ctx, b.db, b.cfg)
+			require.NoError(t, err)
+			h, river := rep.Rows[0], rep.Rows[1]
+			require.Nil(t, river.TraceSpans, "River is not traced")
+			require.NotNil(t, h.TraceSpans)
+			if tt.sample == 1 {
+				// At least a span per attempt, all flushed by the time
+				// the phase's engine stopped.
+				require.GreaterOrEqual(t, *h.TraceSpans, h.Attempts)
+			} else {
+				require.Zero(t, *h.TraceSpans)
+			}
+			require.Equal(t, tt.sample, *rep.Config.TraceSample)
+			var out bytes.Buffer
+			require.NoError(t, WriteTable(&out, rep))
+			require.Regexp(t, `spans exported per route\s+\S+\s+n/a`, out.String())
+			require.Contains(t, out.String(), fmt.Sprintf("sampling parentbased_traceidratio %g", tt.sample))
+		})
+	}
+}
+
+func TestTracingIsOffByDefaultAndTheNotesSaySo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.cfg.Intents = 200
+	b.cfg.IdleSamples = -1
+	rep, err := Run(context.Background(), b.db, b.cfg)
+	require.NoError(t, err)
+	require.Nil(t, rep.Rows[0].TraceSpans)
+	require.Nil(t, rep.Config.TraceSample)
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.NotContains(t, out.String(), "spans exported")
+	require.Contains(t, out.String(), "tracing off")
+}

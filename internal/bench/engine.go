@@ -13,8 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/dispatch"
@@ -49,6 +54,10 @@ type engineParams struct {
 	MaxConns int32
 	// Receipts opens the engine's receipts endpoint on a loopback port.
 	Receipts bool
+	// TraceEndpoint, when set, turns tracing on: spans sampled at
+	// TraceSample exported over OTLP/HTTP to this URL.
+	TraceEndpoint string
+	TraceSample   float64
 	// GetenvFunc resolves the providers' credential references.
 	GetenvFunc func(string) string
 	// Logger is for the engine's logs.
@@ -105,13 +114,21 @@ func startEngine(ctx context.Context, p *engineParams) (runningEngine, error) {
 	if p.Receipts {
 		ecfg.ReceiptsAddr = "127.0.0.1:0"
 	}
+	var tp *sdktrace.TracerProvider
+	if p.TraceEndpoint != "" {
+		if tp, err = tracerProvider(ctx, p.TraceEndpoint, p.TraceSample); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		ecfg.TracerProvider = tp
+	}
 	eng, err := engine.New(pool, ecfg)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &inProcess{cancel: cancel, done: make(chan error, 1), pool: pool}
+	e := &inProcess{cancel: cancel, done: make(chan error, 1), pool: pool, tp: tp}
 	if a := eng.ReceiptsAddr(); a != nil {
 		e.receiptsAddr = a.String()
 	}
@@ -126,13 +143,36 @@ type inProcess struct {
 	pool   *pgxpool.Pool
 	// receiptsAddr is the receipts endpoint's address, when it has one.
 	receiptsAddr string
+	// tp is the engine's tracer provider, flushed at Stop; nil without.
+	tp *sdktrace.TracerProvider
 }
 
 func (e *inProcess) Stop() error {
 	e.cancel()
 	err := <-e.done
+	if e.tp != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = errors.Join(err, e.tp.Shutdown(ctx))
+		cancel()
+	}
 	e.pool.Close()
 	return err
+}
+
+// tracerProvider returns the tracer provider serve would build from
+// OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint
+// and OTEL_TRACES_SAMPLER=parentbased_traceidratio with ratio as its
+// argument: spans batched to the OTLP/HTTP exporter.
+func tracerProvider(ctx context.Context, endpoint string, ratio float64) (*sdktrace.TracerProvider, error) {
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	return sdktrace.NewTracerProvider(
+		sdktrace.WithBatcher(exp),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "herald"))),
+	), nil
 }
 
 func (e *inProcess) PeakRSS() []int64 { return []int64{PeakRSS(0)} }
@@ -192,6 +232,19 @@ func startServeProcesses(p *engineParams) (runningEngine, error) {
 		}
 		if p.BatchSize > 0 {
 			cmd.Env = append(cmd.Env, "HERALD_DISPATCH_BATCH_SIZE="+strconv.Itoa(p.BatchSize))
+		}
+		if p.TraceEndpoint == "" {
+			// Tracing as the bench says, whatever this environment says.
+			cmd.Env = append(cmd.Env, "OTEL_TRACES_EXPORTER=none")
+		} else {
+			// The same as tracerProvider, by serve's OTEL_* variables.
+			cmd.Env = append(cmd.Env,
+				"OTEL_TRACES_EXPORTER=otlp",
+				"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf",
+				"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="+p.TraceEndpoint,
+				"OTEL_TRACES_SAMPLER=parentbased_traceidratio",
+				"OTEL_TRACES_SAMPLER_ARG="+strconv.FormatFloat(p.TraceSample, 'g', -1, 64),
+			)
 		}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {

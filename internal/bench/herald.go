@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -28,6 +29,10 @@ type heraldSubject struct {
 	// sentReceipts is what it had posted when it stopped.
 	receipts     *receiptSender
 	sentReceipts int64
+	// traces receives the engine's spans with Config.Tracing; spans is
+	// its count when the phase's engine started.
+	traces *oteltest.Receiver
+	spans  int64
 }
 
 func newHeraldSubject(cfg *Config, db *Database, sk *sink, w *workload) *heraldSubject {
@@ -43,6 +48,9 @@ func (h *heraldSubject) settings() string {
 		if h.cfg.ServeDiscard {
 			where = fmt.Sprintf("%d herald serve processes, discard driver", h.cfg.Processes)
 		}
+	}
+	if h.cfg.Tracing {
+		where += fmt.Sprintf(", tracing on: sampler parentbased_traceidratio %g, OTLP/HTTP batches to a loopback receiver", h.cfg.TraceSample)
 	}
 	if h.cfg.Provider {
 		where += ", SMS routes through provider " + benchProvider + " (sms-http) to the loopback sink"
@@ -92,6 +100,10 @@ func (h *heraldSubject) start(ctx context.Context) error {
 		Logger:      h.cfg.Logger,
 		ServeBinary: h.cfg.ServeBinary,
 		ServeOutput: h.cfg.ServeOutput,
+	}
+	if h.cfg.Tracing {
+		p.TraceEndpoint, p.TraceSample = h.traces.URL(), h.cfg.TraceSample
+		h.spans = h.traces.Count()
 	}
 	if h.cfg.Provider {
 		// SMS routes, delivered by sms/bench: an sms-http provider whose
@@ -176,6 +188,11 @@ func (h *heraldSubject) summarize(ctx context.Context) (summary, error) {
 		routes: r.Routes, published: r.Published, attempts: r.Attempts,
 		p50: r.P50, p95: r.P95, p99: r.P99,
 		lastTerminal: r.LastTerminalAt,
+	}
+	if h.cfg.Tracing {
+		// The engine flushed its spans when it stopped.
+		n := h.traces.Count() - h.spans
+		sum.spans = &n
 	}
 	if h.cfg.Receipts {
 		rc, err := h.q.BenchReceiptSummary(ctx, h.db.Pool, h.work.producer)

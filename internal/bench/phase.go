@@ -18,6 +18,8 @@ type summary struct {
 	lastTerminal                time.Time
 	// receipts are the receipts mode's figures, nil without.
 	receipts *ReceiptFigures
+	// spans is the spans the engine exported; nil with tracing off.
+	spans *int64
 }
 
 // subject is one engine under measurement: herald or River.
@@ -167,6 +169,7 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	}
 	row.Routes, row.Published, row.Attempts = sum.routes, sum.published, sum.attempts
 	row.Receipts = sum.receipts
+	row.TraceSpans = sum.spans
 	row.P50ms, row.P95ms, row.P99ms = sum.p50*1000, sum.p95*1000, sum.p99*1000
 	row.EndToEndSeconds = sum.lastTerminal.Sub(start).Seconds()
 	row.AcceptedPerSec = float64(cfg.Intents) / row.AcceptSeconds

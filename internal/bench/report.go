@@ -75,6 +75,13 @@ var receiptMetrics = []metric{
 
 func noReceipts(r *Row) bool { return r.Receipts == nil }
 
+// traceMetrics are the tracing lines, printed when a row was traced; a
+// row without (River's) reads n/a.
+var traceMetrics = []metric{
+	{"spans exported per route", "", func(r *Row) float64 { return perRoute(r, *r.TraceSpans) }, "-",
+		func(r *Row) bool { return r.TraceSpans == nil }},
+}
+
 // WriteTable prints the report as a table: one column per engine and, with
 // two engines, the ratio of the first to the second for every figure.
 func WriteTable(w io.Writer, rep *Report) error {
@@ -96,8 +103,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintln(tw)
 	all := metrics
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.TraceSpans != nil }) {
+		all = slices.Concat(all, traceMetrics)
+	}
 	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Receipts != nil }) {
-		all = slices.Concat(metrics, receiptMetrics)
+		all = slices.Concat(all, receiptMetrics)
 	}
 	for _, m := range all {
 		name := m.name

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -37,8 +38,20 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 
 	runID := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newWork := func() *workload { return newWorkload(&c, runID, c.RoutesPerIntent) }
+	var traces *oteltest.Receiver
+	if c.Tracing {
+		// One receiver for the run, in this process: a collector's work,
+		// counted in the bench process's CPU, not the engine's.
+		traces = oteltest.Start(false)
+		defer traces.Close()
+		rc.TraceSample = &c.TraceSample
+	}
 	subjects := []func(*sink) subject{
-		func(sk *sink) subject { return newHeraldSubject(&c, db, sk, newWork()) },
+		func(sk *sink) subject {
+			h := newHeraldSubject(&c, db, sk, newWork())
+			h.traces = traces
+			return h
+		},
 	}
 	if c.Vs == "river" {
 		subjects = append(subjects, func(sk *sink) subject { return newRiverSubject(&c, db, sk, newWork()) })
@@ -103,6 +116,11 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
 		indexNote(db),
 	)
+	if c.Tracing {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("herald's engine traces: an OpenTelemetry SDK tracer provider sampling parentbased_traceidratio %g, batching spans to the OTLP/HTTP exporter, which posts them to a loopback receiver in the bench process (internal/oteltest, decoding and counting them: its CPU is in the bench process's figure, as a collector's would not be); the sampler decides per root span: each claim batch (its attempts are its children, linked to the intents' traces) and each completion or receipts batch; the producers' client is not traced; River is not traced", c.TraceSample))
+	} else {
+		rep.Notes = append(rep.Notes, "tracing off: herald's engine has no tracer provider (OpenTelemetry's no-op), as serve without OTEL_TRACES_EXPORTER")
+	}
 	if c.Provider {
 		what := "without receipts: the baseline of -receipts"
 		if c.Receipts {

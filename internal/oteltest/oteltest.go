@@ -2,7 +2,9 @@
 // in-process endpoint on 127.0.0.1 that decodes what OpenTelemetry's OTLP
 // exporter posts (protobuf, go.opentelemetry.io/proto/otlp) and keeps the
 // spans for the test to read back, and a tracer provider that exports to
-// it through the real exporter.
+// it through the real exporter. `herald bench -trace-sample` runs one that
+// only counts (Start with keep false), so that the exporter's cost is
+// real, and `herald demo -otlp-receiver` one that keeps the spans.
 package oteltest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -47,17 +50,34 @@ type Event struct {
 // Receiver is the loopback OTLP/HTTP endpoint.
 type Receiver struct {
 	srv   *httptest.Server
+	keep  bool
+	count atomic.Int64
 	mu    sync.Mutex
 	spans []Span
 }
 
-// NewReceiver starts a receiver, closed at the test's end.
+// NewReceiver starts a receiver that keeps every span, closed at the
+// test's end.
 func NewReceiver(t testing.TB) *Receiver {
-	r := &Receiver{}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+	r := Start(true)
+	t.Cleanup(r.Close)
 	return r
 }
+
+// Start starts a receiver outside a test: one that keeps the spans it
+// decodes (Spans), or, with keep false, only counts them (Count), so that
+// a long run's spans take no memory. Close stops it.
+func Start(keep bool) *Receiver {
+	r := &Receiver{keep: keep}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	return r
+}
+
+// Close stops the receiver; an exporter's later posts fail.
+func (r *Receiver) Close() { r.srv.Close() }
+
+// Count returns the number of spans received so far, kept or not.
+func (r *Receiver) Count() int64 { return r.count.Load() }
 
 // URL returns the traces endpoint, http://127.0.0.1:port/v1/traces.
 func (r *Receiver) URL() string { return r.srv.URL + "/v1/traces" }
@@ -78,9 +98,14 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	var got []Span
+	var n int64
 	for _, rs := range in.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
+			n += int64(len(ss.GetSpans()))
+			if !r.keep {
+				continue
+			}
 			for _, s := range ss.GetSpans() {
 				sp := Span{
 					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
@@ -98,9 +123,12 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	r.mu.Lock()
-	r.spans = append(r.spans, got...)
-	r.mu.Unlock()
+	r.count.Add(n)
+	if r.keep {
+		r.mu.Lock()
+		r.spans = append(r.spans, got...)
+		r.mu.Unlock()
+	}
 	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
