@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/connstr"
@@ -14,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/telemetry"
 )
 
 func init() {
@@ -30,6 +33,7 @@ type demoFlags struct {
 	users   int
 	timeout time.Duration
 	metrics string
+	otlp    string
 }
 
 func runDemo(ctx context.Context, m *Main, args []string) error {
@@ -40,6 +44,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.users, "users", 200, "users in the demo's recipient directory (the workload scales with it)")
 	fs.DurationVar(&f.timeout, "timeout", 50*time.Second, "give up if the workload has not finished by then")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz here while the demo runs, e.g. 127.0.0.1:9090")
+	fs.StringVar(&f.otlp, "otlp-endpoint", "", "export every span over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (without it, the OTEL_* variables decide, as for serve)")
 	if m.Getenv("HERALD_LOG_LEVEL") == "" {
 		_ = fs.Set("log-level", "error") // the progress lines are the demo's output
 	}
@@ -55,6 +60,22 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		return usageError{fmt.Errorf("invalid -timeout %s: must be positive", f.timeout)}
 	}
 	start, logger := time.Now(), m.logger(&f.globalFlags)
+	tp, err := demoTracing(ctx, f.otlp)
+	if err != nil {
+		return err
+	}
+	defer func() { // flushes the spans not exported yet
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(sctx); err != nil {
+			logger.Warn("flush traces", "err", err)
+		}
+	}()
+	var tracer trace.TracerProvider
+	if tp.Enabled {
+		tracer = tp
+		fmt.Fprintf(m.Stderr, "demo: tracing on, exporting spans (%s)\n", tp.Exporter)
+	}
 	throwaway := f.DatabaseURL == "" && m.Getenv("PGHOST") == "" && m.Getenv("PGDATABASE") == ""
 	if throwaway {
 		fmt.Fprintln(m.Stderr, "demo: no DATABASE_URL: starting a throwaway PostgreSQL from the local binaries")
@@ -75,6 +96,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	return demo.Run(ctx, pool, &demo.Config{
+		TracerProvider: tracer,
 		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
 		DatabaseURL: connstr.Redact(f.DatabaseURL), Throwaway: throwaway, Started: start,
 		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient,
@@ -87,6 +109,19 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	})
 }
 
+// demoTracing returns the demo's tracer provider: to the -otlp-endpoint
+// URL if given, else as the OTEL_* variables say (off unless
+// OTEL_TRACES_EXPORTER=otlp).
+func demoTracing(ctx context.Context, endpoint string) (*telemetry.Provider, error) {
+	if endpoint == "" {
+		return telemetry.FromEnv(ctx)
+	}
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageError{fmt.Errorf("invalid -otlp-endpoint %q: want an http(s) URL", endpoint)}
+	}
+	return telemetry.ToEndpoint(ctx, endpoint)
+}
+
 // demoClient is the public client as internal/demo uses it (internal
 // packages do not import the module root). Intents and recipients are
 // heraldtype's on both sides; errors keep the client's message and match
@@ -94,7 +129,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 type demoClient struct{ c *herald.Client }
 
 func newDemoClient(pool *pgxpool.Pool, cfg *demo.ClientConfig) (demo.Client, error) {
-	c, err := herald.NewClient(pool, &herald.Config{Actor: cfg.Actor, Logger: cfg.Logger, ResultFunc: cfg.ResultFunc})
+	c, err := herald.NewClient(pool, &herald.Config{Actor: cfg.Actor, Logger: cfg.Logger, ResultFunc: cfg.ResultFunc,
+		TracerProvider: cfg.TracerProvider})
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
@@ -305,4 +308,198 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 		conn.Close(ctx)
 	}
 	require.Error(t, err)
+}
+
+// TestDemoExportsOneNotificationsSpansEndToEnd runs the demo exporting to a
+// loopback OTLP receiver and follows one order, submitted through the Go
+// client, SMS through an HTTP provider that sent a receipt, with status
+// callbacks to its producer, through its spans: the client's submit span
+// (the producer's trace), each attempt a child of its claim and linked to
+// the submit span, a completion batch linked to the delivered attempt, the
+// receipts batch that set its delivery status, and the callbacks linked to
+// the submit span. Every attribute exported, of every span, is checked
+// against a deny list of personal data, secrets and payloads.
+func TestDemoExportsOneNotificationsSpansEndToEnd(t *testing.T) {
+	t.Parallel()
+	recv := oteltest.NewReceiver(t)
+	dbURL := pgtemp.NewDatabase(t)
+	_, stderr, err := run(t, map[string]string{"DATABASE_URL": dbURL}, "demo", "--json", "-users", "40",
+		"-otlp-endpoint", recv.URL())
+	require.NoError(t, err, stderr)
+	require.Contains(t, stderr, "tracing on")
+	spans := recv.Spans() // the demo flushed them before it returned
+
+	// The order: an SMS route delivered by sms/acme or sms/backup (their
+	// receipts come over HTTP), with a delivered status from its receipt
+	// and its published and delivered callbacks sent.
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var nid, rid string
+	require.NoError(t, pool.QueryRow(ctx, `
+SELECT rt.notification_id, rt.route_id
+FROM herald.routes rt JOIN herald.records r USING (notification_id)
+WHERE r.request_id LIKE '%:order:%' AND rt.channel = 'sms' AND rt.delivery_status = 'delivered'
+    AND rt.providers[cardinality(rt.providers)] IN ('sms/acme', 'sms/backup')
+    AND (SELECT count(*) FROM herald.records c JOIN herald.routes cr USING (notification_id)
+         WHERE c.idempotency_key IN ('callback:' || rt.notification_id || ':' || rt.route_id || ':published',
+                                     'callback:' || rt.notification_id || ':' || rt.route_id || ':delivered')
+           AND cr.status = 'published') = 2
+ORDER BY rt.notification_id
+LIMIT 1`).Scan(&nid, &rid))
+	callbackIDs := map[string]bool{}
+	rows, err := pool.Query(ctx, `SELECT notification_id FROM herald.records WHERE idempotency_key LIKE $1`,
+		"callback:"+nid+":"+rid+":%")
+	require.NoError(t, err)
+	for rows.Next() {
+		var id string
+		require.NoError(t, rows.Scan(&id))
+		callbackIDs[id] = true
+	}
+	require.NoError(t, rows.Err())
+
+	byID := map[string]oteltest.Span{}
+	for _, s := range spans {
+		byID[s.SpanID] = s
+	}
+	linksTo := func(s oteltest.Span, spanID string) bool {
+		for _, l := range s.Links {
+			if l.SpanID == spanID {
+				return true
+			}
+		}
+		return false
+	}
+
+	// submit → claim → attempt(s): every attempt of the route is a child
+	// of a claim of channel sms and links to the one submit span.
+	var attempts []oteltest.Span
+	for _, s := range spans {
+		if s.Name == "herald.attempt" && s.Attrs["herald.notification_id"] == nid && s.Attrs["herald.route_id"] == rid {
+			attempts = append(attempts, s)
+		}
+	}
+	require.NotEmpty(t, attempts, "the route's attempts")
+	require.Len(t, attempts[0].Links, 1)
+	submit, ok := byID[attempts[0].Links[0].SpanID]
+	require.True(t, ok, "the submit span the attempt links to was exported")
+	require.Equal(t, "herald.SubmitMany", submit.Name)
+	require.Equal(t, attempts[0].Links[0].TraceID, submit.TraceID)
+	var delivered oteltest.Span
+	for _, a := range attempts {
+		claim, ok := byID[a.ParentSpanID]
+		require.True(t, ok, "attempt %s's parent was exported", a.SpanID)
+		require.Equal(t, "herald.claim", claim.Name)
+		require.Equal(t, a.TraceID, claim.TraceID)
+		require.Equal(t, "sms", claim.Attrs["herald.channel"])
+		require.True(t, linksTo(a, submit.SpanID), "every attempt links to the submit span")
+		require.NotEqual(t, submit.TraceID, a.TraceID, "delivery is a trace of its own, linked")
+		if a.Attrs["herald.outcome"] == "delivered" {
+			delivered = a
+		}
+	}
+	require.NotEmpty(t, delivered.SpanID, "the delivered attempt")
+	require.Contains(t, []string{"sms/acme", "sms/backup"}, delivered.Attrs["herald.provider"])
+
+	// → completion → receipt → callbacks.
+	completed, matched := false, false
+	callbacks := map[string]bool{}
+	for _, s := range spans {
+		switch s.Name {
+		case "herald.complete":
+			completed = completed || linksTo(s, delivered.SpanID)
+		case "herald.receipt.match":
+			for _, ev := range s.Events {
+				matched = matched || (ev.Attrs["herald.notification_id"] == nid && ev.Attrs["herald.route_id"] == rid)
+			}
+		case "herald.callback":
+			if id := s.Attrs["herald.notification_id"]; callbackIDs[id] && s.Attrs["herald.outcome"] == "delivered" {
+				require.True(t, linksTo(s, submit.SpanID), "callback %s links to the submit span", id)
+				callbacks[id] = true
+			}
+		}
+	}
+	require.True(t, completed, "a completion batch links to the delivered attempt")
+	require.True(t, matched, "the receipts batch that set the route's delivery status")
+	require.GreaterOrEqual(t, len(callbacks), 2, "the published and delivered callbacks, each delivered")
+
+	requireNoPersonalData(t, spans)
+}
+
+// denied are the patterns no exported attribute value may match: a phone
+// number, an e-mail address, a URL (webhook, callback or provider, with or
+// without credentials), the demo's secrets, and its content.
+var denied = map[string]*regexp.Regexp{
+	"phone number": regexp.MustCompile(`\+[1-9]\d{7,14}\b`),
+	"e-mail":       regexp.MustCompile(`[^\s@]+@[^\s@]+\.[^\s@]+`),
+	"url":          regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://`),
+	"secret":       regexp.MustCompile(`(?i)whsec_|\bhk_[a-z0-9_-]{8}|demo-sms-|demo-backup-|demo-pw|bearer |token=`),
+	"payload": regexp.MustCompile(`(?i)your order|has shipped|on its way|good news|new arrivals|INV-\d|amount_cents|` +
+		`reminder:|your code is|new password`),
+}
+
+// messageID is the form of the Message-ID herald's SMTP driver gives an
+// e-mail (an e-mail's provider message id): random, at the sender's
+// domain, the demo's From; it holds nothing of the recipient's.
+var messageID = regexp.MustCompile(`^herald\.[0-9a-f]{32}@example\.test$`)
+
+// requireNoPersonalData checks every attribute of every span, link, event
+// and resource against denied.
+func requireNoPersonalData(t *testing.T, spans []oteltest.Span) {
+	t.Helper()
+	require.NotEmpty(t, spans)
+	require.Empty(t, personalData(spans))
+}
+
+// personalData returns a line for every attribute value denied matches.
+func personalData(spans []oteltest.Span) []string {
+	var found []string
+	check := func(where string, attrs map[string]string) {
+		for k, v := range attrs {
+			if k == "herald.provider_message_id" && messageID.MatchString(v) {
+				continue
+			}
+			for what, re := range denied {
+				if re.MatchString(v) {
+					found = append(found, fmt.Sprintf("%s attribute %s=%q looks like a %s", where, k, v, what))
+				}
+			}
+		}
+	}
+	for _, s := range spans {
+		check(s.Name, s.Attrs)
+		check(s.Name+" resource", s.Resource)
+		for _, l := range s.Links {
+			check(s.Name+" link", l.Attrs)
+		}
+		for _, ev := range s.Events {
+			check(s.Name+" event "+ev.Name, ev.Attrs)
+		}
+	}
+	return found
+}
+
+func TestPersonalDataIsFoundInEveryPlaceASpanHoldsAttributes(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"+254712345678", "ann@example.com", "http://127.0.0.1:9/hook", "whsec_abc",
+		"hk_0123456789abcdef", "Bearer x", "Your code is 123456", `{"invoice":"INV-0001"}`} {
+		attrs := map[string]string{"k": v}
+		for _, s := range []oteltest.Span{{Attrs: attrs}, {Resource: attrs},
+			{Links: []oteltest.Link{{Attrs: attrs}}}, {Events: []oteltest.Event{{Attrs: attrs}}}} {
+			require.NotEmpty(t, personalData([]oteltest.Span{s}), "%q", v)
+		}
+	}
+	clean := oteltest.Span{Name: "herald.attempt", Attrs: map[string]string{"herald.channel": "sms",
+		"herald.notification_type": "password.reset", "herald.attempt": "int_value:2",
+		"herald.provider_message_id": "herald.97aa67d452aaa16cbdfac9c3df5cf130@example.test"}}
+	require.Empty(t, personalData([]oteltest.Span{clean}))
+}
+
+func TestDemoRefusesAnOTLPEndpointThatIsNotAnHTTPURL(t *testing.T) {
+	t.Parallel()
+	_, _, err := run(t, nil, "demo", "-otlp-endpoint", "127.0.0.1:4318")
+	var ue usageError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorContains(t, err, `invalid -otlp-endpoint "127.0.0.1:4318"`)
 }

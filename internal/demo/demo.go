@@ -50,6 +50,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/api"
@@ -117,6 +118,9 @@ type ClientConfig struct {
 	Logger *slog.Logger
 	// ResultFunc, if set, is called with each intent's producer and result.
 	ResultFunc func(producer, result string)
+	// TracerProvider, when set, makes the client's spans (Submit,
+	// SubmitMany): Config.TracerProvider.
+	TracerProvider trace.TracerProvider
 }
 
 // Config configures Run.
@@ -139,6 +143,10 @@ type Config struct {
 	Throwaway   bool
 	// Started is when the demo started, for Summary.Elapsed.
 	Started time.Time
+	// TracerProvider, when set, makes the spans of the engine (its API,
+	// intake, claims, attempts, completions, receipts and callbacks) and
+	// of the clients the workload submits through; nil makes none.
+	TracerProvider trace.TracerProvider
 	// Logger receives the engine's records. Required.
 	Logger *slog.Logger
 	// Progress receives the progress lines. Required.
@@ -158,6 +166,20 @@ type Config struct {
 // the producers' isolation and calls Config.ReportFunc. It returns the
 // engine's error if the engine stops before the workload is done.
 func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
+	if tp := cfg.TracerProvider; tp != nil {
+		// Every client the demo makes is traced with the engine.
+		c := *cfg
+		newClient := c.NewClientFunc
+		c.NewClientFunc = func(pool *pgxpool.Pool, cc *ClientConfig) (Client, error) {
+			with := ClientConfig{}
+			if cc != nil {
+				with = *cc
+			}
+			with.TracerProvider = tp
+			return newClient(pool, &with)
+		}
+		cfg = &c
+	}
 	say := func(format string, a ...any) { fmt.Fprintf(cfg.Progress, format+"\n", a...) }
 	steps, err := schema.NewMigrator(pool, &schema.MigratorConfig{Logger: cfg.Logger}).Up(ctx)
 	if err != nil {
@@ -216,6 +238,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	ecfg.MetricsAddr = cfg.MetricsAddr
+	ecfg.TracerProvider = cfg.TracerProvider
 	if prod.apiPool != nil {
 		ecfg.API, ecfg.APIAddr = &api.Config{Pool: prod.apiPool}, "127.0.0.1:0"
 	}

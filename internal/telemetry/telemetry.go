@@ -115,3 +115,27 @@ func FromEnv(ctx context.Context) (*Provider, error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp " + proto, shutdown: tp.Shutdown}, nil
 }
+
+// ToEndpoint returns a tracer provider that samples every trace (parent
+// based) and exports its spans in batches over OTLP/HTTP to endpoint, a
+// full URL such as http://127.0.0.1:4318/v1/traces: what `herald demo
+// -otlp-endpoint` uses, the flag taking precedence over the OTEL_*
+// variables. The resource is FromEnv's (service.name "herald", then
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES).
+func ToEndpoint(ctx context.Context, endpoint string) (*Provider, error) {
+	exporter, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(endpoint))
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter to %s: %w", endpoint, err)
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "herald")),
+		resource.WithTelemetrySDK(),
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp http/protobuf", shutdown: tp.Shutdown}, nil
+}
