@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -64,13 +65,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { // flushes the spans not exported yet
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := tp.Shutdown(sctx); err != nil {
-			logger.Warn("flush traces", "err", err)
-		}
-	}()
+	defer tp.Stop(ctx, logger) // flushes the spans not exported yet
 	var tracer trace.TracerProvider
 	if tp.Enabled {
 		tracer = tp
@@ -96,10 +91,9 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	return demo.Run(ctx, pool, &demo.Config{
-		TracerProvider: tracer,
 		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
 		DatabaseURL: connstr.Redact(f.DatabaseURL), Throwaway: throwaway, Started: start,
-		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient,
+		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient, TracerProvider: tracer,
 		ReportFunc: func(sum *demo.Summary) error {
 			if f.JSON {
 				return writeJSON(m.Stdout, sum)
@@ -113,13 +107,10 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 // URL if given, else as the OTEL_* variables say (off unless
 // OTEL_TRACES_EXPORTER=otlp).
 func demoTracing(ctx context.Context, endpoint string) (*telemetry.Provider, error) {
-	if endpoint == "" {
-		return telemetry.FromEnv(ctx)
-	}
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if u, err := url.Parse(endpoint); endpoint != "" && (err != nil || !strings.HasPrefix(u.Scheme, "http") || u.Host == "") {
 		return nil, usageError{fmt.Errorf("invalid -otlp-endpoint %q: want an http(s) URL", endpoint)}
 	}
-	return telemetry.ToEndpoint(ctx, endpoint)
+	return telemetry.New(ctx, endpoint)
 }
 
 // demoClient is the public client as internal/demo uses it (internal

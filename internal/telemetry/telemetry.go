@@ -19,8 +19,10 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -49,6 +51,16 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return p.shutdown(ctx)
+}
+
+// Stop is Shutdown within 10 seconds of now, for a deferred call: a
+// failure to flush is logged on logger, not returned.
+func (p *Provider) Stop(ctx context.Context, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		logger.Warn("flush traces", "err", err)
+	}
 }
 
 // Samplers OTEL_TRACES_SAMPLER may name.
@@ -114,6 +126,15 @@ func FromEnv(ctx context.Context) (*Provider, error) {
 	// limits; the batcher reads OTEL_BSP_*.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp " + proto, shutdown: tp.Shutdown}, nil
+}
+
+// New returns ToEndpoint's provider for a non-empty endpoint, else
+// FromEnv's.
+func New(ctx context.Context, endpoint string) (*Provider, error) {
+	if endpoint == "" {
+		return FromEnv(ctx)
+	}
+	return ToEndpoint(ctx, endpoint)
 }
 
 // ToEndpoint returns a tracer provider that samples every trace (parent
