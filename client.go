@@ -439,7 +439,7 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 			Status:            RouteStatus(r.Status),
 			Attempts:          int(r.AttemptCount),
 			MaxAttempts:       int(r.MaxAttempts),
-			NextAttemptAt:     r.NextAttemptAt,
+			NextAttemptAt:     r.DueAt(),
 			LastErrorClass:    r.LastErrorClassification,
 			LastError:         r.LastErrorMessage,
 			LastErrorAt:       r.LastErrorAt,

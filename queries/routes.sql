@@ -34,7 +34,7 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- migration 00007) and takes a lease on them, in
 -- one statement (one short implicit transaction): status 'claimed', the
 -- attempt counted now (attempt_count is the fence every completion checks),
--- and next_attempt_at moved to the lease's end, so a route whose worker dies
+-- and lease_until set to the lease's end, so a route whose worker dies
 -- comes due again by itself.
 --
 -- The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
@@ -61,7 +61,16 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- UPDATE locks only routes rows. `expired` says the intent expired before
 -- this claim: the route is dead-lettered without delivery.
 --
--- lease_until (the new next_attempt_at) is the claim's token: completions
+-- The claim leaves next_attempt_at, the route's place in routes_due_idx,
+-- where it was and writes the lease's end to lease_until, a column no index
+-- holds: the update is HOT (00020). The route stays at the head of the
+-- index while it is in flight, and the due scans step over it on
+-- `status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= now`
+-- (a route claimed before 00020 has its lease in next_attempt_at and no
+-- lease_until), checked on the heap (and
+-- checked again by FOR UPDATE on a row a concurrent claim has just taken).
+--
+-- lease_until is the claim's token: completions
 -- and releases are fenced on it as well as on the attempt, because it is
 -- unique to this claim even where the attempt number is not (a claim lost
 -- in a database crash is taken again with the same attempt number, and a
@@ -87,6 +96,7 @@ WITH due AS (
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT @max::integer
         FOR UPDATE SKIP LOCKED
@@ -100,6 +110,7 @@ WITH due AS (
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT @max::integer
         FOR UPDATE SKIP LOCKED
@@ -109,7 +120,7 @@ WITH due AS (
 UPDATE herald.routes AS r
 SET status = 'claimed',
     attempt_count = r.attempt_count + 1,
-    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
+    lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM herald.records AS rec
 WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
@@ -117,7 +128,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND rec.notification_id = r.notification_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
-    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
     r.max_attempts, rec.producer,
     r.priority, r.sms_encoding, r.sms_segments, r.providers,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
@@ -141,6 +152,7 @@ WITH due AS (
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT @max::integer
         FOR UPDATE SKIP LOCKED
@@ -154,6 +166,7 @@ WITH due AS (
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT @max::integer
         FOR UPDATE SKIP LOCKED
@@ -174,7 +187,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
 -- name: RouteClaimLocked :many
 -- The second half of that claim: for each route locked by RouteLockDue in
 -- this transaction, either claims it as RouteClaimDue does (status
--- 'claimed', the attempt counted, next_attempt_at the lease's end) or, when
+-- 'claimed', the attempt counted, lease_until the lease's end) or, when
 -- park is set, moves it into @lanes' lane due after delay_seconds without
 -- an attempt. Commits asynchronously, as RouteClaimDue does and for the
 -- same reason. Returns the claimed routes' attempt and lease end.
@@ -182,8 +195,11 @@ UPDATE herald.routes AS r
 SET status = CASE WHEN d.park THEN r.status ELSE 'claimed' END,
     attempt_count = CASE WHEN d.park THEN r.attempt_count ELSE r.attempt_count + 1 END,
     lane = d.lane,
-    next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs =>
-        CASE WHEN d.park THEN d.delay_seconds ELSE @lease_seconds::float8 END),
+    next_attempt_at = CASE WHEN d.park
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.delay_seconds)
+        ELSE r.next_attempt_at END,
+    lease_until = CASE WHEN d.park THEN NULL
+        ELSE coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8) END,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (
     SELECT
@@ -197,7 +213,7 @@ WHERE r.notification_id = ANY(@notification_ids::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-RETURNING r.notification_id, r.route_id, r.attempt_count, r.next_attempt_at AS lease_until, d.park::boolean AS parked;
+RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park::boolean AS parked;
 
 -- name: RouteCompleteMany :many
 -- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
@@ -257,6 +273,7 @@ updated AS (
         providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
         receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
         lane = '',
+        lease_until = NULL,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
@@ -270,7 +287,7 @@ updated AS (
         AND r.notification_id = d.notification_id
         AND r.route_id = d.route_id
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-        AND r.next_attempt_at = d.lease_until
+        AND r.lease_until = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
 ),
 dead_lettered AS (
@@ -307,6 +324,7 @@ UPDATE herald.routes AS r
 SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
     attempt_count = r.attempt_count - 1,
     next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    lease_until = NULL,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (
     SELECT
@@ -320,7 +338,7 @@ WHERE r.notification_id = ANY(@notification_ids::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.next_attempt_at = d.lease_until;
+    AND r.lease_until = d.lease_until;
 
 -- name: RouteParkMany :execrows
 -- Moves claimed routes into a lane without an attempt, due after
@@ -334,6 +352,7 @@ SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
     attempt_count = r.attempt_count - 1,
     lane = d.lane,
     next_attempt_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.delay_seconds),
+    lease_until = NULL,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM (
     SELECT
@@ -349,7 +368,7 @@ WHERE r.notification_id = ANY(@notification_ids::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.next_attempt_at = d.lease_until;
+    AND r.lease_until = d.lease_until;
 
 -- name: RouteLaneReset :execrows
 -- Moves the waiting routes of a channel's lanes back into the channel's own
@@ -417,17 +436,38 @@ RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_
     r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at, (r.status = 'failed')::boolean AS retried;
 
 -- name: RouteNextDue :one
--- How many seconds until the next route of one channel's lane comes due (a lease's
--- end counts: an expired lease makes its route due again), measured on the
--- database's clock so app and database clocks need not agree; negative when
--- something is due already, +Infinity when nothing is scheduled. Two
--- index-only probes of routes_due_idx, one per priority.
-SELECT coalesce(extract(epoch FROM least(
-    (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = @channel::text AND lane = @lane::text AND priority = 0 AND next_attempt_at IS NOT NULL),
-    (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = @channel::text AND lane = @lane::text AND priority = 1 AND next_attempt_at IS NOT NULL)
-) - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds;
+-- How many seconds until the next route of one channel's lane comes due (a
+-- lease's end counts: an expired lease makes its route due again), measured
+-- on the database's clock so app and database clocks need not agree;
+-- negative when something is due already, +Infinity when nothing is
+-- scheduled. A claimed route keeps its place in routes_due_idx (00020), so
+-- each priority's probe walks the index from its head over the routes in
+-- flight to the first route not leased, as a claim does. Only when that is
+-- in the future, so that every route already due is in flight, does a third
+-- probe read the earliest lease's end among those (the routes in flight of
+-- this lane: a bounded walk of the same index range; a CASE evaluates its
+-- sub-select only when it is reached).
+WITH next AS (
+    SELECT least(
+        (SELECT next_attempt_at FROM herald.routes
+            WHERE channel = @channel::text AND lane = @lane::text AND priority = 0 AND next_attempt_at IS NOT NULL
+                AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
+            ORDER BY next_attempt_at LIMIT 1),
+        (SELECT next_attempt_at FROM herald.routes
+            WHERE channel = @channel::text AND lane = @lane::text AND priority = 1 AND next_attempt_at IS NOT NULL
+                AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
+            ORDER BY next_attempt_at LIMIT 1)
+    ) AS at
+)
+SELECT coalesce(extract(epoch FROM
+    CASE WHEN next.at <= coalesce(sqlc.narg('now')::timestamptz, now()) THEN next.at
+    ELSE least(next.at, (
+        SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
+        WHERE channel = @channel::text AND lane = @lane::text AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+            AND status = 'claimed'))
+    END - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
+FROM next;
 
 -- name: RouteNotifyDispatchers :exec
 -- The trailing wake-up hint of the accept path's debounce window, on the
@@ -441,36 +481,60 @@ SELECT pg_notify('herald_routes', @channel::text);
 -- ---------------------------------------------------------------------------
 
 -- name: RouteBacklogByChannel :many
--- The backlog and lag per channel for the metrics collector: one scan of
--- routes_due_idx (index-only: every column read is in the index, and only
--- scheduling candidates are in it). Lag is how late the most overdue route
--- is (0 when nothing is overdue); a claimed route's next_attempt_at is its
--- lease's end, in the future, so it adds to the backlog and not to the lag.
+-- The backlog and lag per channel for the metrics collector. The backlog
+-- (every route waiting or in flight) is counted in one index-only scan of
+-- routes_due_idx. Lag is how late the most overdue route not in flight is
+-- (0 when nothing is overdue): a claimed route keeps its old due time in
+-- the index (00020), so per lane and priority a probe walks the index from
+-- its head over the routes in flight to the first one not leased, as a
+-- claim does, instead of reading the heap of the whole backlog; a route
+-- whose lease ran out is late from its lease's end.
+WITH queues AS (
+    SELECT channel, lane, priority, count(*)::bigint AS routes
+    FROM herald.routes
+    WHERE next_attempt_at IS NOT NULL
+    GROUP BY channel, lane, priority
+)
 SELECT
-    channel,
-    count(*)::bigint AS backlog,
+    q.channel,
+    sum(q.routes)::bigint AS backlog,
     coalesce(extract(epoch FROM
-        greatest(coalesce(sqlc.narg('now')::timestamptz, now()) - min(next_attempt_at), interval '0')
+        greatest(coalesce(sqlc.narg('now')::timestamptz, now()) - min(f.due_at), interval '0')
     ), 0)::float8 AS lag_seconds
-FROM herald.routes
-WHERE next_attempt_at IS NOT NULL
-GROUP BY channel
-ORDER BY channel;
+FROM queues AS q
+LEFT JOIN LATERAL (
+    SELECT CASE WHEN r.status = 'claimed' THEN coalesce(r.lease_until, r.next_attempt_at)
+        ELSE r.next_attempt_at END AS due_at
+    FROM herald.routes AS r
+    WHERE r.channel = q.channel AND r.lane = q.lane AND r.priority = q.priority
+        AND r.next_attempt_at IS NOT NULL
+        AND (r.status <> 'claimed' OR coalesce(r.lease_until, r.next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
+    ORDER BY r.next_attempt_at
+    LIMIT 1
+) AS f ON true
+GROUP BY q.channel
+ORDER BY q.channel;
 
 -- name: RouteBacklogByStatus :many
 -- The backlog per channel and status for `herald stats` (the backlog_view's
--- figures, with an injectable clock): one scan of routes_due_idx.
+-- figures, with an injectable clock): one scan of routes_due_idx and the
+-- heap (status is not in the index). A claimed route is due, and late,
+-- from its lease's end: its next_attempt_at keeps its old due time (00020).
 SELECT
     channel,
     status,
     count(*)::bigint AS routes,
-    count(*) FILTER (WHERE next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::bigint AS due,
+    count(*) FILTER (WHERE due_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::bigint AS due,
     coalesce(extract(epoch FROM greatest(
         coalesce(sqlc.narg('now')::timestamptz, now())
-            - min(next_attempt_at) FILTER (WHERE next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())),
+            - min(due_at) FILTER (WHERE due_at <= coalesce(sqlc.narg('now')::timestamptz, now())),
         interval '0')), 0)::float8 AS lag_seconds
-FROM herald.routes
-WHERE next_attempt_at IS NOT NULL
+FROM (
+    SELECT channel, status,
+        CASE WHEN status = 'claimed' THEN coalesce(lease_until, next_attempt_at) ELSE next_attempt_at END AS due_at
+    FROM herald.routes
+    WHERE next_attempt_at IS NOT NULL
+) AS r
 GROUP BY channel, status
 ORDER BY channel, status;
 

@@ -498,7 +498,7 @@ func (s *Server) get(w http.ResponseWriter, r *request) error {
 			n.Routes[i] = Route{
 				ID: rt.RouteID, Channel: rt.Channel, RecipientRef: rt.RecipientRef, Status: rt.Status,
 				Attempts: int(rt.AttemptCount), MaxAttempts: int(rt.MaxAttempts), Providers: rt.Providers,
-				NextAttemptAt: rt.NextAttemptAt, LastErrorClass: rt.LastErrorClassification,
+				NextAttemptAt: rt.DueAt(), LastErrorClass: rt.LastErrorClassification,
 				LastError: rt.LastErrorMessage, LastErrorAt: rt.LastErrorAt, SMSEncoding: rt.SmsEncoding,
 				SMSSegments: int(rt.SmsSegments), ProviderMessageID: rt.ProviderMessageID,
 				DeliveryStatusAt: rt.DeliveryStatusAt, DeliveryError: rt.DeliveryError,

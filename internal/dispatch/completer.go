@@ -21,7 +21,7 @@ type completion struct {
 	routeID        string
 	// attempt is the attempt taken at claim and leaseUntil the claim's
 	// lease end: together, the fence. (RouteClaimDue returns lease_until as
-	// a nullable column, next_attempt_at, but the claim has just set it.)
+	// a nullable column, but the claim has just set it.)
 	attempt        int32
 	leaseUntil     time.Time
 	status         string // published | failed | dead_letter | skipped

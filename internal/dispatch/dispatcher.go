@@ -9,8 +9,11 @@
 // Each configured channel has its own loop and in-flight limit. A loop
 // claims at most as many routes as it has free delivery slots (and at most
 // BatchSize) in one statement that moves them to 'claimed', counts the
-// attempt and moves next_attempt_at to the lease's end. A route whose
-// dispatcher dies therefore comes due again when its lease ends. The claim
+// attempt and writes the lease's end to lease_until. A route whose
+// dispatcher dies therefore comes due again when its lease ends. No
+// indexed column changes, so the claim is a HOT update: the route keeps
+// its place in routes_due_idx, and claims step over the routes in flight
+// at the head of that index (migration 00020). The claim
 // commits asynchronously (it does not wait for its WAL to reach disk):
 // nothing outside the database has acted on it yet, and a claim lost in a
 // database crash only makes its routes due again, to be delivered again

@@ -177,7 +177,7 @@ func route(r store.HeraldRoute) Route {
 		Status:            r.Status,
 		Attempts:          int(r.AttemptCount),
 		MaxAttempts:       int(r.MaxAttempts),
-		NextAttemptAt:     r.NextAttemptAt,
+		NextAttemptAt:     r.DueAt(),
 		LastError:         r.LastErrorMessage,
 		LastErrorClass:    r.LastErrorClassification,
 		LastErrorAt:       r.LastErrorAt,

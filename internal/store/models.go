@@ -287,6 +287,7 @@ type HeraldRoute struct {
 	DeliveryError           string
 	DeliveryErrorPermanent  pgtype.Bool
 	NotifyProducer          bool
+	LeaseUntil              *time.Time
 }
 
 type HeraldRoutingRule struct {

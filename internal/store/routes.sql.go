@@ -12,16 +12,31 @@ import (
 
 const routeBacklogByChannel = `-- name: RouteBacklogByChannel :many
 
+WITH queues AS (
+    SELECT channel, lane, priority, count(*)::bigint AS routes
+    FROM herald.routes
+    WHERE next_attempt_at IS NOT NULL
+    GROUP BY channel, lane, priority
+)
 SELECT
-    channel,
-    count(*)::bigint AS backlog,
+    q.channel,
+    sum(q.routes)::bigint AS backlog,
     coalesce(extract(epoch FROM
-        greatest(coalesce($1::timestamptz, now()) - min(next_attempt_at), interval '0')
+        greatest(coalesce($1::timestamptz, now()) - min(f.due_at), interval '0')
     ), 0)::float8 AS lag_seconds
-FROM herald.routes
-WHERE next_attempt_at IS NOT NULL
-GROUP BY channel
-ORDER BY channel
+FROM queues AS q
+LEFT JOIN LATERAL (
+    SELECT CASE WHEN r.status = 'claimed' THEN coalesce(r.lease_until, r.next_attempt_at)
+        ELSE r.next_attempt_at END AS due_at
+    FROM herald.routes AS r
+    WHERE r.channel = q.channel AND r.lane = q.lane AND r.priority = q.priority
+        AND r.next_attempt_at IS NOT NULL
+        AND (r.status <> 'claimed' OR coalesce(r.lease_until, r.next_attempt_at) <= coalesce($1::timestamptz, now()))
+    ORDER BY r.next_attempt_at
+    LIMIT 1
+) AS f ON true
+GROUP BY q.channel
+ORDER BY q.channel
 `
 
 type RouteBacklogByChannelRow struct {
@@ -33,11 +48,14 @@ type RouteBacklogByChannelRow struct {
 // ---------------------------------------------------------------------------
 // Backlog and health: metrics, `herald stats`, maintenance.
 // ---------------------------------------------------------------------------
-// The backlog and lag per channel for the metrics collector: one scan of
-// routes_due_idx (index-only: every column read is in the index, and only
-// scheduling candidates are in it). Lag is how late the most overdue route
-// is (0 when nothing is overdue); a claimed route's next_attempt_at is its
-// lease's end, in the future, so it adds to the backlog and not to the lag.
+// The backlog and lag per channel for the metrics collector. The backlog
+// (every route waiting or in flight) is counted in one index-only scan of
+// routes_due_idx. Lag is how late the most overdue route not in flight is
+// (0 when nothing is overdue): a claimed route keeps its old due time in
+// the index (00020), so per lane and priority a probe walks the index from
+// its head over the routes in flight to the first one not leased, as a
+// claim does, instead of reading the heap of the whole backlog; a route
+// whose lease ran out is late from its lease's end.
 func (q *Queries) RouteBacklogByChannel(ctx context.Context, db DBTX, now *time.Time) ([]RouteBacklogByChannelRow, error) {
 	rows, err := db.Query(ctx, routeBacklogByChannel, now)
 	if err != nil {
@@ -63,13 +81,17 @@ SELECT
     channel,
     status,
     count(*)::bigint AS routes,
-    count(*) FILTER (WHERE next_attempt_at <= coalesce($1::timestamptz, now()))::bigint AS due,
+    count(*) FILTER (WHERE due_at <= coalesce($1::timestamptz, now()))::bigint AS due,
     coalesce(extract(epoch FROM greatest(
         coalesce($1::timestamptz, now())
-            - min(next_attempt_at) FILTER (WHERE next_attempt_at <= coalesce($1::timestamptz, now())),
+            - min(due_at) FILTER (WHERE due_at <= coalesce($1::timestamptz, now())),
         interval '0')), 0)::float8 AS lag_seconds
-FROM herald.routes
-WHERE next_attempt_at IS NOT NULL
+FROM (
+    SELECT channel, status,
+        CASE WHEN status = 'claimed' THEN coalesce(lease_until, next_attempt_at) ELSE next_attempt_at END AS due_at
+    FROM herald.routes
+    WHERE next_attempt_at IS NOT NULL
+) AS r
 GROUP BY channel, status
 ORDER BY channel, status
 `
@@ -83,7 +105,9 @@ type RouteBacklogByStatusRow struct {
 }
 
 // The backlog per channel and status for `herald stats` (the backlog_view's
-// figures, with an injectable clock): one scan of routes_due_idx.
+// figures, with an injectable clock): one scan of routes_due_idx and the
+// heap (status is not in the index). A claimed route is due, and late,
+// from its lease's end: its next_attempt_at keeps its old due time (00020).
 func (q *Queries) RouteBacklogByStatus(ctx context.Context, db DBTX, now *time.Time) ([]RouteBacklogByStatusRow, error) {
 	rows, err := db.Query(ctx, routeBacklogByStatus, now)
 	if err != nil {
@@ -209,6 +233,7 @@ WITH due AS (
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT $3::integer
         FOR UPDATE SKIP LOCKED
@@ -222,6 +247,7 @@ WITH due AS (
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT $3::integer
         FOR UPDATE SKIP LOCKED
@@ -231,7 +257,7 @@ WITH due AS (
 UPDATE herald.routes AS r
 SET status = 'claimed',
     attempt_count = r.attempt_count + 1,
-    next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8),
+    lease_until = coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8),
     updated_at = coalesce($1::timestamptz, now())
 FROM herald.records AS rec
 WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
@@ -239,7 +265,7 @@ WHERE r.notification_id = ANY(ARRAY(SELECT notification_id FROM due))
     AND rec.notification_id = r.notification_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING
-    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.next_attempt_at AS lease_until,
+    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
     r.max_attempts, rec.producer,
     r.priority, r.sms_encoding, r.sms_segments, r.providers,
     (r.expires_at IS NOT NULL AND r.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
@@ -283,7 +309,7 @@ type RouteClaimDueRow struct {
 // migration 00007) and takes a lease on them, in
 // one statement (one short implicit transaction): status 'claimed', the
 // attempt counted now (attempt_count is the fence every completion checks),
-// and next_attempt_at moved to the lease's end, so a route whose worker dies
+// and lease_until set to the lease's end, so a route whose worker dies
 // comes due again by itself.
 //
 // The due CTE locks with FOR UPDATE SKIP LOCKED, so concurrent dispatchers
@@ -310,7 +336,16 @@ type RouteClaimDueRow struct {
 // UPDATE locks only routes rows. `expired` says the intent expired before
 // this claim: the route is dead-lettered without delivery.
 //
-// lease_until (the new next_attempt_at) is the claim's token: completions
+// The claim leaves next_attempt_at, the route's place in routes_due_idx,
+// where it was and writes the lease's end to lease_until, a column no index
+// holds: the update is HOT (00020). The route stays at the head of the
+// index while it is in flight, and the due scans step over it on
+// `status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= now`
+// (a route claimed before 00020 has its lease in next_attempt_at and no
+// lease_until), checked on the heap (and
+// checked again by FOR UPDATE on a row a concurrent claim has just taken).
+//
+// lease_until is the claim's token: completions
 // and releases are fenced on it as well as on the attempt, because it is
 // unique to this claim even where the attempt number is not (a claim lost
 // in a database crash is taken again with the same attempt number, and a
@@ -376,8 +411,11 @@ UPDATE herald.routes AS r
 SET status = CASE WHEN d.park THEN r.status ELSE 'claimed' END,
     attempt_count = CASE WHEN d.park THEN r.attempt_count ELSE r.attempt_count + 1 END,
     lane = d.lane,
-    next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs =>
-        CASE WHEN d.park THEN d.delay_seconds ELSE $2::float8 END),
+    next_attempt_at = CASE WHEN d.park
+        THEN coalesce($1::timestamptz, now()) + make_interval(secs => d.delay_seconds)
+        ELSE r.next_attempt_at END,
+    lease_until = CASE WHEN d.park THEN NULL
+        ELSE coalesce($1::timestamptz, now()) + make_interval(secs => $2::float8) END,
     updated_at = coalesce($1::timestamptz, now())
 FROM (
     SELECT
@@ -391,7 +429,7 @@ WHERE r.notification_id = ANY($3::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-RETURNING r.notification_id, r.route_id, r.attempt_count, r.next_attempt_at AS lease_until, d.park::boolean AS parked
+RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park::boolean AS parked
 `
 
 type RouteClaimLockedParams struct {
@@ -414,7 +452,7 @@ type RouteClaimLockedRow struct {
 
 // The second half of that claim: for each route locked by RouteLockDue in
 // this transaction, either claims it as RouteClaimDue does (status
-// 'claimed', the attempt counted, next_attempt_at the lease's end) or, when
+// 'claimed', the attempt counted, lease_until the lease's end) or, when
 // park is set, moves it into @lanes' lane due after delay_seconds without
 // an attempt. Commits asynchronously, as RouteClaimDue does and for the
 // same reason. Returns the claimed routes' attempt and lease end.
@@ -495,6 +533,7 @@ updated AS (
         providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
         receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
         lane = '',
+        lease_until = NULL,
         updated_at = coalesce($16::timestamptz, now())
     FROM done AS d
     -- Written for the planner: the ANY is an index condition on the primary
@@ -508,7 +547,7 @@ updated AS (
         AND r.notification_id = d.notification_id
         AND r.route_id = d.route_id
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-        AND r.next_attempt_at = d.lease_until
+        AND r.lease_until = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
 ),
 dead_lettered AS (
@@ -774,7 +813,7 @@ func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneRese
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer, lease_until
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -828,6 +867,7 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.DeliveryError,
 			&i.DeliveryErrorPermanent,
 			&i.NotifyProducer,
+			&i.LeaseUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -892,6 +932,7 @@ WITH due AS (
             AND priority = 0
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT $2::integer
         FOR UPDATE SKIP LOCKED
@@ -905,6 +946,7 @@ WITH due AS (
             AND priority = 1
             AND next_attempt_at IS NOT NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
+            AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
         LIMIT $2::integer
         FOR UPDATE SKIP LOCKED
@@ -994,27 +1036,48 @@ func (q *Queries) RouteLockDue(ctx context.Context, db DBTX, arg RouteLockDuePar
 }
 
 const routeNextDue = `-- name: RouteNextDue :one
-SELECT coalesce(extract(epoch FROM least(
-    (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = $1::text AND lane = $2::text AND priority = 0 AND next_attempt_at IS NOT NULL),
-    (SELECT min(next_attempt_at) FROM herald.routes
-        WHERE channel = $1::text AND lane = $2::text AND priority = 1 AND next_attempt_at IS NOT NULL)
-) - coalesce($3::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
+WITH next AS (
+    SELECT least(
+        (SELECT next_attempt_at FROM herald.routes
+            WHERE channel = $2::text AND lane = $3::text AND priority = 0 AND next_attempt_at IS NOT NULL
+                AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
+            ORDER BY next_attempt_at LIMIT 1),
+        (SELECT next_attempt_at FROM herald.routes
+            WHERE channel = $2::text AND lane = $3::text AND priority = 1 AND next_attempt_at IS NOT NULL
+                AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
+            ORDER BY next_attempt_at LIMIT 1)
+    ) AS at
+)
+SELECT coalesce(extract(epoch FROM
+    CASE WHEN next.at <= coalesce($1::timestamptz, now()) THEN next.at
+    ELSE least(next.at, (
+        SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
+        WHERE channel = $2::text AND lane = $3::text AND next_attempt_at IS NOT NULL
+            AND next_attempt_at <= coalesce($1::timestamptz, now())
+            AND status = 'claimed'))
+    END - coalesce($1::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
+FROM next
 `
 
 type RouteNextDueParams struct {
+	Now     *time.Time
 	Channel string
 	Lane    string
-	Now     *time.Time
 }
 
-// How many seconds until the next route of one channel's lane comes due (a lease's
-// end counts: an expired lease makes its route due again), measured on the
-// database's clock so app and database clocks need not agree; negative when
-// something is due already, +Infinity when nothing is scheduled. Two
-// index-only probes of routes_due_idx, one per priority.
+// How many seconds until the next route of one channel's lane comes due (a
+// lease's end counts: an expired lease makes its route due again), measured
+// on the database's clock so app and database clocks need not agree;
+// negative when something is due already, +Infinity when nothing is
+// scheduled. A claimed route keeps its place in routes_due_idx (00020), so
+// each priority's probe walks the index from its head over the routes in
+// flight to the first route not leased, as a claim does. Only when that is
+// in the future, so that every route already due is in flight, does a third
+// probe read the earliest lease's end among those (the routes in flight of
+// this lane: a bounded walk of the same index range; a CASE evaluates its
+// sub-select only when it is reached).
 func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDueParams) (float64, error) {
-	row := db.QueryRow(ctx, routeNextDue, arg.Channel, arg.Lane, arg.Now)
+	row := db.QueryRow(ctx, routeNextDue, arg.Now, arg.Channel, arg.Lane)
 	var seconds float64
 	err := row.Scan(&seconds)
 	return seconds, err
@@ -1039,6 +1102,7 @@ SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
     attempt_count = r.attempt_count - 1,
     lane = d.lane,
     next_attempt_at = coalesce($1::timestamptz, now()) + make_interval(secs => d.delay_seconds),
+    lease_until = NULL,
     updated_at = coalesce($1::timestamptz, now())
 FROM (
     SELECT
@@ -1053,7 +1117,7 @@ WHERE r.notification_id = ANY($2::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.next_attempt_at = d.lease_until
+    AND r.lease_until = d.lease_until
 `
 
 type RouteParkManyParams struct {
@@ -1094,6 +1158,7 @@ UPDATE herald.routes AS r
 SET status = CASE WHEN r.attempt_count <= 1 THEN 'pending' ELSE 'failed' END,
     attempt_count = r.attempt_count - 1,
     next_attempt_at = coalesce($1::timestamptz, now()),
+    lease_until = NULL,
     updated_at = coalesce($1::timestamptz, now())
 FROM (
     SELECT
@@ -1106,7 +1171,7 @@ WHERE r.notification_id = ANY($2::text[])
     AND r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.next_attempt_at = d.lease_until
+    AND r.lease_until = d.lease_until
 `
 
 type RouteReleaseLeasesParams struct {
