@@ -629,8 +629,19 @@ func (e *Engine) warnUnservedChannels(ctx context.Context) {
 // every statement anew (herald bench's figures are in commit 53d6f34).
 // Catalog reads without an index still scan: the setting prices seq scans,
 // it does not forbid them.
+//
+// jit=off: pricing seq scans out prices a one-row table's scan at 1e10,
+// far above jit_above_cost, so Postgres JIT-compiled every such statement:
+// the plane watcher's read of routing_state, every two seconds in every
+// process, spent 130 ms compiling (250 ms on a loaded machine) to read one
+// row, about a tenth of a core (pg_stat_statements' jit_* columns, herald
+// bench -mode scale). herald's statements are short and index-bound; JIT
+// never pays for itself on them.
 func ConfigurePool(cfg *pgxpool.Config) {
 	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
 		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
 	}
 }
