@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
@@ -112,6 +113,9 @@ type Client struct {
 	result func(producer, result string)
 	waker  *wake.Waker
 	tracer trace.Tracer
+	// content checks templated intents against their templates (and every
+	// intent against the content blocklist); see package content.
+	content *content.Checker
 }
 
 // NewClient returns a Client storing into the herald schema of pool's
@@ -146,6 +150,8 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		result: cfg.ResultFunc,
 		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
 		tracer: tracing.Tracer(cfg.TracerProvider),
+
+		content: content.NewChecker(),
 	}, nil
 }
 
@@ -268,6 +274,20 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		valid = append(valid, v)
 		index = append(index, i)
 	}
+	refused, err := c.content.Check(ctx, db, valid, c.limits)
+	if err != nil {
+		return nil, fmt.Errorf("submit intents: %w", err)
+	}
+	n := 0
+	for j, v := range valid {
+		if refused[j] != nil {
+			results[index[j]].Err = refused[j]
+			continue
+		}
+		valid[n], index[n] = v, index[j]
+		n++
+	}
+	valid, index = valid[:n], index[:n]
 	if len(valid) == 0 {
 		c.report(ins, results)
 		return results, nil

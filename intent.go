@@ -31,3 +31,8 @@ type SMSContent = heraldtype.SMSContent
 // EmailContent is an e-mail's Subject and its bodies, Text (text/plain)
 // and HTML (text/html), of which at least one is required.
 type EmailContent = heraldtype.EmailContent
+
+// TemplateRef names a stored template to render instead of Content, by
+// Name, optionally a Version (0: the current one) and the Locale of routes
+// to direct addresses; see "Templates" in the package documentation.
+type TemplateRef = heraldtype.TemplateRef

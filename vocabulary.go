@@ -39,6 +39,8 @@ type Code = heraldtype.Code
 //	producer_mismatch      an intake entry names a producer other than the login
 //	                       that inserted it, and that login is not a relay (set
 //	                       by the intake worker)
+//	unknown_template       the intent names a template (or a version of one) its
+//	                       producer does not have
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -98,6 +100,9 @@ const (
 	// door only: the Go client's submit in another's name fails with
 	// ErrForbidden).
 	CodeProducerMismatch Code = "producer_mismatch"
+	// CodeUnknownTemplate: the intent names a template, or a version of
+	// one, that its producer has not published (herald.templates).
+	CodeUnknownTemplate Code = "unknown_template"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

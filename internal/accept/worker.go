@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
@@ -122,6 +123,7 @@ type Worker struct {
 	result     func(producer, result string)
 	now        func() time.Time
 	tracer     trace.Tracer // nil: no spans
+	content    *content.Checker
 
 	afterClaim func(batch []intakeEntry) // test hook: called after each batch is claimed
 }
@@ -148,6 +150,7 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
+		content:    content.NewChecker(),
 	}
 	if cfg.TracerProvider != nil {
 		w.tracer = tracing.Tracer(cfg.TracerProvider)
@@ -466,6 +469,20 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		valid = append(valid, vs[i])
 		from = append(from, i)
 	}
+	refusedContent, err := w.content.Check(ctx, tx, valid, w.limits)
+	if err != nil {
+		return 0, 0, 0, false, firstID, fmt.Errorf("check intake batch's content: %w", err)
+	}
+	kept := 0
+	for j, v := range valid {
+		if refusedContent[j] != nil {
+			bad = append(bad, refused(entries[from[j]], refusedContent[j]))
+			continue
+		}
+		valid[kept], from[kept] = v, from[j]
+		kept++
+	}
+	valid, from = valid[:kept], from[:kept]
 
 	if len(valid) > 0 {
 		// One hint per batch transaction: batching already debounces it.

@@ -40,6 +40,8 @@ type Code string
 //	producer_mismatch      an intake entry names a producer other than the login
 //	                       that inserted it, and that login is not a relay (set
 //	                       by the intake worker)
+//	unknown_template       the intent names a template (or a version of one) its
+//	                       producer does not have
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -99,6 +101,9 @@ const (
 	// door only: the Go client's submit in another's name fails with
 	// ErrForbidden).
 	CodeProducerMismatch Code = "producer_mismatch"
+	// CodeUnknownTemplate: the intent names a template, or a version of
+	// one, that its producer has not published (herald.templates).
+	CodeUnknownTemplate Code = "unknown_template"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -109,7 +114,7 @@ func Codes() []Code {
 		CodeInvalidField, CodeUnknownChannel, CodeInvalidPhone,
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
-		CodeRejectedByDatabase, CodeProducerMismatch,
+		CodeRejectedByDatabase, CodeProducerMismatch, CodeUnknownTemplate,
 	}
 }
 

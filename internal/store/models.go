@@ -309,6 +309,16 @@ type HeraldRoutingState struct {
 	AppliedBy string
 }
 
+type HeraldTemplate struct {
+	Producer      string
+	Name          string
+	Version       int32
+	DefaultLocale string
+	Locales       []byte
+	CreatedAt     time.Time
+	CreatedBy     string
+}
+
 type HeraldUnmatchedReceiptsView struct {
 	ID                int64
 	Provider          string
