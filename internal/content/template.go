@@ -69,7 +69,7 @@ type LocaleSource struct {
 type Template struct {
 	// Producer, Name and Version identify the version.
 	Producer, Name string
-	Version    int
+	Version        int
 	// DefaultLocale is the locale rendered when no other matches.
 	DefaultLocale string
 
