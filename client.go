@@ -76,6 +76,11 @@ type Config struct {
 	// the acceptance time; for tests. Nil means time.Now for validation and
 	// the database's now() for acceptance.
 	NowFunc func() time.Time
+	// ContentRulesMaxAge is how long the client uses the content
+	// blocklist (herald.content_rules) it read before reading it again,
+	// with the submit that finds it stale: one query at most this often.
+	// Default 5s; negative reads it for every submit.
+	ContentRulesMaxAge time.Duration
 	// TracerProvider makes the spans of Submit, SubmitTx, SubmitMany and
 	// SubmitManyTx, each a child of the caller's context's span. Nil means
 	// OpenTelemetry's global provider (a no-op unless the program set
@@ -151,7 +156,7 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
 		tracer: tracing.Tracer(cfg.TracerProvider),
 
-		content: content.NewChecker(),
+		content: content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: logger}),
 	}, nil
 }
 
@@ -274,14 +279,20 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		valid = append(valid, v)
 		index = append(index, i)
 	}
-	refused, err := c.content.Check(ctx, db, valid, c.limits)
+	verdicts, err := c.content.Check(ctx, db, valid, c.limits, nil)
 	if err != nil {
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
 	n := 0
 	for j, v := range valid {
-		if refused[j] != nil {
-			results[index[j]].Err = refused[j]
+		switch verdict := verdicts[j]; {
+		case verdict.Err != nil:
+			results[index[j]].Err = verdict.Err
+			continue
+		case verdict.Held != nil:
+			if results[index[j]].Receipt, err = c.hold(ctx, db, ins[index[j]], v, verdict.Held); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		valid[n], index[n] = v, index[j]
@@ -337,6 +348,29 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	}
 	c.report(ins, results)
 	return results, nil
+}
+
+// hold keeps in, which a review rule of the content blocklist matched, in
+// herald.held_intents for an operator, as its producer's login, and
+// returns its receipt: Held, with the held entry's id. A retry of a held
+// intent finds the same entry.
+func (c *Client) hold(ctx context.Context, db store.DBTX, in *Intent, v *intake.Validated, m *content.Match) (*Receipt, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("hold intent for review: %w", err)
+	}
+	id, err := store.New().HeldIntentInsert(ctx, db, store.HeldIntentInsertParams{
+		Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
+		Body: string(body), RuleID: m.Rule.ID, Rule: m.Rule.String(), Part: m.Part,
+	})
+	if err != nil {
+		if f := forbidden(err); f != err {
+			return nil, f
+		}
+		return nil, fmt.Errorf("hold intent for review: %w", err)
+	}
+	c.logger.DebugContext(ctx, "intent held for review", slog.Int64("held_id", id), slog.Int64("rule_id", m.Rule.ID))
+	return &Receipt{Held: true, HeldID: id, HeldRule: m.Rule.String()}, nil
 }
 
 // submitForbidden settles a submit whose statement the database refused

@@ -155,6 +155,8 @@
 //	                       inserted it, a login neither herald_relay's nor the
 //	                       engine's (SQL door only; nothing of it is accepted)
 //	unknown_template       the template (or version) named is not the producer's
+//	content_blocked        the text matches a content blocklist rule (refuse mode),
+//	                       or an operator rejected it after review
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

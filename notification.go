@@ -20,6 +20,18 @@ type Receipt struct {
 	// RouteIDs are the ids of its routes, one per (channel, recipient),
 	// sorted by channel and recipient; their count is the fan-out.
 	RouteIDs []string
+
+	// Held reports that a review rule of the content blocklist matched the
+	// intent: it is not refused, but not accepted either. It waits in
+	// herald.held_intents, as HeldID, until an operator releases it (it is
+	// then accepted through the SQL door, its idempotency key intact) or
+	// rejects it (recorded in malformed_intents as content_blocked).
+	// NotificationID, AcceptedAt and RouteIDs are empty then.
+	Held bool
+	// HeldID is the held entry's id (herald.held_intents.id).
+	HeldID int64
+	// HeldRule names the rule that matched.
+	HeldRule string
 }
 
 // SubmitResult is SubmitMany's result for one intent: a Receipt, or the
