@@ -9,6 +9,44 @@ import (
 	"context"
 )
 
+const contentRuleDelete = `-- name: ContentRuleDelete :exec
+DELETE FROM herald.content_rules WHERE id = $1
+`
+
+// Deletes one content rule.
+func (q *Queries) ContentRuleDelete(ctx context.Context, db DBTX, id int64) error {
+	_, err := db.Exec(ctx, contentRuleDelete, id)
+	return err
+}
+
+const contentRuleInsert = `-- name: ContentRuleInsert :one
+INSERT INTO herald.content_rules (producer, kind, pattern, mode, note)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id
+`
+
+type ContentRuleInsertParams struct {
+	Producer string
+	Kind     string
+	Pattern  string
+	Mode     string
+	Note     string
+}
+
+// Adds one content rule (herald demo; operators type the INSERT in psql).
+func (q *Queries) ContentRuleInsert(ctx context.Context, db DBTX, arg ContentRuleInsertParams) (int64, error) {
+	row := db.QueryRow(ctx, contentRuleInsert,
+		arg.Producer,
+		arg.Kind,
+		arg.Pattern,
+		arg.Mode,
+		arg.Note,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const contentRuleList = `-- name: ContentRuleList :many
 SELECT id, producer, kind, pattern, mode
 FROM herald.content_rules
