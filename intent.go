@@ -6,8 +6,9 @@ import "github.com/heraldhq/herald/internal/heraldtype"
 // JSON object a producer INSERTs into herald.intake (the JSON tags are the
 // same, so json.Marshal of an Intent is a valid intake entry). Its fields
 // are NotificationType, Producer, IdempotencyKey, Audience, Channels,
-// Content, OccurredAt, SendAt, ExpiresAt, Priority, MaxAttempts, RequestID
-// and TraceID; the package documentation's section "The intent" gives each
+// Content, OccurredAt, SendAt, ExpiresAt, Priority, MaxAttempts, RequestID,
+// TraceID, CallbackURL, and Template and Data (instead of Content); the
+// package documentation's section "The intent" gives each
 // one's JSON name and rules, and `go doc
 // github.com/heraldhq/herald/internal/heraldtype.Intent` its Go type.
 type Intent = heraldtype.Intent
