@@ -68,7 +68,7 @@ type Config struct {
 	Actor string
 	// ResultFunc, if set, is called once per submitted intent with its
 	// producer (as given, "" for a nil intent) and its result: "accepted",
-	// "duplicate", "conflict", "invalid" or "forbidden" (the
+	// "duplicate", "conflict", "invalid", "forbidden" or "held" (the
 	// herald_intents_total labels). It is not called for intents of a submit whose statement
 	// failed, and for SubmitTx it is called before the caller commits.
 	ResultFunc func(producer, result string)
@@ -425,6 +425,8 @@ func (c *Client) report(ins []*Intent, results []SubmitResult) {
 			c.result(producer, "forbidden")
 		case r.Receipt != nil && r.Receipt.Duplicate:
 			c.result(producer, "duplicate")
+		case r.Receipt != nil && r.Receipt.Held:
+			c.result(producer, "held")
 		case r.Receipt != nil:
 			c.result(producer, "accepted")
 		}
