@@ -487,6 +487,16 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	if err := json.Unmarshal([]byte(rec.PayloadJson), &n.Content); err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)
 	}
+	var templated struct {
+		Template *TemplateRef    `json:"template"`
+		Data     json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(rec.PayloadJson), &templated); err == nil && templated.Template != nil {
+		n.Template = templated.Template
+		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
+			return nil, fmt.Errorf("decode template data: %w", err)
+		}
+	}
 	for i, r := range routes {
 		n.Routes[i] = Route{
 			ID:                r.RouteID,

@@ -61,8 +61,14 @@ type Notification struct {
 	// Priority is PriorityTransactional or PriorityBulk.
 	Priority Priority
 	// Content is the intent's content as it was stored: normalized, its
-	// webhook body in canonical JSON.
+	// webhook body in canonical JSON. Empty for a templated notification.
 	Content Content
+	// Template is a templated notification's template, its Version the one
+	// it was accepted with (and is rendered with), and Data its data; nil
+	// for a notification with content. The locale each route was rendered
+	// in is routes.resolved_locale.
+	Template *TemplateRef
+	Data     map[string]any
 	// RequestID and TraceID are the producer's identifiers.
 	RequestID string
 	TraceID   string

@@ -52,6 +52,11 @@ func TestTemplatedSubmitIsCheckedAgainstTheTemplateAtIntake(t *testing.T) {
 	var payload string
 	require.NoError(t, b.admin.QueryRow(ctx, `SELECT payload_json FROM herald.records WHERE notification_id = $1`, r.NotificationID).Scan(&payload))
 	require.JSONEq(t, `{"data":{"name":"Ana","order":9},"template":{"locale":"","name":"order","version":1}}`, payload)
+	got, err := b.clientA.Get(ctx, r.NotificationID)
+	require.NoError(t, err)
+	require.Equal(t, &herald.TemplateRef{Name: "order", Version: 1}, got.Template, "the version it was accepted with")
+	require.Equal(t, "Ana", got.Data["name"])
+	require.Nil(t, got.Content.SMS)
 
 	// Missing variables are refused, each named; nothing is stored.
 	_, err = b.clientA.Submit(ctx, templatedIntent(b.nameA, "missing", map[string]any{"name": "Ana"}))
