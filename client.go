@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
@@ -67,7 +68,7 @@ type Config struct {
 	Actor string
 	// ResultFunc, if set, is called once per submitted intent with its
 	// producer (as given, "" for a nil intent) and its result: "accepted",
-	// "duplicate", "conflict", "invalid" or "forbidden" (the
+	// "duplicate", "conflict", "invalid", "forbidden" or "held" (the
 	// herald_intents_total labels). It is not called for intents of a submit whose statement
 	// failed, and for SubmitTx it is called before the caller commits.
 	ResultFunc func(producer, result string)
@@ -75,6 +76,11 @@ type Config struct {
 	// the acceptance time; for tests. Nil means time.Now for validation and
 	// the database's now() for acceptance.
 	NowFunc func() time.Time
+	// ContentRulesMaxAge is how long the client uses the content
+	// blocklist (herald.content_rules) it read before reading it again,
+	// with the submit that finds it stale: one query at most this often.
+	// Default 5s; negative reads it for every submit.
+	ContentRulesMaxAge time.Duration
 	// TracerProvider makes the spans of Submit, SubmitTx, SubmitMany and
 	// SubmitManyTx, each a child of the caller's context's span. Nil means
 	// OpenTelemetry's global provider (a no-op unless the program set
@@ -112,6 +118,9 @@ type Client struct {
 	result func(producer, result string)
 	waker  *wake.Waker
 	tracer trace.Tracer
+	// content checks templated intents against their templates (and every
+	// intent against the content blocklist); see package content.
+	content *content.Checker
 }
 
 // NewClient returns a Client storing into the herald schema of pool's
@@ -146,6 +155,8 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 		result: cfg.ResultFunc,
 		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
 		tracer: tracing.Tracer(cfg.TracerProvider),
+
+		content: content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: logger}),
 	}, nil
 }
 
@@ -268,6 +279,26 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		valid = append(valid, v)
 		index = append(index, i)
 	}
+	verdicts, err := c.content.Check(ctx, db, valid, c.limits, nil)
+	if err != nil {
+		return nil, fmt.Errorf("submit intents: %w", err)
+	}
+	n := 0
+	for j, v := range valid {
+		switch verdict := verdicts[j]; {
+		case verdict.Err != nil:
+			results[index[j]].Err = verdict.Err
+			continue
+		case verdict.Held != nil:
+			if results[index[j]].Receipt, err = c.hold(ctx, db, ins[index[j]], v, verdict.Held); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		valid[n], index[n] = v, index[j]
+		n++
+	}
+	valid, index = valid[:n], index[:n]
 	if len(valid) == 0 {
 		c.report(ins, results)
 		return results, nil
@@ -317,6 +348,29 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	}
 	c.report(ins, results)
 	return results, nil
+}
+
+// hold keeps in, which a review rule of the content blocklist matched, in
+// herald.held_intents for an operator, as its producer's login, and
+// returns its receipt: Held, with the held entry's id. A retry of a held
+// intent finds the same entry.
+func (c *Client) hold(ctx context.Context, db store.DBTX, in *Intent, v *intake.Validated, m *content.Match) (*Receipt, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("hold intent for review: %w", err)
+	}
+	id, err := store.New().HeldIntentInsert(ctx, db, store.HeldIntentInsertParams{
+		Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
+		Body: string(body), RuleID: m.Rule.ID, Rule: m.Rule.String(), Part: m.Part,
+	})
+	if err != nil {
+		if f := forbidden(err); f != err {
+			return nil, f
+		}
+		return nil, fmt.Errorf("hold intent for review: %w", err)
+	}
+	c.logger.DebugContext(ctx, "intent held for review", slog.Int64("held_id", id), slog.Int64("rule_id", m.Rule.ID))
+	return &Receipt{Held: true, HeldID: id, HeldRule: m.Rule.String()}, nil
 }
 
 // submitForbidden settles a submit whose statement the database refused
@@ -371,6 +425,8 @@ func (c *Client) report(ins []*Intent, results []SubmitResult) {
 			c.result(producer, "forbidden")
 		case r.Receipt != nil && r.Receipt.Duplicate:
 			c.result(producer, "duplicate")
+		case r.Receipt != nil && r.Receipt.Held:
+			c.result(producer, "held")
 		case r.Receipt != nil:
 			c.result(producer, "accepted")
 		}
@@ -430,6 +486,16 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	}
 	if err := json.Unmarshal([]byte(rec.PayloadJson), &n.Content); err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)
+	}
+	var templated struct {
+		Template *TemplateRef    `json:"template"`
+		Data     json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(rec.PayloadJson), &templated); err == nil && templated.Template != nil {
+		n.Template = templated.Template
+		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
+			return nil, fmt.Errorf("decode template data: %w", err)
+		}
 	}
 	for i, r := range routes {
 		n.Routes[i] = Route{

@@ -57,6 +57,8 @@
 //     callbacks go instead of the producer's subscription URL (see
 //     [Client.SetCallbackSubscription]); an absolute http(s) URL, checked
 //     as a webhook address.
+//   - Template [template] and Data [data], instead of Content: see
+//     Templates below.
 //
 // Times are RFC 3339 in JSON and stored to the microsecond. Duplicate
 // recipients (after normalization) collapse into one route. Every route has
@@ -111,6 +113,34 @@
 // encoding/json: unknown or repeated fields and wrong JSON types are
 // refused.
 //
+// # Templates
+//
+// An intent may name a stored template ([TemplateRef]: Name [name],
+// Version [version], 0 for the current one, and Locale [locale] for routes
+// to direct addresses) and give Data [data], a JSON object of values,
+// instead of Content. Templates are a producer's own, versioned and
+// immutable, in herald.templates (`herald templates apply -f DIR`). At
+// intake the template must exist (unknown_template), have text for every
+// listed channel (missing_content), and the data must hold every variable
+// it uses (missing_field, e.g. data.order); every locale is rendered with
+// the data then, SMS segments included. The notification keeps the version
+// it was accepted with; the dispatcher renders it at delivery in the
+// recipient's locale from the directory, falling back pt-BR, pt, then the
+// template's default, and records the locale used in
+// routes.resolved_locale. E-mail HTML is rendered with html/template, so
+// data is escaped; data is never executed.
+//
+// # The content blocklist
+//
+// Every intent's text (a template's, in every locale) is checked against
+// herald.content_rules, words and regular expressions kept by operators.
+// A refuse rule refuses the intent with content_blocked, naming the rule;
+// a review rule holds it: Submit returns a [Receipt] with Held and
+// HeldID, and the intent waits in herald.held_intents until an operator
+// releases it (`herald held release`; it is then accepted, its key
+// intact) or rejects it (`herald held reject`). The client rereads the
+// rules at most every Config.ContentRulesMaxAge.
+//
 // # Idempotency
 //
 // The UNIQUE (producer, idempotency_key) constraint on herald.records is
@@ -154,6 +184,9 @@
 //	producer_mismatch      the entry names a producer other than the login that
 //	                       inserted it, a login neither herald_relay's nor the
 //	                       engine's (SQL door only; nothing of it is accepted)
+//	unknown_template       the template (or version) named is not the producer's
+//	content_blocked        the text matches a content blocklist rule (refuse mode),
+//	                       or an operator rejected it after review
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

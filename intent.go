@@ -6,8 +6,9 @@ import "github.com/heraldhq/herald/internal/heraldtype"
 // JSON object a producer INSERTs into herald.intake (the JSON tags are the
 // same, so json.Marshal of an Intent is a valid intake entry). Its fields
 // are NotificationType, Producer, IdempotencyKey, Audience, Channels,
-// Content, OccurredAt, SendAt, ExpiresAt, Priority, MaxAttempts, RequestID
-// and TraceID; the package documentation's section "The intent" gives each
+// Content, OccurredAt, SendAt, ExpiresAt, Priority, MaxAttempts, RequestID,
+// TraceID, CallbackURL, and Template and Data (instead of Content); the
+// package documentation's section "The intent" gives each
 // one's JSON name and rules, and `go doc
 // github.com/heraldhq/herald/internal/heraldtype.Intent` its Go type.
 type Intent = heraldtype.Intent
@@ -31,3 +32,8 @@ type SMSContent = heraldtype.SMSContent
 // EmailContent is an e-mail's Subject and its bodies, Text (text/plain)
 // and HTML (text/html), of which at least one is required.
 type EmailContent = heraldtype.EmailContent
+
+// TemplateRef names a stored template to render instead of Content, by
+// Name, optionally a Version (0: the current one) and the Locale of routes
+// to direct addresses; see "Templates" in the package documentation.
+type TemplateRef = heraldtype.TemplateRef

@@ -20,6 +20,18 @@ type Receipt struct {
 	// RouteIDs are the ids of its routes, one per (channel, recipient),
 	// sorted by channel and recipient; their count is the fan-out.
 	RouteIDs []string
+
+	// Held reports that a review rule of the content blocklist matched the
+	// intent: it is not refused, but not accepted either. It waits in
+	// herald.held_intents, as HeldID, until an operator releases it (it is
+	// then accepted through the SQL door, its idempotency key intact) or
+	// rejects it (recorded in malformed_intents as content_blocked).
+	// NotificationID, AcceptedAt and RouteIDs are empty then.
+	Held bool
+	// HeldID is the held entry's id (herald.held_intents.id).
+	HeldID int64
+	// HeldRule names the rule that matched.
+	HeldRule string
 }
 
 // SubmitResult is SubmitMany's result for one intent: a Receipt, or the
@@ -49,8 +61,14 @@ type Notification struct {
 	// Priority is PriorityTransactional or PriorityBulk.
 	Priority Priority
 	// Content is the intent's content as it was stored: normalized, its
-	// webhook body in canonical JSON.
+	// webhook body in canonical JSON. Empty for a templated notification.
 	Content Content
+	// Template is a templated notification's template, its Version the one
+	// it was accepted with (and is rendered with), and Data its data; nil
+	// for a notification with content. The locale each route was rendered
+	// in is routes.resolved_locale.
+	Template *TemplateRef
+	Data     map[string]any
 	// RequestID and TraceID are the producer's identifiers.
 	RequestID string
 	TraceID   string

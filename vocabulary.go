@@ -39,6 +39,10 @@ type Code = heraldtype.Code
 //	producer_mismatch      an intake entry names a producer other than the login
 //	                       that inserted it, and that login is not a relay (set
 //	                       by the intake worker)
+//	unknown_template       the intent names a template (or a version of one) its
+//	                       producer does not have
+//	content_blocked        the intent's text matches a content blocklist rule in
+//	                       refuse mode (or an operator rejected it after review)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -98,6 +102,15 @@ const (
 	// door only: the Go client's submit in another's name fails with
 	// ErrForbidden).
 	CodeProducerMismatch Code = "producer_mismatch"
+	// CodeUnknownTemplate: the intent names a template, or a version of
+	// one, that its producer has not published (herald.templates).
+	CodeUnknownTemplate Code = "unknown_template"
+	// CodeContentBlocked: the intent's text (a template's, as rendered in
+	// any of its locales) matches a rule of the content blocklist
+	// (herald.content_rules) in refuse mode; the message names the rule.
+	// An intent held by a review-mode rule and then rejected by an
+	// operator is recorded in malformed_intents with this code too.
+	CodeContentBlocked Code = "content_blocked"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

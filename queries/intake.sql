@@ -74,7 +74,8 @@ RETURNING
     b.loaded_bytes::int AS loaded_bytes,
     b.locked_entries::int AS locked_entries,
     i.submitted_by,
-    b.trusted::boolean AS trusted;
+    b.trusted::boolean AS trusted,
+    i.reviewed;
 
 -- name: IntakeTakeByID :many
 -- Takes one named entry off the intake, inside the caller's transaction: the

@@ -15,3 +15,8 @@ SELECT (
     AND NOT coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r WHERE r.rolname = session_user), true)
     AND NOT pg_has_role(session_user, (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.nspname = 'herald'), 'MEMBER')
 )::boolean AS ok;
+
+-- name: SessionUser :one
+-- The login of the session: whose templates `herald templates apply`
+-- publishes when a file names no producer.
+SELECT session_user::text AS login;

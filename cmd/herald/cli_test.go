@@ -27,6 +27,8 @@ var subcommands = map[string][]string{
 	"api-keys":     {"create", "list", "revoke"},
 	"dead-letters": {"list", "show", "replay", "progress"},
 	"malformed":    {"list", "show"},
+	"templates":    {"apply", "list", "show", "render"},
+	"held":         {"list", "release", "reject"},
 	"migrate":      {"up", "down", "status"},
 }
 

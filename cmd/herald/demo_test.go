@@ -57,6 +57,24 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	}
 	require.Equal(t, 8, sum.Isolation.Refused)
 
+	// A templated notification, rendered in each user's locale (pt-BR falls
+	// back to pt), and an intent the blocklist refused.
+	require.NotNil(t, sum.Content)
+	require.Len(t, sum.Content.Deliveries, 2)
+	for _, d := range sum.Content.Deliveries {
+		require.Equal(t, "published", d.Status, d.User)
+		switch d.Locale {
+		case "pt-BR":
+			require.Equal(t, "pt", d.ResolvedLocale)
+			require.Equal(t, "Bem-vindo, Ana & Zoé! O seu pedido 1042 está confirmado.", d.Text)
+		default:
+			require.Equal(t, "fr", d.ResolvedLocale)
+			require.Equal(t, "Bienvenue Ana & Zoé ! Votre commande 1042 est confirmée.", d.Text)
+		}
+	}
+	require.Contains(t, sum.Content.Blocked, "content_blocked")
+	require.Contains(t, sum.Content.Blocked, `word "jackpot"`)
+
 	// The same numbers, read independently from the database.
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)

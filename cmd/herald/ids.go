@@ -63,13 +63,13 @@ func parseReplayID(s string) (string, error) {
 }
 
 // malformedIDForm is a malformed intent's id: "intake:" and the intake
-// entry's id.
-var malformedIDForm = regexp.MustCompile(`^intake:[1-9][0-9]{0,18}$`)
+// entry's id, or "held:" and the id of a held intent an operator rejected.
+var malformedIDForm = regexp.MustCompile(`^(intake|held):[1-9][0-9]{0,18}$`)
 
 // parseMalformedID returns s if it is a malformed intent's id.
 func parseMalformedID(s string) (string, error) {
 	if !malformedIDForm.MatchString(s) {
-		return "", usageError{fmt.Errorf("invalid id %s: want intake:N, as malformed list prints", quoteArg(s))}
+		return "", usageError{fmt.Errorf("invalid id %s: want intake:N or held:N, as malformed list prints", quoteArg(s))}
 	}
 	return s, nil
 }

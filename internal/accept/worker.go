@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/canonjson"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
@@ -51,6 +52,9 @@ const (
 	// not submit in the producer's name it holds; it was recorded in
 	// malformed_intents.
 	ResultMalformed = "malformed"
+	// ResultHeld: a review rule of the content blocklist matched the
+	// entry; it waits in held_intents for an operator.
+	ResultHeld = "held"
 )
 
 // WorkerConfig configures a Worker. The zero value is valid.
@@ -83,6 +87,10 @@ type WorkerConfig struct {
 	ResultFunc func(producer, result string)
 	// NowFunc, if set, replaces the clock; for tests.
 	NowFunc func() time.Time
+	// ContentRulesMaxAge is how long the content blocklist read is used
+	// before it is read again; default content.DefaultRulesMaxAge,
+	// negative reads it for every batch.
+	ContentRulesMaxAge time.Duration
 	// TracerProvider, when set, makes a span (herald.intake.validate) of
 	// each batch that claimed entries: a root span whose context the
 	// batch's intents without a trace_id store as theirs (see Accept). Nil
@@ -122,6 +130,7 @@ type Worker struct {
 	result     func(producer, result string)
 	now        func() time.Time
 	tracer     trace.Tracer // nil: no spans
+	content    *content.Checker
 
 	afterClaim func(batch []intakeEntry) // test hook: called after each batch is claimed
 }
@@ -148,6 +157,7 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
+		content:    content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: cfg.Logger}),
 	}
 	if cfg.TracerProvider != nil {
 		w.tracer = tracing.Tracer(cfg.TracerProvider)
@@ -265,6 +275,7 @@ type intakeEntry struct {
 	size        int
 	submittedBy string
 	trusted     bool
+	reviewed    bool // released by an operator after review
 }
 
 // entryRef returns the reference of intake entry id, "intake:<id>", by
@@ -429,7 +440,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	more = locked == limit || locked > len(rows)
 	entries := make([]intakeEntry, len(rows))
 	for i, r := range rows {
-		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes), submittedBy: r.SubmittedBy, trusted: r.Trusted}
+		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes), submittedBy: r.SubmittedBy, trusted: r.Trusted, reviewed: r.Reviewed}
 	}
 	firstID = entries[0].id
 	if w.afterClaim != nil {
@@ -466,6 +477,35 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		valid = append(valid, vs[i])
 		from = append(from, i)
 	}
+	reviewed := make([]bool, len(valid))
+	for j := range valid {
+		reviewed[j] = entries[from[j]].reviewed
+	}
+	verdicts, err := w.content.Check(ctx, tx, valid, w.limits, &content.CheckOpts{Reviewed: reviewed})
+	if err != nil {
+		return 0, 0, 0, false, firstID, fmt.Errorf("check intake batch's content: %w", err)
+	}
+	kept := 0
+	for j, v := range valid {
+		e := entries[from[j]]
+		switch verdict := verdicts[j]; {
+		case verdict.Err != nil:
+			bad = append(bad, refused(e, verdict.Err))
+			continue
+		case verdict.Held != nil:
+			if _, err := q.HeldIntentInsertAs(ctx, tx, store.HeldIntentInsertAsParams{
+				Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
+				Body: e.body, RuleID: verdict.Held.Rule.ID, Rule: verdict.Held.Rule.String(), Part: verdict.Held.Part, SubmittedBy: e.submittedBy,
+			}); err != nil {
+				return 0, 0, 0, false, firstID, fmt.Errorf("hold intake entry %d for review: %w", e.id, err)
+			}
+			results = append(results, resultOf{v.Intent.Producer, ResultHeld})
+			continue
+		}
+		valid[kept], from[kept] = v, from[j]
+		kept++
+	}
+	valid, from = valid[:kept], from[:kept]
 
 	if len(valid) > 0 {
 		// One hint per batch transaction: batching already debounces it.

@@ -64,6 +64,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
@@ -183,6 +184,7 @@ type Server struct {
 	limits  intake.Limits
 	waker   *wake.Waker
 	limiter *limiter
+	content *content.Checker
 	mux     *http.ServeMux
 	handler http.Handler
 
@@ -217,6 +219,7 @@ func New(cfg *Config) (*Server, error) {
 		limits:  c.Limits.WithDefaults(),
 		waker:   wake.NewWaker(c.Pool, c.NotifyDebounce, logger),
 		limiter: newLimiter(c.RateLimit, c.RateBurst),
+		content: content.NewChecker(&content.CheckerConfig{Logger: logger}),
 		touched: map[[sha256.Size]byte]time.Time{},
 	}
 	if c.TracerProvider != nil {

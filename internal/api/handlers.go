@@ -272,6 +272,30 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 			index = append(index, i)
 		}
 	}
+	// Templates and the content blocklist, as both other doors check them.
+	// A review rule refuses here: the HTTP door cannot hold an intent (a
+	// held intent is released in the name of the login that submitted
+	// it, and this login is the API's, not the producer's).
+	verdicts, err := s.content.Check(r.Context(), tx, valid, s.limits, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept := 0
+	for j, v := range valid {
+		verdict := verdicts[j]
+		if verdict.Held != nil {
+			verdict.Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Field: verdict.Held.Part,
+				Code: heraldtype.CodeContentBlocked, Message: fmt.Sprintf("the text matches %s, which holds intents "+
+					"for review; the HTTP API cannot hold one: submit it through the Go client or herald.intake", &verdict.Held.Rule)}}}
+		}
+		if verdict.Err != nil {
+			res[index[j]].problem, res[index[j]].producer = asProblem(verdict.Err), v.Intent.Producer
+			continue
+		}
+		valid[kept], index[kept] = v, index[j]
+		kept++
+	}
+	valid, index = valid[:kept], index[:kept]
 	if len(valid) == 0 {
 		return res, committed, nil
 	}

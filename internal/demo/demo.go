@@ -222,6 +222,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		say("demo: no providers applied: %s", skipped)
 	}
 
+	cd, err := setupContent(ctx, pool, w.runID)
+	if err != nil {
+		return err
+	}
+	defer cd.close(context.WithoutCancel(ctx), pool)
+	say("demo: template %s/%s published (en, pt, fr); blocklist %s added", ContentProducer, cd.part.Template, cd.part.Rule)
+
 	prod, err := newProducer(ctx, pool, srv, w.runID, cfg.NewClientFunc)
 	if err != nil {
 		return err
@@ -308,6 +315,10 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		providerNames = pl.names()
 	}
 	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
+		return err
+	}
+	say("demo: a templated notification to users in pt-BR and fr, and an intent the blocklist refuses…")
+	if sum.Content, err = cd.run(runCtx, pool, client, w.runID, cfg.Timeout); err != nil {
 		return err
 	}
 	if !cfg.Keep {

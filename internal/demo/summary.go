@@ -57,6 +57,8 @@ type Summary struct {
 	Receipts  *Receipts  `json:"receipts"`
 	Callbacks *Callbacks `json:"callbacks"`
 	API       *APIPart   `json:"api"`
+	// Content is the templates and content blocklist part.
+	Content *ContentPart `json:"content"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -219,6 +221,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		writeProviders(out, s.Providers, row)
 	}
 	writeDelivery(out, s, row)
+	if s.Content != nil {
+		writeContent(out, s.Content)
+	}
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {
 			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)

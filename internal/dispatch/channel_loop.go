@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
@@ -15,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/content"
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -34,6 +37,9 @@ const (
 	ClassOptedOut = "opted_out"
 	// ClassDelivererPanic: the channel's Deliverer panicked; dead-lettered.
 	ClassDelivererPanic = "deliverer_panic"
+	// ClassTemplateError: a templated notification's template version is
+	// gone or no longer renders (dead_letter).
+	ClassTemplateError = "template_error"
 )
 
 // userRefPrefix marks a recipient_ref resolved through herald.recipients.
@@ -418,6 +424,18 @@ func (l *channelLoop) resolveIn(ctx context.Context, db store.DBTX, claimed []st
 		if l.name == channel.Email {
 			j.email = address
 		}
+		body := contentFor(r.PayloadJson, l.name)
+		if body == nil && isTemplated(r.PayloadJson) {
+			// Only a templated notification pays for rendering: an intent
+			// with content has its channel's entry, found above.
+			var err error
+			if body, err = l.render(ctx, db, j); err != nil {
+				return nil, err
+			}
+			if j.outcome != nil {
+				continue
+			}
+		}
 		j.msg = channel.Message{
 			NotificationID:   r.NotificationID,
 			RouteID:          r.RouteID,
@@ -425,7 +443,7 @@ func (l *channelLoop) resolveIn(ctx context.Context, db store.DBTX, claimed []st
 			Attempt:          int(r.AttemptCount),
 			Address:          address,
 			Locale:           j.locale,
-			Content:          contentFor(r.PayloadJson, l.name),
+			Content:          body,
 			TraceID:          r.TraceID,
 			RequestID:        r.RequestID,
 			AcceptedAt:       r.AcceptedAt,
@@ -453,6 +471,55 @@ func contentFor(payload, ch string) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(v.Raw)
+}
+
+// isTemplated reports whether payload is a templated notification's
+// ({"data", "template"}); checked only when the payload has no entry for
+// the route's channel.
+func isTemplated(payload string) bool {
+	return gjson.Get(payload, "template.name").Exists()
+}
+
+// render renders the templated notification of j for its channel, in the
+// locale j's recipient has (the directory's, or else the intent's
+// template.locale), with the template version the notification was
+// accepted with; j.locale becomes the locale used (routes.resolved_locale).
+// A version that is gone or renders no longer (both only through SQL by
+// hand: intake rendered every locale) settles j as a dead letter. The
+// error is the database's.
+func (l *channelLoop) render(ctx context.Context, db store.DBTX, j *job) (json.RawMessage, error) {
+	doc := gjson.Parse(j.row.PayloadJson)
+	ref := doc.Get("template")
+	name, version := ref.Get("name").String(), int(ref.Get("version").Int())
+	fail := func(err error) (json.RawMessage, error) {
+		j.outcome = l.settle(j, "dead_letter", ClassTemplateError,
+			fmt.Sprintf("template %s version %d: %v", name, version, err),
+			"the template version this notification was accepted with is missing or no longer renders: "+
+				"restore it (herald.templates), then replay with `herald dead-letters replay`")
+		return nil, nil
+	}
+	t, err := l.d.templates.Get(ctx, db, j.row.Producer, name, version)
+	var perr *content.ParseError
+	switch {
+	case errors.Is(err, content.ErrTemplateNotFound) || errors.As(err, &perr):
+		return fail(err)
+	case err != nil:
+		return nil, fmt.Errorf("get template of notification %s: %w", j.row.NotificationID, err)
+	}
+	data, err := intake.DecodeData([]byte(doc.Get("data").Raw))
+	if err != nil {
+		return fail(err)
+	}
+	want := j.locale
+	if want == "" {
+		want = ref.Get("locale").String()
+	}
+	r, err := t.Render(want, l.name, data)
+	if err != nil {
+		return fail(err)
+	}
+	j.locale = r.Locale
+	return r.Content(), nil
 }
 
 // settle builds the completion of a route that needs no delivery.

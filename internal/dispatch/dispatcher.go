@@ -87,6 +87,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
@@ -285,6 +286,9 @@ type Dispatcher struct {
 	plane *planeState
 	// health counts outcomes per provider until the next flush (health.go).
 	health *healthCounts
+	// templates caches the template versions templated notifications are
+	// rendered with (immutable, so cached for good).
+	templates content.TemplateCache
 	// defaults is the ChannelConfig of a channel the plane adds that
 	// Channels does not configure.
 	defaults ChannelConfig

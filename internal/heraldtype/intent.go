@@ -73,6 +73,32 @@ type Intent struct {
 	// or https URL without userinfo, at most 2048 characters, as a webhook
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
+
+	// Templates (issue 17). An intent gives either Content or a Template
+	// with its Data, never both.
+
+	// Template names a stored template (herald.templates) of the intent's
+	// producer to render instead of Content: at delivery, in each
+	// recipient's locale, with Data. Its version is fixed at acceptance.
+	Template *TemplateRef `json:"template,omitempty"`
+	// Data are the values the template's variables take: a JSON object,
+	// values only (strings, numbers, booleans, arrays, objects). Every
+	// variable the template uses must be present, or the intent is refused
+	// with missing_field. It is part of the fingerprint.
+	Data map[string]any `json:"data,omitempty"`
+}
+
+// TemplateRef names a template: Intent.Template.
+type TemplateRef struct {
+	// Name is the template's name in its producer's templates. Required.
+	Name string `json:"name"`
+	// Version pins a version; 0 means the current one (the highest
+	// published when the intent is accepted).
+	Version int `json:"version,omitempty"`
+	// Locale is the locale of routes to direct addresses, which have no
+	// directory entry to give one; "" means the template's default. Routes
+	// to user ids use the user's locale from the directory.
+	Locale string `json:"locale,omitempty"`
 }
 
 // Audience is who an intent is for: user ids resolved at delivery through

@@ -59,6 +59,31 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"request_id":        d.str(&in.RequestID),
 		"trace_id":          d.str(&in.TraceID),
 		"callback_url":      d.str(&in.CallbackURL),
+		"template": func(path string, raw json.RawMessage) {
+			ref := &heraldtype.TemplateRef{}
+			if d.object(path, raw, map[string]func(string, json.RawMessage){
+				"name":    d.str(&ref.Name),
+				"version": d.int(&ref.Version),
+				"locale":  d.str(&ref.Locale),
+			}) {
+				in.Template = ref
+			}
+		},
+		"data": func(path string, raw json.RawMessage) {
+			if isNull(raw) {
+				return
+			}
+			if jsonKind(raw) != "object" {
+				d.errs.add(path, heraldtype.CodeWrongShape, "must be a JSON object, not %s", jsonKind(raw))
+				return
+			}
+			m, err := DecodeData(raw)
+			if err != nil {
+				d.errs.add(path, heraldtype.CodeWrongShape, "%v", err)
+				return
+			}
+			in.Data = m
+		},
 		"audience": func(path string, raw json.RawMessage) {
 			d.object(path, raw, map[string]func(string, json.RawMessage){
 				"user_ids": d.strs(&in.Audience.UserIDs),

@@ -191,11 +191,22 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		*ad.dst = normalizeList(&errs, field, ad.list, ad.norm)
 	}
 
-	// Content.
-	sms := checkContent(&errs, &out, in.Content, listed, lim)
+	// Content, or a template and its data.
+	var (
+		sms     smsPlan
+		payload []byte
+	)
+	if in.Template != nil {
+		payload = checkTemplate(&errs, &out, in, lim)
+	} else {
+		if in.Data != nil {
+			errs.add("data", heraldtype.CodeInvalidField, "data is given without a template")
+		}
+		sms = checkContent(&errs, &out, in.Content, listed, lim)
+		payload = canonicalContent(out.Content)
+	}
 
 	// Payload.
-	payload := canonicalContent(out.Content)
 	if len(payload) > lim.MaxPayloadBytes {
 		errs.add("content", heraldtype.CodeTooLarge, "content is %d bytes as canonical JSON; the limit is %d", len(payload), lim.MaxPayloadBytes)
 	}

@@ -55,7 +55,8 @@ RETURNING
     b.loaded_bytes::int AS loaded_bytes,
     b.locked_entries::int AS locked_entries,
     i.submitted_by,
-    b.trusted::boolean AS trusted
+    b.trusted::boolean AS trusted,
+    i.reviewed
 `
 
 type IntakeClaimBatchParams struct {
@@ -73,6 +74,7 @@ type IntakeClaimBatchRow struct {
 	LockedEntries int32
 	SubmittedBy   string
 	Trusted       bool
+	Reviewed      bool
 }
 
 // Queries of herald.intake, the SQL door: producers INSERT raw JSON, the
@@ -127,6 +129,7 @@ func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, arg IntakeClaim
 			&i.LockedEntries,
 			&i.SubmittedBy,
 			&i.Trusted,
+			&i.Reviewed,
 		); err != nil {
 			return nil, err
 		}

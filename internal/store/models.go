@@ -53,6 +53,17 @@ type HeraldCallbackSubscription struct {
 	UpdatedAt   time.Time
 }
 
+type HeraldContentRule struct {
+	ID        int64
+	Producer  string
+	Kind      string
+	Pattern   string
+	Mode      string
+	Note      string
+	CreatedAt time.Time
+	CreatedBy string
+}
+
 type HeraldDeadLetter struct {
 	NotificationID        string
 	RouteID               string
@@ -119,6 +130,19 @@ type HeraldFailedCallbacksView struct {
 	DeadLetteredAt  time.Time
 }
 
+type HeraldHeldIntent struct {
+	ID               int64
+	Producer         string
+	IdempotencyKey   string
+	NotificationType string
+	Body             string
+	RuleID           int64
+	Rule             string
+	Part             string
+	SubmittedBy      string
+	HeldAt           time.Time
+}
+
 type HeraldInboundMessage struct {
 	ID         int64
 	Provider   string
@@ -134,6 +158,7 @@ type HeraldIntake struct {
 	Body        string
 	ReceivedAt  time.Time
 	SubmittedBy string
+	Reviewed    bool
 }
 
 type HeraldMalformedIntent struct {
@@ -308,6 +333,16 @@ type HeraldRoutingState struct {
 	Version   int64
 	AppliedAt *time.Time
 	AppliedBy string
+}
+
+type HeraldTemplate struct {
+	Producer      string
+	Name          string
+	Version       int32
+	DefaultLocale string
+	Locales       []byte
+	CreatedAt     time.Time
+	CreatedBy     string
 }
 
 type HeraldUnmatchedReceiptsView struct {

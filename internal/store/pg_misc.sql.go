@@ -43,3 +43,16 @@ func (q *Queries) LoginActsForAPIKeys(ctx context.Context, db DBTX) (bool, error
 	err := row.Scan(&ok)
 	return ok, err
 }
+
+const sessionUser = `-- name: SessionUser :one
+SELECT session_user::text AS login
+`
+
+// The login of the session: whose templates `herald templates apply`
+// publishes when a file names no producer.
+func (q *Queries) SessionUser(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, sessionUser)
+	var login string
+	err := row.Scan(&login)
+	return login, err
+}

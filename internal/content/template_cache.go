@@ -1,0 +1,96 @@
+package content
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// ErrTemplateNotFound is returned by TemplateCache.Get for a template (or
+// a version of it) the producer does not have, or the login may not read.
+var ErrTemplateNotFound = errors.New("template not found")
+
+// ParseError is TemplateCache.Get's error for a stored version that does
+// not parse: one inserted with SQL by hand, which `herald templates apply`
+// would have refused.
+type ParseError struct{ Err error }
+
+func (e *ParseError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the parse error.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// maxCachedTemplates bounds a TemplateCache; past it the cache starts
+// again empty (versions are immutable, so a reload only costs a query).
+const maxCachedTemplates = 4096
+
+// templateKey identifies one version of one producer's template.
+type templateKey struct {
+	producer, name string
+	version        int
+}
+
+// TemplateCache holds parsed template versions. A version never changes
+// once published (no role but the owner may update herald.templates), so
+// a parsed version is cached for as long as the process runs. Safe for
+// concurrent use; the zero value is ready.
+type TemplateCache struct {
+	mu     sync.Mutex
+	parsed map[templateKey]*Template
+}
+
+// Get returns version of producer's template name, parsed; version 0
+// means the current (highest) one, which costs a query each call (a new
+// version may have been published), as a version not yet cached does. It
+// returns ErrTemplateNotFound if there is none, and a parse error for a
+// stored version that does not parse (one inserted with SQL by hand).
+func (c *TemplateCache) Get(ctx context.Context, db store.DBTX, producer, name string, version int) (*Template, error) {
+	if version > 0 {
+		if t := c.cached(templateKey{producer, name, version}); t != nil {
+			return t, nil
+		}
+	}
+	var (
+		row store.TemplateGetRow
+		err error
+	)
+	if version > 0 {
+		row, err = store.New().TemplateGet(ctx, db, store.TemplateGetParams{Producer: producer, Name: name, Version: int32(version)})
+	} else {
+		var cur store.TemplateGetCurrentRow
+		cur, err = store.New().TemplateGetCurrent(ctx, db, store.TemplateGetCurrentParams{Producer: producer, Name: name})
+		row = store.TemplateGetRow(cur)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrTemplateNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get template %s: %w", name, err)
+	}
+	key := templateKey{row.Producer, row.Name, int(row.Version)}
+	if t := c.cached(key); t != nil {
+		return t, nil
+	}
+	t, err := Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales))
+	if err != nil {
+		return nil, &ParseError{Err: err}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parsed == nil || len(c.parsed) >= maxCachedTemplates {
+		c.parsed = map[templateKey]*Template{}
+	}
+	c.parsed[key] = t
+	return t, nil
+}
+
+func (c *TemplateCache) cached(k templateKey) *Template {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parsed[k]
+}

@@ -1,0 +1,51 @@
+-- name: HeldIntentInsert :one
+-- Holds an intent a review rule matched, and returns its id: the new row's,
+-- or, when the (producer, idempotency_key) is held already (a retry), the
+-- held row's. The second SELECT runs on the statement's snapshot, so it
+-- sees a row held before, never the one this statement inserts.
+WITH ins AS (
+    INSERT INTO herald.held_intents (producer, idempotency_key, notification_type, body, rule_id, rule, part)
+    VALUES (@producer, @idempotency_key, @notification_type, @body, @rule_id, @rule, @part)
+    ON CONFLICT (producer, idempotency_key) DO NOTHING
+    RETURNING id
+)
+SELECT id FROM ins
+UNION ALL
+SELECT h.id FROM herald.held_intents h WHERE h.producer = @producer AND h.idempotency_key = @idempotency_key
+LIMIT 1;
+
+-- name: HeldIntentList :many
+-- Held intents, oldest first, after the cursor @after_id (0: from the
+-- start): what `herald held list` shows.
+SELECT id, producer, idempotency_key, notification_type, rule, part, submitted_by, held_at
+FROM herald.held_intents
+WHERE id > @after_id::bigint
+ORDER BY id
+LIMIT @max::integer;
+
+-- name: HeldIntentRelease :many
+-- Releases held intents back onto the intake, reviewed, with an audit row
+-- (schema function herald.held_release).
+SELECT held_id::bigint AS held_id, intake_id::bigint AS intake_id
+FROM herald.held_release(@ids::bigint[], @actor::text, @reason::text);
+
+-- name: HeldIntentReject :many
+-- Rejects held intents into malformed_intents as content_blocked, with an
+-- audit row (schema function herald.held_reject).
+SELECT held_id::bigint AS held_id
+FROM herald.held_reject(@ids::bigint[], @actor::text, @reason::text);
+
+-- name: HeldIntentInsertAs :one
+-- HeldIntentInsert for the intake worker, which holds an entry in the name
+-- of the login that inserted it (submitted_by), so that a release puts it
+-- back on the intake as that login's.
+WITH ins AS (
+    INSERT INTO herald.held_intents (producer, idempotency_key, notification_type, body, rule_id, rule, part, submitted_by)
+    VALUES (@producer, @idempotency_key, @notification_type, @body, @rule_id, @rule, @part, @submitted_by)
+    ON CONFLICT (producer, idempotency_key) DO NOTHING
+    RETURNING id
+)
+SELECT id FROM ins
+UNION ALL
+SELECT h.id FROM herald.held_intents h WHERE h.producer = @producer AND h.idempotency_key = @idempotency_key
+LIMIT 1;
