@@ -290,11 +290,16 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		}
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
-	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
+	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict && o.Refused == nil }) {
 		c.waker.Done(hintChannel)
 	}
 	for j, o := range outcomes {
 		v := valid[j]
+		if o.Refused != nil { // its campaign refused it (issue 17, part 3)
+			results[index[j]].Err = o.Refused
+			c.logger.DebugContext(ctx, "intent refused by its campaign", slog.String("campaign", v.Intent.Campaign))
+			continue
+		}
 		if o.Conflict {
 			results[index[j]].Err = &ConflictError{
 				ExistingID: o.NotificationID, Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey,

@@ -154,6 +154,7 @@
 //	producer_mismatch      the entry names a producer other than the login that
 //	                       inserted it, a login neither herald_relay's nor the
 //	                       engine's (SQL door only; nothing of it is accepted)
+//	campaign_canceled      the intent names a campaign whose cancel was requested
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

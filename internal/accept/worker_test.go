@@ -147,15 +147,16 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 			require.Equal(t, "order.shipped", m.NotificationType)
 		}
 	}
-	// rejected_by_database and producer_mismatch have tests of their own:
-	// they need a database that refuses what the validator accepts, and a
-	// producer's login.
+	// rejected_by_database, producer_mismatch and campaign_canceled have
+	// tests of their own: they need a database that refuses what the
+	// validator accepts, a producer's login, and a canceled campaign.
 	var codes []string
 	for _, c := range heraldtype.Codes() {
 		codes = append(codes, string(c))
 	}
 	require.ElementsMatch(t, slices.DeleteFunc(codes, func(c string) bool {
-		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch)
+		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch) ||
+			c == string(heraldtype.CodeCampaignCanceled)
 	}),
 		keys(covered), "every failure code is exercised")
 }

@@ -40,6 +40,8 @@ type Code string
 //	producer_mismatch      an intake entry names a producer other than the login
 //	                       that inserted it, and that login is not a relay (set
 //	                       by the intake worker)
+//	campaign_canceled      the intent names a campaign that was canceled
+//	                       (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -99,6 +101,14 @@ const (
 	// door only: the Go client's submit in another's name fails with
 	// ErrForbidden).
 	CodeProducerMismatch Code = "producer_mismatch"
+
+	// Campaigns (issue 17, part 3).
+
+	// CodeCampaignCanceled: the intent names a campaign (Intent.Campaign)
+	// whose cancel was requested: nothing more joins it. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError on
+	// field "campaign", the SQL door as a malformed entry with this code.
+	CodeCampaignCanceled Code = "campaign_canceled"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -110,6 +120,7 @@ func Codes() []Code {
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
 		CodeRejectedByDatabase, CodeProducerMismatch,
+		CodeCampaignCanceled,
 	}
 }
 

@@ -59,6 +59,7 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"request_id":        d.str(&in.RequestID),
 		"trace_id":          d.str(&in.TraceID),
 		"callback_url":      d.str(&in.CallbackURL),
+		"campaign":          d.str(&in.Campaign),
 		"audience": func(path string, raw json.RawMessage) {
 			d.object(path, raw, map[string]func(string, json.RawMessage){
 				"user_ids": d.strs(&in.Audience.UserIDs),
