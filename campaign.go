@@ -97,7 +97,8 @@ func (c *Client) Campaigns(ctx context.Context, opts *CampaignsOpts) ([]Campaign
 //
 // It returns ErrNotFound if there is no such campaign or the login may not
 // cancel it (a producer's login may cancel only its own; an operator's or
-// the engine's, any). If ctx ends first, it returns what it did with ctx's
+// the engine's, any), and an error matching ErrForbidden for a login that
+// may cancel none (an auditor's). If ctx ends first, it returns what it did with ctx's
 // error; calling it again resumes where it stopped. Canceling a canceled
 // campaign changes nothing. opts may be nil.
 func (c *Client) CancelCampaign(ctx context.Context, producer, id string, opts *CancelCampaignOpts) (*CancelCampaignResult, error) {
@@ -118,7 +119,7 @@ func (c *Client) CancelCampaign(ctx context.Context, producer, id string, opts *
 		out.Canceled, out.Batches, out.Done = res.Canceled, res.Batches, res.Done
 	}
 	if err != nil {
-		return out, fmt.Errorf("cancel campaign: %w", err)
+		return out, fmt.Errorf("cancel campaign: %w", forbidden(err))
 	}
 	c.logger.DebugContext(ctx, "campaign canceled", slog.String("campaign", id), slog.Int64("routes", out.Canceled),
 		slog.Int("batches", out.Batches), slog.Duration("took", time.Since(began)))
