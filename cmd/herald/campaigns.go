@@ -18,7 +18,7 @@ func init() {
 	})
 }
 
-// campaignClient connects and returns a client acting as actor; the
+// campaignClient connects and returns a client acting as actor: the
 // campaigns commands go through the public client, as a service would.
 func (m *Main) campaignClient(ctx context.Context, g *globalFlags, actor string) (*herald.Client, error) {
 	pool, err := m.pool(ctx, g)
@@ -51,36 +51,29 @@ func campaignsList(ctx context.Context, m *Main, args []string) error {
 	return output(m, g.JSON, list, render.Campaigns)
 }
 
-// campaignArgs parses the two arguments of show and cancel: the producer
-// and the campaign id.
-func campaignArgs(pos []string, what string) (string, string, error) {
-	if len(pos) != 2 {
-		return "", "", usageError{fmt.Errorf("%s takes two arguments: PRODUCER CAMPAIGN", what)}
+// campaignFound names a campaign that does not exist (or that the login
+// may not see) in the command's one-line failure.
+func campaignFound(err error, what string, pos []string) error {
+	if errors.Is(err, herald.ErrNotFound) {
+		return fmt.Errorf("campaigns %s: no campaign %s of %s", what, pos[1], pos[0])
 	}
-	return pos[0], pos[1], nil
+	return err
 }
 
 func campaignsShow(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newJSONFlagSet("campaigns show", &g)
 	pos, err := m.parseArgs(fs, &g, args, "PRODUCER CAMPAIGN")
-	if err != nil {
-		return err
-	}
-	producer, id, err := campaignArgs(pos, "show")
-	if err != nil {
-		return err
+	if err != nil || len(pos) != 2 {
+		return cmpOrUsage(err, "show takes two arguments: PRODUCER CAMPAIGN")
 	}
 	c, err := m.campaignClient(ctx, &g, "")
 	if err != nil {
 		return err
 	}
-	got, err := c.Campaign(ctx, producer, id)
-	if errors.Is(err, herald.ErrNotFound) {
-		return fmt.Errorf("campaigns show: no campaign %s of %s", id, producer)
-	}
+	got, err := c.Campaign(ctx, pos[0], pos[1])
 	if err != nil {
-		return err
+		return campaignFound(err, "show", pos)
 	}
 	return output(m, g.JSON, got, render.Campaign)
 }
@@ -95,12 +88,8 @@ func campaignsCancel(ctx context.Context, m *Main, args []string) error {
 	a.bind(fs, m, " (required)")
 	batch := fs.Int("batch-size", 5000, "notifications per batch, each batch one short transaction")
 	pos, err := m.parseArgs(fs, &g, args, "PRODUCER CAMPAIGN")
-	if err != nil {
-		return err
-	}
-	producer, id, err := campaignArgs(pos, "cancel")
-	if err != nil {
-		return err
+	if err != nil || len(pos) != 2 {
+		return cmpOrUsage(err, "cancel takes two arguments: PRODUCER CAMPAIGN")
 	}
 	if err := a.check(true); err != nil {
 		return err
@@ -112,21 +101,26 @@ func campaignsCancel(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := c.CancelCampaign(ctx, producer, id, &herald.CancelCampaignOpts{Actor: a.actor, Reason: a.reason, BatchSize: *batch})
-	if errors.Is(err, herald.ErrNotFound) {
-		return fmt.Errorf("campaigns cancel: no campaign %s of %s", id, producer)
+	res, err := c.CancelCampaign(ctx, pos[0], pos[1], &herald.CancelCampaignOpts{Actor: a.actor, Reason: a.reason, BatchSize: *batch})
+	if err != nil && res != nil && res.Batches > 0 {
+		return fmt.Errorf("campaigns cancel: stopped after %d batch(es), %d route(s) canceled; run it again to resume: %w",
+			res.Batches, res.Canceled, err)
 	}
 	if err != nil {
-		if res != nil {
-			return fmt.Errorf("campaigns cancel: stopped after %d batch(es), %d route(s) canceled; run it again to resume: %w",
-				res.Batches, res.Canceled, err)
-		}
-		return err
+		return campaignFound(err, "cancel", pos)
 	}
-	got, err := c.Campaign(context.WithoutCancel(ctx), producer, id)
+	got, err := c.Campaign(context.WithoutCancel(ctx), pos[0], pos[1])
 	if err != nil {
 		return err
 	}
 	return output(m, g.JSON, &render.CampaignCancellation{Canceled: res.Canceled, Batches: res.Batches, Campaign: got},
 		render.CampaignCanceled)
+}
+
+// cmpOrUsage returns err if it is not nil, else a usage error saying msg.
+func cmpOrUsage(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return usageError{errors.New(msg)}
 }
