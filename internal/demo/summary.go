@@ -57,6 +57,8 @@ type Summary struct {
 	Receipts  *Receipts  `json:"receipts"`
 	Callbacks *Callbacks `json:"callbacks"`
 	API       *APIPart   `json:"api"`
+	// Campaign is a campaign scheduled and then canceled (issue 17, part 3).
+	Campaign *CampaignPart `json:"campaign"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -219,6 +221,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		writeProviders(out, s.Providers, row)
 	}
 	writeDelivery(out, s, row)
+	if s.Campaign != nil {
+		writeCampaign(out, s.Campaign, row)
+	}
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {
 			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)
