@@ -360,7 +360,9 @@ SELECT
     CASE
         WHEN c.canceled_at IS NOT NULL THEN 'canceled'
         WHEN c.cancel_requested_at IS NOT NULL THEN 'canceling'
-        WHEN count(*) FILTER (WHERE r.status IN ('pending', 'claimed', 'failed')) = 0 AND count(r.route_id) > 0 THEN 'completed'
+        -- Nothing left to do (with no route at all: retention removed
+        -- them, the campaign having finished long ago).
+        WHEN count(*) FILTER (WHERE r.status IN ('pending', 'claimed', 'failed')) = 0 THEN 'completed'
         WHEN c.send_at > now() AND count(*) FILTER (WHERE r.status IN ('published', 'dead_letter', 'skipped') OR r.attempt_count > 0) = 0
             THEN 'scheduled'
         ELSE 'sending'
