@@ -49,6 +49,13 @@ func TestProducerSeesAndCancelsOnlyItsOwnCampaignsThroughTheClientAndSQL(t *test
 	submitCampaign(t, b.clientA, b.nameA, "spring", 3)
 	submitCampaign(t, b.clientB, b.nameB, "spring", 2)
 
+	// Get names a notification's campaign.
+	var id string
+	require.NoError(t, b.admin.QueryRow(ctx, `SELECT notification_id FROM herald.records WHERE producer = $1 LIMIT 1`, b.nameA).Scan(&id))
+	n, err := b.clientA.Get(ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, "spring", n.Campaign)
+
 	// Reading: its own only, by the client and by the view.
 	mine, err := b.clientA.Campaigns(ctx, nil)
 	require.NoError(t, err)

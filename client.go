@@ -430,6 +430,7 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	if rec.Priority == 1 {
 		n.Priority = PriorityBulk
 	}
+	n.Campaign = deref(rec.Campaign)
 	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
 		return nil, fmt.Errorf("decode recipient user ids: %w", err)
 	}

@@ -59,7 +59,7 @@ func TestWorkerJoinsCampaignsAndSetsAsideWhatTheirCampaignRefuses(t *testing.T) 
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT failure_code, failure_message FROM herald.malformed_intents
 		WHERE idempotency_key = 'k4'`).Scan(&code, &msg))
 	require.Equal(t, string(heraldtype.CodeCampaignCanceled), code)
-	require.Equal(t, fmt.Sprintf("campaign: campaign spring was canceled: nothing more joins it (%s)", code), msg)
+	require.Equal(t, fmt.Sprintf("invalid intent: campaign: campaign spring was canceled: nothing more joins it (%s)", code), msg)
 	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"), "nothing is left behind")
 }
 
