@@ -52,6 +52,14 @@ func TestCampaignsListShowAndCancelAudited(t *testing.T) {
 	require.Contains(t, out, "PRODUCER")
 	require.Regexp(t, `shop\s+spring\s+scheduled`, out)
 
+	// herald status names a notification's campaign.
+	var id string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT notification_id FROM herald.records WHERE campaign = 'spring' LIMIT 1`).Scan(&id))
+	out, _, err = run(t, b.env, "status", id)
+	require.NoError(t, err)
+	require.Regexp(t, `campaign:\s+spring \(herald campaigns show shop spring\)`, out)
+
 	out, _, err = run(t, b.env, "campaigns", "show", "shop", "spring")
 	require.NoError(t, err)
 	require.Regexp(t, `state:\s+scheduled`, out)
