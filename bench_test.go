@@ -75,9 +75,21 @@ func BenchmarkSubmitParallel(b *testing.B) {
 	reportIntents(b, b.N, start)
 }
 
+// BenchmarkSubmitMany submits batches of 100 and 1,000 intents; the
+// campaign=yes runs put every intent of a batch in one campaign (one more
+// statement per batch, herald.campaign_join, and an entry in
+// records_campaign_idx per intent), for the ratio to intents without one.
 func BenchmarkSubmitMany(b *testing.B) {
-	for _, size := range []int{100, 1000} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
+	for _, tc := range []struct {
+		size     int
+		campaign bool
+	}{{100, false}, {1000, false}, {100, true}, {1000, true}} {
+		size := tc.size
+		name := fmt.Sprintf("batch=%d", size)
+		if tc.campaign {
+			name += "/campaign=yes"
+		}
+		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
 			c, err := herald.NewClient(pgtemp.NewPool(b), nil)
 			require.NoError(b, err)
@@ -88,6 +100,9 @@ func BenchmarkSubmitMany(b *testing.B) {
 				batches[i] = make([]*herald.Intent, size)
 				for j := range size {
 					batches[i][j] = benchIntent(run, i*size+j)
+					if tc.campaign {
+						batches[i][j].Campaign = "spring-" + run
+					}
 				}
 			}
 			b.ResetTimer()

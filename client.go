@@ -321,11 +321,16 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		}
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
-	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict }) {
+	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict && o.Refused == nil }) {
 		c.waker.Done(hintChannel)
 	}
 	for j, o := range outcomes {
 		v := valid[j]
+		if o.Refused != nil { // its campaign refused it (issue 17, part 3)
+			results[index[j]].Err = o.Refused
+			c.logger.DebugContext(ctx, "intent refused by its campaign", slog.String("campaign", v.Intent.Campaign))
+			continue
+		}
 		if o.Conflict {
 			results[index[j]].Err = &ConflictError{
 				ExistingID: o.NotificationID, Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey,
@@ -481,6 +486,7 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	if rec.Priority == 1 {
 		n.Priority = PriorityBulk
 	}
+	n.Campaign = deref(rec.Campaign)
 	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
 		return nil, fmt.Errorf("decode recipient user ids: %w", err)
 	}

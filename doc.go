@@ -187,6 +187,7 @@
 //	unknown_template       the template (or version) named is not the producer's
 //	content_blocked        the text matches a content blocklist rule (refuse mode),
 //	                       or an operator rejected it after review
+//	campaign_canceled      the intent names a campaign whose cancel was requested
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an
@@ -217,6 +218,34 @@
 // that are not terminal yet to canceled and writes a herald.audit_log row
 // (action "cancel", the actor and reason, and the database login) in the
 // same statement, through the function herald.notification_cancel.
+//
+// # Campaigns
+//
+// An intent may name a campaign ([Intent].Campaign, an id of the
+// producer's choosing): the producer's intents of one campaign are
+// scheduled, shown and canceled as one. The first intent accepted creates
+// the campaign with its SendAt (zero: at once); every later one must carry
+// the same SendAt, or it is refused with invalid_field on send_at, so a
+// SubmitMany of a campaign with a send_at schedules it as one.
+// [Client.Campaign] and [Client.Campaigns] return each campaign's
+// [CampaignState] and its routes by where they stand (pending, published,
+// delivered by the receipts, dead, canceled); SQL users read
+// herald.campaign_progress_view.
+//
+// [Client.CancelCampaign] cancels every route of a campaign that has not
+// gone out, batch after batch (5,000 notifications each), each batch a
+// short transaction of its own with an audit_log row (action
+// "campaign_cancel"), so canceling a million routes holds no long
+// transaction and other campaigns are delivered meanwhile. A route a
+// dispatcher is delivering is left to finish and, if it fails, canceled by
+// a later sweep: a route is either delivered or canceled, never both. From
+// the first batch on, an intent of the campaign is refused with
+// campaign_canceled. An interrupted cancel resumes where it stopped when
+// run again; from psql, CALL herald.campaign_cancel(producer, campaign,
+// actor, reason) does the same, committing after each batch. A producer's
+// login sees and cancels its own campaigns only; an operator's, any.
+// Intents without a campaign pay nothing of this: their routes and the
+// dispatcher's statements are unchanged.
 //
 // # The recipient directory
 //

@@ -83,6 +83,9 @@ type Notification struct {
 	IdempotencyExpiresAt time.Time
 	// Routes are the notification's routes, sorted by id.
 	Routes []Route
+
+	// Campaign is the producer's campaign the intent joined; "" for none.
+	Campaign string
 }
 
 // Route is one (channel, recipient) delivery of a notification.

@@ -4,6 +4,28 @@ package herald
 
 import "github.com/heraldhq/herald/internal/heraldtype"
 
+// CampaignState is where a campaign stands as a whole: Campaign.State,
+// the state seed 002's campaigns go through.
+type CampaignState = heraldtype.CampaignState
+
+// Campaign states.
+const (
+	// CampaignScheduled: its send_at is ahead and nothing of it has been
+	// attempted yet.
+	CampaignScheduled CampaignState = "scheduled"
+	// CampaignSending: routes of it are due or being delivered.
+	CampaignSending CampaignState = "sending"
+	// CampaignCompleted: every route of it is final (published, dead,
+	// skipped or canceled one by one).
+	CampaignCompleted CampaignState = "completed"
+	// CampaignCanceling: its cancel was requested and is under way (or was
+	// interrupted: running it again resumes it); nothing more joins it.
+	CampaignCanceling CampaignState = "canceling"
+	// CampaignCanceled: its cancel is done: every route of it that had not
+	// gone out is canceled.
+	CampaignCanceled CampaignState = "canceled"
+)
+
 // Code is a failure code: a stable token naming the rule a refused intent
 // (or directory entry) broke. The Go client returns it in FieldError.Code
 // and the intake worker stores it in malformed_intents.failure_code, so the
@@ -43,6 +65,8 @@ type Code = heraldtype.Code
 //	                       producer does not have
 //	content_blocked        the intent's text matches a content blocklist rule in
 //	                       refuse mode (or an operator rejected it after review)
+//	campaign_canceled      the intent names a campaign that was canceled
+//	                       (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -111,6 +135,11 @@ const (
 	// An intent held by a review-mode rule and then rejected by an
 	// operator is recorded in malformed_intents with this code too.
 	CodeContentBlocked Code = "content_blocked"
+	// CodeCampaignCanceled: the intent names a campaign (Intent.Campaign)
+	// whose cancel was requested: nothing more joins it. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError on
+	// field "campaign", the SQL door as a malformed entry with this code.
+	CodeCampaignCanceled Code = "campaign_canceled"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

@@ -45,7 +45,10 @@ WITH rec_in AS (
         unnest(@priorities::smallint[]) AS priority,
         nullif(unnest(@send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
         nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-        unnest(@callback_urls::text[]) AS callback_url
+        unnest(@callback_urls::text[]) AS callback_url,
+        -- The intent's campaign ('' for none: NULL, and no entry in the
+        -- partial records_campaign_idx).
+        nullif(unnest(@campaigns::text[]), '') AS campaign
 ),
 subscribed AS (
     -- The batch's producers that subscribed to status callbacks: one probe
@@ -60,7 +63,7 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url
+        callback_url, campaign
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
@@ -72,7 +75,8 @@ ins AS (
         priority,
         send_at,
         expires_at,
-        callback_url
+        callback_url,
+        campaign
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url

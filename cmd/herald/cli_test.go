@@ -25,6 +25,7 @@ func execute(t *testing.T, env map[string]string, args ...string) (stdout, stder
 // subcommands lists the subcommands of the commands that have them.
 var subcommands = map[string][]string{
 	"api-keys":     {"create", "list", "revoke"},
+	"campaigns":    {"list", "show", "cancel"},
 	"dead-letters": {"list", "show", "replay", "progress"},
 	"malformed":    {"list", "show"},
 	"templates":    {"apply", "list", "show", "render"},

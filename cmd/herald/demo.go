@@ -165,6 +165,19 @@ func (d demoClient) SetCallbackSubscription(ctx context.Context, url, secret str
 }
 func (d demoClient) Close() { d.c.Close() }
 
+func (d demoClient) Campaign(ctx context.Context, producer, campaign string) (*heraldtype.Campaign, error) {
+	c, err := d.c.Campaign(ctx, producer, campaign)
+	return c, demoErr(err)
+}
+
+func (d demoClient) CancelCampaign(ctx context.Context, producer, campaign, reason string, batch int) (int64, int, error) {
+	res, err := d.c.CancelCampaign(ctx, producer, campaign, &herald.CancelCampaignOpts{Reason: reason, BatchSize: batch})
+	if err != nil {
+		return 0, 0, demoErr(err)
+	}
+	return res.Canceled, res.Batches, nil
+}
+
 // demoError is a client's error that also matches one of the demo's
 // sentinels.
 type demoError struct{ err, kind error }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
@@ -159,6 +160,7 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.Equal(t, int64(2), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'routing_apply' AND actor = 'herald-demo'`))
 
 	checkDemoReceipts(t, sum.Receipts, count)
+	checkDemoCampaign(t, sum.Campaign, count)
 	checkDemoCallbacks(t, sum.Callbacks, prefix, count)
 	checkDemoAPI(t, sum.API, sum.RunID, count)
 }
@@ -520,4 +522,27 @@ func TestDemoRefusesAnOTLPEndpointThatIsNotAnHTTPURL(t *testing.T) {
 	var ue usageError
 	require.ErrorAs(t, err, &ue)
 	require.ErrorContains(t, err, `invalid -otlp-endpoint "127.0.0.1:4318"`)
+}
+
+// checkDemoCampaign checks the campaign part: scheduled as one, canceled
+// whole in several audited batches, refusing what came after, each figure
+// read again from the database.
+func checkDemoCampaign(t *testing.T, c *demo.CampaignPart, count func(string, ...any) int64) {
+	t.Helper()
+	require.NotNil(t, c)
+	require.Equal(t, heraldtype.CampaignScheduled, c.Scheduled.State)
+	require.Equal(t, int64(c.Intents), c.Scheduled.Notifications)
+	require.Equal(t, c.Scheduled.Routes, c.Scheduled.Pending, "nothing of it went out before its send_at")
+	require.Equal(t, heraldtype.CampaignCanceled, c.Canceled.State)
+	require.Equal(t, c.Scheduled.Routes, c.CanceledRoutes)
+	require.Equal(t, c.CanceledRoutes, c.Canceled.Canceled)
+	require.Greater(t, c.Batches, 2, "several batches")
+	require.Equal(t, c.CanceledRoutes, c.AuditedRoutes)
+	require.Contains(t, c.LateRefusal, string(heraldtype.CodeCampaignCanceled))
+	require.Equal(t, c.CanceledRoutes, count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+		WHERE r.producer = $1 AND r.campaign = $2 AND rt.status = 'canceled'`, c.Producer, c.Campaign))
+	require.Equal(t, int64(c.Intents), count(`SELECT count(*) FROM herald.records WHERE producer = $1 AND campaign = $2`,
+		c.Producer, c.Campaign), "the late intent was not stored")
+	require.Equal(t, c.AuditRows, count(`SELECT count(*) FROM herald.audit_log WHERE action = 'campaign_cancel'
+		AND filter ->> 'campaign' = $1 AND reason = 'spring sale postponed'`, c.Campaign))
 }

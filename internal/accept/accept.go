@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/tracing"
@@ -59,6 +60,14 @@ type Outcome struct {
 	// fingerprint: nothing new was stored, and NotificationID names the
 	// notification holding the key.
 	Conflict bool
+
+	// Campaigns (issue 17, part 3).
+
+	// Refused, when not nil, says why a valid intent of a campaign was not
+	// stored: the campaign's cancel was requested (code campaign_canceled,
+	// field campaign), or the campaign is scheduled for another send_at
+	// (invalid_field, field send_at). NotificationID is "" then.
+	Refused *heraldtype.ValidationError
 }
 
 // idemKey is the idempotency scope of an intent.
@@ -85,6 +94,15 @@ type keyHolder struct {
 // then aborted). An intent without a trace_id is stored with the W3C
 // traceparent of ctx's span, if ctx has one (see tracing.Traceparent).
 func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params) ([]Outcome, error) {
+	if slices.ContainsFunc(vs, func(v *intake.Validated) bool { return v.Intent.Campaign != "" }) {
+		return acceptCampaigns(ctx, db, vs, p)
+	}
+	return accept(ctx, db, vs, p)
+}
+
+// accept is Accept of intents that it does not check against their
+// campaigns.
+func accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params) ([]Outcome, error) {
 	out := make([]Outcome, len(vs))
 	if len(vs) == 0 {
 		return out, nil
@@ -196,6 +214,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 		SendAts:                  make([]time.Time, 0, n),
 		ExpiresAts:               make([]time.Time, 0, n),
 		CallbackUrls:             make([]string, 0, n),
+		Campaigns:                make([]string, 0, n),
 		Now:                      now,
 		IdempotencyWindowSeconds: window.Seconds(),
 		RouteNotificationIds:     make([]string, 0, nRoutes),
@@ -244,6 +263,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 		a.SendAts = append(a.SendAts, sendAt)
 		a.ExpiresAts = append(a.ExpiresAts, expiresAt)
 		a.CallbackUrls = append(a.CallbackUrls, in.CallbackURL)
+		a.Campaigns = append(a.Campaigns, in.Campaign)
 		for _, r := range v.Routes {
 			a.RouteNotificationIds = append(a.RouteNotificationIds, nid)
 			a.RouteIds = append(a.RouteIds, r.RouteID)

@@ -517,6 +517,15 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		for j, o := range outcomes {
 			v := valid[j]
 			switch {
+			case o.Refused != nil: // its campaign refused it (issue 17, part 3)
+				bad = append(bad, malformedEntry{
+					entry:    entries[from[j]],
+					code:     o.Refused.Code(),
+					message:  o.Refused.Error(),
+					ntype:    v.Intent.NotificationType,
+					producer: v.Intent.Producer,
+					key:      v.Intent.IdempotencyKey,
+				})
 			case o.Conflict:
 				bad = append(bad, malformedEntry{
 					entry: entries[from[j]],

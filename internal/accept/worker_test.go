@@ -147,17 +147,19 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 			require.Equal(t, "order.shipped", m.NotificationType)
 		}
 	}
-	// rejected_by_database, producer_mismatch, unknown_template and
-	// content_blocked have tests of their own: they need a database that
-	// refuses what the validator accepts, a producer's login, templates
-	// and content rules (worker_content_test.go).
+	// rejected_by_database, producer_mismatch, unknown_template,
+	// content_blocked and campaign_canceled have tests of their own: they
+	// need a database that refuses what the validator accepts, a producer's
+	// login, templates and content rules (worker_content_test.go), and a
+	// canceled campaign.
 	var codes []string
 	for _, c := range heraldtype.Codes() {
 		codes = append(codes, string(c))
 	}
 	require.ElementsMatch(t, slices.DeleteFunc(codes, func(c string) bool {
 		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch) ||
-			c == string(heraldtype.CodeUnknownTemplate) || c == string(heraldtype.CodeContentBlocked)
+			c == string(heraldtype.CodeUnknownTemplate) || c == string(heraldtype.CodeContentBlocked) ||
+			c == string(heraldtype.CodeCampaignCanceled)
 	}),
 		keys(covered), "every failure code is exercised")
 }

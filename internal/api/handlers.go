@@ -311,6 +311,10 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 	for j, o := range outs {
 		i, v := index[j], valid[j]
 		res[i].producer = v.Intent.Producer
+		if o.Refused != nil { // its campaign refused it (issue 17, part 3)
+			res[i].problem = asProblem(o.Refused)
+			continue
+		}
 		if o.Conflict {
 			p := problem(http.StatusConflict, heraldtype.CodeIdempotencyConflict,
 				"the idempotency key was used for a different request, by notification "+o.NotificationID)

@@ -97,6 +97,15 @@ type Client interface {
 	SetCallbackSubscription(ctx context.Context, url, secret string) error
 	// Close releases the client (not its pool).
 	Close()
+
+	// Campaigns (issue 17, part 3).
+
+	// Campaign reads producer's campaign with its progress.
+	Campaign(ctx context.Context, producer, campaign string) (*heraldtype.Campaign, error)
+	// CancelCampaign cancels producer's campaign, for reason, in batches
+	// of batchSize notifications; it returns the routes canceled and the
+	// batches run.
+	CancelCampaign(ctx context.Context, producer, campaign, reason string, batchSize int) (int64, int, error)
 }
 
 // Result is one intent's outcome in Client.SubmitMany.
@@ -351,6 +360,10 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		if err := summarizeAPI(ctx, pool, sum.API, w.runID); err != nil {
 			return err
 		}
+	}
+	say("demo: producer %s schedules a campaign an hour ahead, then cancels it…", prod.name)
+	if sum.Campaign, err = runCampaign(ctx, pool, cmp.Or(prod.client, client), prod.name, w); err != nil {
+		return err
 	}
 	say("demo: a second producer's login tries to step outside its own rows…")
 	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClientFunc); err != nil {

@@ -59,6 +59,8 @@ type Summary struct {
 	API       *APIPart   `json:"api"`
 	// Content is the templates and content blocklist part.
 	Content *ContentPart `json:"content"`
+	// Campaign is a campaign scheduled and then canceled (issue 17, part 3).
+	Campaign *CampaignPart `json:"campaign"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -223,6 +225,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 	writeDelivery(out, s, row)
 	if s.Content != nil {
 		writeContent(out, s.Content)
+	}
+	if s.Campaign != nil {
+		writeCampaign(out, s.Campaign, row)
 	}
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {

@@ -44,6 +44,8 @@ type Code string
 //	                       producer does not have
 //	content_blocked        the intent's text matches a content blocklist rule in
 //	                       refuse mode (or an operator rejected it after review)
+//	campaign_canceled      the intent names a campaign that was canceled
+//	                       (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -112,6 +114,14 @@ const (
 	// An intent held by a review-mode rule and then rejected by an
 	// operator is recorded in malformed_intents with this code too.
 	CodeContentBlocked Code = "content_blocked"
+
+	// Campaigns (issue 17, part 3).
+
+	// CodeCampaignCanceled: the intent names a campaign (Intent.Campaign)
+	// whose cancel was requested: nothing more joins it. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError on
+	// field "campaign", the SQL door as a malformed entry with this code.
+	CodeCampaignCanceled Code = "campaign_canceled"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -123,7 +133,7 @@ func Codes() []Code {
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
 		CodeRejectedByDatabase, CodeProducerMismatch, CodeUnknownTemplate,
-		CodeContentBlocked,
+		CodeContentBlocked, CodeCampaignCanceled,
 	}
 }
 

@@ -74,6 +74,18 @@ type Intent struct {
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
 
+	// Campaigns (issue 17, part 3).
+
+	// Campaign groups the intent with the producer's other intents under
+	// one campaign id, so that they are scheduled, shown and canceled as
+	// one (Client.CancelCampaign, `herald campaigns`). Every intent of a
+	// campaign must carry the campaign's SendAt, the one its first intent
+	// gave; an intent of a canceled campaign is refused
+	// (CodeCampaignCanceled). Empty means none. At most 128 characters of
+	// letters, digits and . _ : -. It is stored, not part of the
+	// fingerprint.
+	Campaign string `json:"campaign,omitempty"`
+
 	// Templates (issue 17). An intent gives either Content or a Template
 	// with its Data, never both.
 

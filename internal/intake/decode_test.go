@@ -35,6 +35,7 @@ func TestDecodeRawReadsWhatJSONMarshalOfIntentWrites(t *testing.T) {
 	want.MaxAttempts = 7
 	want.RequestID = "req-1"
 	want.TraceID = "trace-1"
+	want.Campaign = "spring-sale"
 	want.Content.Email.HTML = "<p>It is on its way.</p>"
 	body, err := json.Marshal(want)
 	require.NoError(t, err)

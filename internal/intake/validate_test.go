@@ -95,6 +95,9 @@ func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
 		{"ChannelCallbackIsHeraldsOwn", func(in *Intent) { in.Channels = append(in.Channels, "callback") }, Limits{}, "channels[3]", heraldtype.CodeUnknownChannel},
 		{"CallbackURLNotHTTP", func(in *Intent) { in.CallbackURL = "ftp://shop.example/cb" }, Limits{}, "callback_url", heraldtype.CodeInvalidURL},
 		{"CallbackURLWithUserinfo", func(in *Intent) { in.CallbackURL = "https://u:p@shop.example/cb" }, Limits{}, "callback_url", heraldtype.CodeInvalidURL},
+		{"CampaignWithSpace", func(in *Intent) { in.Campaign = "spring sale" }, Limits{}, "campaign", heraldtype.CodeInvalidField},
+		{"CampaignTooLong", func(in *Intent) { in.Campaign = long(129) }, Limits{}, "campaign", heraldtype.CodeInvalidField},
+		{"CampaignNonASCII", func(in *Intent) { in.Campaign = "soldé" }, Limits{}, "campaign", heraldtype.CodeInvalidField},
 		{"ChannelWrongCase", func(in *Intent) { in.Channels[0] = "SMS" }, Limits{}, "channels[0]", heraldtype.CodeUnknownChannel},
 		{"ChannelEmpty", func(in *Intent) { in.Channels[1] = "" }, Limits{}, "channels[1]", heraldtype.CodeUnknownChannel},
 		{"ChannelListedTwice", func(in *Intent) { in.Channels = append(in.Channels, " sms ") }, Limits{}, "channels[3]", heraldtype.CodeInvalidField},
@@ -279,6 +282,7 @@ func TestValidateNormalizesTheIntent(t *testing.T) {
 		OccurredAt: time.Date(2026, 3, 1, 13, 0, 0, 123456789, time.FixedZone("CET", 3600)),
 		SendAt:     time.Date(2026, 3, 2, 9, 0, 0, 0, time.FixedZone("EST", -5*3600)),
 		Priority:   " bulk ",
+		Campaign:   " spring-sale ",
 	}
 	v, err := Validate(in, Limits{}, testNow)
 	require.NoError(t, err)
@@ -296,6 +300,7 @@ func TestValidateNormalizesTheIntent(t *testing.T) {
 	require.Equal(t, time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC), got.OccurredAt, "UTC, truncated to microseconds")
 	require.Equal(t, time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC), got.SendAt)
 	require.Equal(t, heraldtype.PriorityBulk, got.Priority)
+	require.Equal(t, "spring-sale", got.Campaign, "trimmed")
 	require.Equal(t, int16(1), v.Priority)
 	require.Equal(t, AudienceMixed, v.AudienceKind)
 	require.Len(t, v.Routes, 2*3+2+2+1, "two users on three channels plus the distinct addresses")

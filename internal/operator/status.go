@@ -26,6 +26,8 @@ type Record struct {
 	SendAt               *time.Time `json:"send_at,omitempty"`
 	ExpiresAt            *time.Time `json:"expires_at,omitempty"`
 	IdempotencyExpiresAt time.Time  `json:"idempotency_expires_at"`
+	// Campaign is the producer's campaign the intent joined; "" for none.
+	Campaign string `json:"campaign,omitempty"`
 }
 
 // Route is one route of a notification as `herald status` shows it.
@@ -150,7 +152,7 @@ func (o *Operator) Status(ctx context.Context, notificationID string) (*Status, 
 }
 
 func record(r store.HeraldRecord) Record {
-	return Record{
+	rec := Record{
 		NotificationID:       r.NotificationID,
 		NotificationType:     r.NotificationType,
 		Producer:             r.Producer,
@@ -167,6 +169,10 @@ func record(r store.HeraldRecord) Record {
 		ExpiresAt:            r.ExpiresAt,
 		IdempotencyExpiresAt: r.IdempotencyExpiresAt,
 	}
+	if r.Campaign != nil {
+		rec.Campaign = *r.Campaign
+	}
+	return rec
 }
 
 func route(r store.HeraldRoute) Route {

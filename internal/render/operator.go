@@ -151,6 +151,9 @@ func Status(w io.Writer, st *operator.Status) error {
 	if r.TraceID != "" {
 		fmt.Fprintf(tw, "trace:\t%s\n", r.TraceID)
 	}
+	if r.Campaign != "" {
+		fmt.Fprintf(tw, "campaign:\t%s (herald campaigns show %s %s)\n", r.Campaign, r.Producer, r.Campaign)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

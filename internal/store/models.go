@@ -53,6 +53,41 @@ type HeraldCallbackSubscription struct {
 	UpdatedAt   time.Time
 }
 
+type HeraldCampaign struct {
+	Producer          string
+	Campaign          string
+	SendAt            *time.Time
+	CreatedAt         time.Time
+	CancelRequestedAt *time.Time
+	CanceledBy        *string
+	CancelReason      *string
+	CancelCursor      string
+	CancelRetryFrom   *string
+	CancelSweeps      int32
+	CanceledRoutes    int64
+	CanceledAt        *time.Time
+}
+
+type HeraldCampaignProgressView struct {
+	Producer          string
+	Campaign          string
+	SendAt            *time.Time
+	CreatedAt         time.Time
+	CancelRequestedAt *time.Time
+	CanceledBy        *string
+	CancelReason      *string
+	CanceledAt        *time.Time
+	Notifications     int64
+	Routes            int64
+	Pending           int64
+	Published         int64
+	Delivered         int64
+	Dead              int64
+	Canceled          int64
+	Skipped           int64
+	State             string
+}
+
 type HeraldContentRule struct {
 	ID        int64
 	Producer  string
@@ -277,6 +312,7 @@ type HeraldRecord struct {
 	SendAt               *time.Time
 	ExpiresAt            *time.Time
 	CallbackUrl          string
+	Campaign             *string
 }
 
 type HeraldRoute struct {

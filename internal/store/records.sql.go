@@ -364,7 +364,7 @@ func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordD
 }
 
 const recordGet = `-- name: RecordGet :one
-SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at, callback_url
+SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at, callback_url, campaign
 FROM herald.records
 WHERE notification_id = $1
 `
@@ -393,6 +393,7 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, notificationID string)
 		&i.SendAt,
 		&i.ExpiresAt,
 		&i.CallbackUrl,
+		&i.Campaign,
 	)
 	return i, err
 }
@@ -468,7 +469,10 @@ WITH rec_in AS (
         unnest($13::smallint[]) AS priority,
         nullif(unnest($14::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
         nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-        unnest($16::text[]) AS callback_url
+        unnest($16::text[]) AS callback_url,
+        -- The intent's campaign ('' for none: NULL, and no entry in the
+        -- partial records_campaign_idx).
+        nullif(unnest($17::text[]), '') AS campaign
 ),
 subscribed AS (
     -- The batch's producers that subscribed to status callbacks: one probe
@@ -483,19 +487,20 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url
+        callback_url, campaign
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        coalesce($17::timestamptz, now()),
-        coalesce($17::timestamptz, now()),
-        coalesce($17::timestamptz, now()) + make_interval(secs => $18::float8),
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8),
         string_to_array(channel_list, ','),
         priority,
         send_at,
         expires_at,
-        callback_url
+        callback_url,
+        campaign
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
@@ -508,25 +513,25 @@ routes_ins AS (
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         -- Due now, or at send_at (greatest ignores NULLs).
-        greatest(coalesce($17::timestamptz, now()), r.send_at),
+        greatest(coalesce($18::timestamptz, now()), r.send_at),
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
-        coalesce($17::timestamptz, now()),
-        coalesce($17::timestamptz, now()),
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()),
         -- Watched for status callbacks (migration 00012's trigger) only if
         -- the producer asked, per intent or by subscription.
         ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
     FROM (
         SELECT
-            unnest($19::text[]) AS notification_id,
-            unnest($20::text[]) AS route_id,
-            unnest($21::text[]) AS channel,
-            unnest($22::text[]) AS recipient_ref,
-            unnest($23::integer[]) AS max_attempts,
-            unnest($24::smallint[]) AS priority,
-            nullif(unnest($25::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-            unnest($27::text[]) AS sms_encoding,
-            unnest($28::smallint[]) AS sms_segments
+            unnest($20::text[]) AS notification_id,
+            unnest($21::text[]) AS route_id,
+            unnest($22::text[]) AS channel,
+            unnest($23::text[]) AS recipient_ref,
+            unnest($24::integer[]) AS max_attempts,
+            unnest($25::smallint[]) AS priority,
+            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest($28::text[]) AS sms_encoding,
+            unnest($29::smallint[]) AS sms_segments
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
@@ -538,9 +543,9 @@ wake AS (
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
     -- final SELECT joins it.
-    SELECT count(pg_notify('herald_routes', $29::text)) AS hints
+    SELECT count(pg_notify('herald_routes', $30::text)) AS hints
     FROM (
-        SELECT 1 WHERE $29::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+        SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
 SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
@@ -564,6 +569,7 @@ type RecordInsertManyParams struct {
 	SendAts                  []time.Time
 	ExpiresAts               []time.Time
 	CallbackUrls             []string
+	Campaigns                []string
 	Now                      *time.Time
 	IdempotencyWindowSeconds float64
 	RouteNotificationIds     []string
@@ -630,6 +636,7 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 		arg.SendAts,
 		arg.ExpiresAts,
 		arg.CallbackUrls,
+		arg.Campaigns,
 		arg.Now,
 		arg.IdempotencyWindowSeconds,
 		arg.RouteNotificationIds,

@@ -81,8 +81,9 @@ func EntryWith(mod func(m map[string]any)) string {
 func sub(m map[string]any, key string) map[string]any { return m[key].(map[string]any) }
 
 // Seeds covers every failure code that validation returns (not
-// idempotency_conflict, rejected_by_database and producer_mismatch, which
-// only the accept path and the intake worker return), plus accepted
+// idempotency_conflict, rejected_by_database, producer_mismatch and
+// campaign_canceled, which only the accept path and the intake worker
+// return), plus accepted
 // entries and inputs that stress intake.RawFields. The entries are written
 // for Limits, at Now.
 func Seeds() []Seed {
@@ -96,6 +97,7 @@ func Seeds() []Seed {
 			m["max_attempts"] = 5
 			m["request_id"] = "req-1"
 			m["trace_id"] = "trace-1"
+			m["campaign"] = "spring-sale"
 			sub(m, "audience")["sms"] = []any{"+1 (415) 555-0123", "+14155550123", "+44 20 7183 8750"}
 			sub(sub(m, "content"), "email")["html"] = "<p>It is on its way.</p>"
 			sub(sub(m, "content"), "sms")["body"] = "Commande expédiée 📦 {€}"
