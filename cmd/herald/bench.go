@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/bench"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/maintenance"
 )
 
 func init() {
@@ -48,11 +49,14 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
-	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run) or soak (memory over a long steady run)")
+	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run), soak (memory over a long steady run) or retention (a finished history deleted while the engine delivers)")
 	var mp bench.ModeParams
 	fs.DurationVar(&mp.Duration, "duration", 10*time.Minute, "soak mode: how long to run")
 	fs.IntVar(&mp.Backlog, "backlog", 1_000_000, "scale mode: the large backlog of due routes")
 	fs.DurationVar(&mp.Hold, "hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
+	fs.IntVar(&mp.Retention.History, "history", bench.DefaultHistory, "retention mode: the finished history filled, in routes")
+	fs.DurationVar(&mp.Retention.Baseline, "baseline", bench.DefaultBaseline, "retention mode: how long the engine is measured without retention, before and after")
+	fs.IntVar(&mp.Retention.BatchSize, "retention-batch", maintenance.DefaultBatchSize, "retention mode: notifications one retention statement deletes at most")
 	pgSettings := map[string]string{}
 	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", keyValues(pgSettings))
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
@@ -66,7 +70,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
 	}
 	if !slices.Contains(bench.Modes, *mode) {
-		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
+		return usageError{fmt.Errorf("invalid -mode %q: want %s", *mode, strings.Join(bench.Modes, ", "))}
 	}
 	// bench.Config takes a zero count as its default; on the command line
 	// a zero is a mistake, refused before a cluster starts. (Negative
@@ -78,6 +82,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		{"intents", cfg.Intents}, {"routes-per-intent", cfg.RoutesPerIntent}, {"payload-bytes", cfg.PayloadBytes},
 		{"batch", cfg.Batch}, {"producers", cfg.Producers}, {"concurrency", cfg.Concurrency},
 		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", mp.Backlog},
+		{"history", mp.Retention.History}, {"retention-batch", mp.Retention.BatchSize},
 	} {
 		if c.v < 1 {
 			return usageError{fmt.Errorf("invalid -%s %d: must be positive", c.name, c.v)}
@@ -88,8 +93,8 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
 	case cfg.DispatchBatch < 0:
 		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
-	case mp.Duration <= 0 || mp.Hold <= 0:
-		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", mp.Duration, mp.Hold)}
+	case mp.Duration <= 0 || mp.Hold <= 0 || mp.Retention.Baseline <= 0:
+		return usageError{fmt.Errorf("invalid -duration %s, -hold %s or -baseline %s: must be positive", mp.Duration, mp.Hold, mp.Retention.Baseline)}
 	}
 	cfg.Vs = *vs
 	log := m.logger(&g)
