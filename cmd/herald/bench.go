@@ -55,7 +55,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&mp.Backlog, "backlog", 1_000_000, "scale mode: the large backlog of due routes")
 	fs.DurationVar(&mp.Hold, "hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
 	fs.IntVar(&mp.Retention.History, "history", bench.DefaultHistory, "retention mode: the finished history filled, in routes")
-	fs.DurationVar(&mp.Retention.Baseline, "baseline", bench.DefaultBaseline, "retention mode: how long the engine is measured without retention, before and after")
+	fs.DurationVar(&mp.Retention.Window, "window", bench.DefaultWindow, "retention mode: how long each of the alternating windows with and without retention lasts")
 	fs.IntVar(&mp.Retention.BatchSize, "retention-batch", maintenance.DefaultBatchSize, "retention mode: notifications one retention statement deletes at most")
 	pgSettings := map[string]string{}
 	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", keyValues(pgSettings))
@@ -93,8 +93,8 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
 	case cfg.DispatchBatch < 0:
 		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
-	case mp.Duration <= 0 || mp.Hold <= 0 || mp.Retention.Baseline <= 0:
-		return usageError{fmt.Errorf("invalid -duration %s, -hold %s or -baseline %s: must be positive", mp.Duration, mp.Hold, mp.Retention.Baseline)}
+	case mp.Duration <= 0 || mp.Hold <= 0 || mp.Retention.Window <= 0:
+		return usageError{fmt.Errorf("invalid -duration %s, -hold %s or -window %s: must be positive", mp.Duration, mp.Hold, mp.Retention.Window)}
 	}
 	cfg.Vs = *vs
 	log := m.logger(&g)
