@@ -145,8 +145,9 @@ type RetentionParams struct {
 // workload steadily, measures it in windows of p.Window alternately
 // without retention and with maintenance's finished retention
 // (DeleteFinished, as the periodic job runs it) deleting the history, until
-// the history is gone, and once more without. It returns an error for a bad parameter, and the first failure of the fill,
-// the engine, the producers or retention.
+// the history is gone, and once more without. It returns an error for a
+// bad parameter, and the first failure of the fill, the engine, the
+// producers or retention.
 func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionParams) (*RetentionReport, error) {
 	c := cfg.withDefaults()
 	if err := c.validate(); err != nil {
@@ -227,77 +228,17 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 		return nil, err
 	}
 
-	first, err := takeSnapshot(ctx, db.Pool)
+	var first, last snapshot
+	rep.Windows, first, last, err = retentionWindows(ctx, db, &c, m, sk, prodErr, p.Window)
 	if err != nil {
 		return nil, err
-	}
-	last := first
-	var retSeconds float64
-	for done := false; ; {
-		// A window without retention, then one with it, until a run
-		// finishes within its window; then one more without.
-		win := RetentionWindow{Retention: !done && len(rep.Windows)%2 == 1}
-		d0, start := sk.delivered.Load(), time.Now()
-		if win.Retention {
-			wctx, cancel := context.WithTimeout(ctx, p.Window)
-			win.RecordsDeleted, err = m.DeleteFinished(wctx)
-			cancel()
-			switch {
-			case err == nil:
-				done = true
-			case ctx.Err() != nil:
-				return nil, ctx.Err()
-			case !errors.Is(err, context.DeadlineExceeded):
-				return nil, fmt.Errorf("retention: %w", err)
-			}
-		} else if err := sleep(ctx, p.Window); err != nil {
-			return nil, err
-		}
-		win.Seconds, win.Delivered = time.Since(start).Seconds(), sk.delivered.Load()-d0
-		select {
-		case err := <-prodErr:
-			if err == nil {
-				err = errors.New("stopped early")
-			}
-			return nil, fmt.Errorf("producer: %w", err)
-		default:
-		}
-		snap, err := takeSnapshot(ctx, db.Pool)
-		if err != nil {
-			return nil, err
-		}
-		win.WALBytes, last = snap.wal-last.wal, snap
-		rep.Windows = append(rep.Windows, win)
-		if win.Retention {
-			retSeconds += win.Seconds
-		}
-		c.Logger.Info("bench: retention window", "retention", win.Retention, "seconds", win.Seconds,
-			"delivered_per_sec", float64(win.Delivered)/win.Seconds, "records_deleted", win.RecordsDeleted)
-		if done && !win.Retention {
-			break
-		}
 	}
 	rep.Cost = cost(first, last, func(string) bool { return true })
 	stopProducers()
 	if err := h.stop(); err != nil {
 		return nil, fmt.Errorf("stop herald: %w", err)
 	}
-	for _, with := range []bool{false, true} {
-		ph := RetentionPhase{Phase: "without"}
-		if with {
-			ph.Phase = "with"
-		}
-		for _, w := range rep.Windows {
-			if w.Retention == with {
-				ph.Windows++
-				ph.Seconds += w.Seconds
-				ph.Delivered += w.Delivered
-				ph.WALBytes += w.WALBytes
-			}
-		}
-		ph.DeliveredPerSec = float64(ph.Delivered) / ph.Seconds
-		rep.Phases = append(rep.Phases, ph)
-	}
+	rep.Phases = retentionPhases(rep.Windows)
 
 	afterCount, err := q.BenchHistoryCount(ctx, db.Pool, countParams)
 	if err != nil {
@@ -318,9 +259,9 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 	without, with := rep.Phases[0], rep.Phases[1]
 	rep.RecordsDeleted = rep.Before.Records - rep.After.Records
 	rep.RoutesDeleted = rep.Before.Routes - rep.After.Routes
-	rep.RetentionSeconds = retSeconds
-	rep.RoutesDeletedPerSec = float64(rep.RoutesDeleted) / retSeconds
-	rep.RecordsDeletedPerSec = float64(rep.RecordsDeleted) / retSeconds
+	rep.RetentionSeconds = with.Seconds
+	rep.RoutesDeletedPerSec = float64(rep.RoutesDeleted) / with.Seconds
+	rep.RecordsDeletedPerSec = float64(rep.RecordsDeleted) / with.Seconds
 	engineWAL := float64(without.WALBytes) / without.Seconds * with.Seconds
 	rep.RetentionWALBytes = with.WALBytes - int64(engineWAL)
 	if rep.RoutesDeleted > 0 {
@@ -337,6 +278,82 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 		"sizes: before retention, and after the last window (the live workload's rows included); deleted rows' space is reused, not returned to the file system",
 	)
 	return rep, nil
+}
+
+// retentionWindows alternates windows of length window without retention
+// and with m's DeleteFinished running (cut short at the window's end),
+// starting without, until a run finishes within its window, and ends with
+// one more without. It returns the windows and the Postgres counters at the
+// first window's start and the last one's end; an error if ctx ends, the
+// producers stop, or retention fails otherwise than by being cut short.
+func retentionWindows(ctx context.Context, db *Database, c *Config, m *maintenance.Maintenance, sk *sink,
+	prodErr <-chan error, window time.Duration) (wins []RetentionWindow, first, last snapshot, err error) {
+	if first, err = takeSnapshot(ctx, db.Pool); err != nil {
+		return nil, first, last, err
+	}
+	last = first
+	for done := false; ; {
+		win := RetentionWindow{Retention: !done && len(wins)%2 == 1}
+		d0, start := sk.delivered.Load(), time.Now()
+		if win.Retention {
+			wctx, cancel := context.WithTimeout(ctx, window)
+			win.RecordsDeleted, err = m.DeleteFinished(wctx)
+			cancel()
+			switch {
+			case err == nil:
+				done = true
+			case ctx.Err() != nil:
+				return nil, first, last, ctx.Err()
+			case !errors.Is(err, context.DeadlineExceeded):
+				return nil, first, last, fmt.Errorf("retention: %w", err)
+			}
+		} else if err := sleep(ctx, window); err != nil {
+			return nil, first, last, err
+		}
+		win.Seconds, win.Delivered = time.Since(start).Seconds(), sk.delivered.Load()-d0
+		select {
+		case err := <-prodErr:
+			if err == nil {
+				err = errors.New("stopped early")
+			}
+			return nil, first, last, fmt.Errorf("producer: %w", err)
+		default:
+		}
+		snap, err := takeSnapshot(ctx, db.Pool)
+		if err != nil {
+			return nil, first, last, err
+		}
+		win.WALBytes, last = snap.wal-last.wal, snap
+		wins = append(wins, win)
+		c.Logger.Info("bench: retention window", "retention", win.Retention, "seconds", win.Seconds,
+			"delivered_per_sec", float64(win.Delivered)/win.Seconds, "records_deleted", win.RecordsDeleted)
+		if done && !win.Retention {
+			return wins, first, last, nil
+		}
+	}
+}
+
+// retentionPhases sums the windows without retention and with it, in that
+// order.
+func retentionPhases(wins []RetentionWindow) []RetentionPhase {
+	var phases []RetentionPhase
+	for _, with := range []bool{false, true} {
+		ph := RetentionPhase{Phase: "without"}
+		if with {
+			ph.Phase = "with"
+		}
+		for _, w := range wins {
+			if w.Retention == with {
+				ph.Windows++
+				ph.Seconds += w.Seconds
+				ph.Delivered += w.Delivered
+				ph.WALBytes += w.WALBytes
+			}
+		}
+		ph.DeliveredPerSec = float64(ph.Delivered) / ph.Seconds
+		phases = append(phases, ph)
+	}
+	return phases
 }
 
 // fillHistory inserts n finished records (and their routes) of
