@@ -14,6 +14,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/bench"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/maintenance"
 )
 
 func init() {
@@ -52,11 +53,14 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
-	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run) or soak (memory over a long steady run)")
+	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run), soak (memory over a long steady run) or retention (a finished history deleted while the engine delivers)")
 	var mp bench.ModeParams
 	fs.DurationVar(&mp.Duration, "duration", 10*time.Minute, "soak mode: how long to run")
 	fs.IntVar(&mp.Backlog, "backlog", 1_000_000, "scale mode: the large backlog of due routes")
 	fs.DurationVar(&mp.Hold, "hold", 20*time.Second, "xmin mode: how long the old snapshot is held (the run lasts twice that)")
+	fs.IntVar(&mp.Retention.History, "history", bench.DefaultHistory, "retention mode: the finished history filled, in routes")
+	fs.DurationVar(&mp.Retention.Window, "window", bench.DefaultWindow, "retention mode: how long each of the alternating windows with and without retention lasts")
+	fs.IntVar(&mp.Retention.BatchSize, "retention-batch", maintenance.DefaultBatchSize, "retention mode: notifications one retention statement deletes at most")
 	pgSettings := map[string]string{}
 	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", keyValues(pgSettings))
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
@@ -70,7 +74,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
 	}
 	if !slices.Contains(bench.Modes, *mode) {
-		return usageError{fmt.Errorf("invalid -mode %q: want compare, scale, xmin or soak", *mode)}
+		return usageError{fmt.Errorf("invalid -mode %q: want %s", *mode, strings.Join(bench.Modes, ", "))}
 	}
 	// bench.Config takes a zero count as its default; on the command line
 	// a zero is a mistake, refused before a cluster starts. (Negative
@@ -82,6 +86,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		{"intents", cfg.Intents}, {"routes-per-intent", cfg.RoutesPerIntent}, {"payload-bytes", cfg.PayloadBytes},
 		{"batch", cfg.Batch}, {"producers", cfg.Producers}, {"concurrency", cfg.Concurrency},
 		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", mp.Backlog},
+		{"history", mp.Retention.History}, {"retention-batch", mp.Retention.BatchSize},
 	} {
 		if c.v < 1 {
 			return usageError{fmt.Errorf("invalid -%s %d: must be positive", c.name, c.v)}
@@ -98,8 +103,8 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return usageError{fmt.Errorf("invalid -trace-sample %g: want a ratio from 0 to 1, or negative for tracing off", *traceSample)}
 	case cfg.ReceiptDelay < 0:
 		return usageError{fmt.Errorf("invalid -receipt-delay %s: must not be negative", cfg.ReceiptDelay)}
-	case mp.Duration <= 0 || mp.Hold <= 0:
-		return usageError{fmt.Errorf("invalid -duration %s or -hold %s: must be positive", mp.Duration, mp.Hold)}
+	case mp.Duration <= 0 || mp.Hold <= 0 || mp.Retention.Window <= 0:
+		return usageError{fmt.Errorf("invalid -duration %s, -hold %s or -window %s: must be positive", mp.Duration, mp.Hold, mp.Retention.Window)}
 	}
 	cfg.Vs = *vs
 	cfg.Tracing, cfg.TraceSample = *traceSample >= 0, *traceSample

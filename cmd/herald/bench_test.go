@@ -56,3 +56,20 @@ func TestBenchRefusesATraceSampleAboveOne(t *testing.T) {
 	require.ErrorAs(t, err, &ue)
 	require.ErrorContains(t, err, "invalid -trace-sample 1.5")
 }
+
+func TestBenchRetentionModeDeletesTheFinishedHistory(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": pgtemp.NewDatabase(t)}
+
+	out, _, err := run(t, env, "bench", "-mode", "retention", "-history", "3000", "-window", "500ms",
+		"-retention-batch", "500", "-concurrency", "20", "-json", "-log-level", "warn")
+	require.NoError(t, err)
+	var rep bench.RetentionReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, int64(3000), rep.HistoryRoutes)
+	require.Equal(t, 500, rep.BatchSize)
+	require.Equal(t, "500ms", rep.Window)
+	// One record in a hundred is dead-lettered and stays.
+	require.Equal(t, int64(2970), rep.RoutesDeleted)
+	require.Equal(t, int64(30), rep.After.Routes)
+}

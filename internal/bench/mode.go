@@ -9,9 +9,10 @@ import (
 
 // Modes are what the bench can measure, as `herald bench -mode` names
 // them: compare (the workload, Run), scale (claim throughput at a small and
-// a large backlog, RunScale), xmin (an old snapshot held mid-run, RunXmin)
-// and soak (memory over a long steady run, RunSoak).
-var Modes = []string{"compare", "scale", "xmin", "soak"}
+// a large backlog, RunScale), xmin (an old snapshot held mid-run, RunXmin),
+// soak (memory over a long steady run, RunSoak) and retention (a finished
+// history deleted while the engine delivers, RunRetention).
+var Modes = []string{"compare", "scale", "xmin", "soak", "retention"}
 
 // ModeParams are the settings of the modes beside compare.
 type ModeParams struct {
@@ -21,6 +22,8 @@ type ModeParams struct {
 	Hold time.Duration
 	// Duration is how long soak runs.
 	Duration time.Duration
+	// Retention is the retention mode's settings.
+	Retention RetentionParams
 }
 
 // RunMode runs the bench in mode (one of Modes) and returns its report, as
@@ -40,6 +43,9 @@ func RunMode(ctx context.Context, db *Database, cfg *Config, mode string, p Mode
 	case "soak":
 		rep, err := RunSoak(ctx, db, cfg, p.Duration)
 		return written(rep, err, WriteSoak)
+	case "retention":
+		rep, err := RunRetention(ctx, db, cfg, p.Retention)
+		return written(rep, err, WriteRetention)
 	}
 	return nil, nil, fmt.Errorf("unknown bench mode %q", mode)
 }

@@ -193,10 +193,14 @@ deleted AS (
     RETURNING r.notification_id
 ),
 routes_deleted AS (
-    -- The routes of exactly the records deleted (all locked above), with
-    -- their dead letters (ON DELETE CASCADE).
+    -- The routes of exactly the records deleted (all locked above).
     DELETE FROM herald.routes rt
     WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
+),
+dead_letters_deleted AS (
+    -- And their dead letters: no foreign key cascades (migration 00021).
+    DELETE FROM herald.dead_letters d
+    WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
 )
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
@@ -288,6 +292,12 @@ routes_deleted AS (
     -- routes go. A data-modifying CTE runs whether or not it is read.
     DELETE FROM herald.routes rt
     WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
+),
+dead_letters_deleted AS (
+    -- One scan of dead_letters' primary key for the batch: what the
+    -- foreign key's cascade did with a query per route (migration 00021).
+    DELETE FROM herald.dead_letters d
+    WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
 )
 SELECT
     (SELECT count(*) FROM doomed)::bigint AS candidates,
@@ -328,9 +338,10 @@ type RecordDeleteFinishedRow struct {
 // still pending, claimed or failed, and none dead-lettered: dead letters
 // wait for an operator or for dead-letter retention), accepted before @accepted_before, no route changed since
 // @finished_before, and the idempotency window over, so a key is never freed
-// early (DESIGN.md invariant 3). The routes go in the same statement (their
-// dead letters with them, ON DELETE CASCADE; routes have no foreign key to
-// records, see migration 00005). No route can leave a terminal state the
+// early (DESIGN.md invariant 3). The routes go in the same statement, and
+// any dead letter of theirs (none, unless a route finished with its dead
+// letter left behind): neither routes nor dead letters have a foreign key
+// that would do it (migrations 00005, 00021). No route can leave a terminal state the
 // candidates are in (replay only moves dead letters), so the checks cannot
 // be outrun. The candidate records are locked with SKIP LOCKED, so two runs
 // never wait on each other.
