@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"text/tabwriter"
 )
@@ -129,7 +130,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		} else if len(rep.Rows) == 2 {
 			a, b := m.get(&rep.Rows[0]), m.get(&rep.Rows[1])
 			ratio := "-"
-			if b != 0 {
+			if math.Abs(b) >= 0.005 { // shown as 0.00: no ratio to a rounding
 				ratio = fmt.Sprintf("%.2f×", a/b)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t", ratio, m.better)
