@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
 )
 
@@ -38,7 +39,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 		if id, err = strconv.ParseInt(arg, 10, 64); err != nil {
-			return usageError{fmt.Errorf("invalid KEY_ID %s: want the number api-keys list shows", quoteArg(arg))}
+			return usageError{fmt.Errorf("invalid KEY_ID %s: want the number api-keys list shows", operator.QuoteArg(arg))}
 		}
 	} else if err := m.noArgs(fs, &g, args); err != nil {
 		return err

@@ -41,32 +41,15 @@ func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
 // filter returns the filter the flags give, -since read back from now.
 func (d *deadLetterFlags) filter(now time.Time) (f operator.Filter, err error) {
 	f = d.f
-	if f.Since, err = parseSince(d.since, now); err != nil {
-		return operator.Filter{}, err
+	if f.Since, err = usage(operator.ParseSince(d.since, now)); err != nil {
+		return f, err
 	}
-	if _, err := parseChannel(f.Channel); err != nil {
-		return operator.Filter{}, err
-	}
-	return f, nil
+	_, err = parseChannel(f.Channel)
+	return f, err
 }
 
 func (d *deadLetterFlags) empty() bool {
 	return d.f.Channel == "" && d.f.Producer == "" && d.f.NotificationType == "" && d.f.Classification == "" && d.since == ""
-}
-
-// parseSince reads a duration back from now ("24h") or a time (RFC 3339).
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, usageError{fmt.Errorf("invalid -since %q: want a duration like 24h or an RFC 3339 time", s)}
-	}
-	return t, nil
 }
 
 // parseArgs parses flags wherever they stand among the positional

@@ -36,10 +36,10 @@ func malformedList(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if f.FailureCode != "" && !slices.Contains(codes, f.FailureCode) {
-		return usageError{fmt.Errorf("invalid -code %s: want one of %s", quoteArg(f.FailureCode), strings.Join(codes, ", "))}
+		return usageError{fmt.Errorf("invalid -code %s: want one of %s", operator.QuoteArg(f.FailureCode), strings.Join(codes, ", "))}
 	}
 	var err error
-	if f.Since, err = parseSince(*sinceFlag, time.Now()); err != nil {
+	if f.Since, err = usage(operator.ParseSince(*sinceFlag, time.Now())); err != nil {
 		return err
 	}
 	return answer(ctx, m, &l.globalFlags, 0, func(op *operator.Operator) (*operator.MalformedPage, error) {
