@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
@@ -63,9 +62,6 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	cfg.Vs = *vs
 	if err := bench.CheckCommandLine(&cfg, *mode, *traceSample, mp); err != nil {

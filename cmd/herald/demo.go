@@ -49,9 +49,6 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, &f.globalFlags, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
 	if err := demo.CheckCommandLine(f.users, f.timeout, f.otlp); err != nil {
 		return usageError{err}
 	}

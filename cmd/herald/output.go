@@ -10,10 +10,7 @@ import (
 // writes it (one of package render's writers).
 func output[T any](m *Main, asJSON bool, v T, text func(io.Writer, T) error) error {
 	if asJSON {
-		return writeJSON(m.Stdout, v)
+		return render.JSON(m.Stdout, v)
 	}
 	return text(m.Stdout, v)
 }
-
-// writeJSON prints v as indented JSON: the --json output of every command.
-func writeJSON(w io.Writer, v any) error { return render.JSON(w, v) }

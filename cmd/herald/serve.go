@@ -41,9 +41,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
 	if *maxConns < 0 || *maxConns > math.MaxInt32 { // the pool's size is an int32
 		return usageError{fmt.Errorf("invalid -max-conns %d: want 1 or more, or 0 for the default", *maxConns)}
 	}
