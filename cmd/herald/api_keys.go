@@ -27,8 +27,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	var g globalFlags
-	fs := m.newFlagSet("api-keys "+sub, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("api-keys "+sub, &g)
 	producer := fs.String("producer", "", "the producer the key acts for (required, but for list)")
 	var a auditFlags
 	a.bind(fs, m, "")
