@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -107,4 +108,55 @@ func QuoteArg(s string) string {
 		s = strings.ToValidUTF8(s[:64], "") + "…"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// DeadLetterArgs are the arguments of `herald dead-letters list` and
+// `replay`, as given: the filter flags (Filter, but for Since), -since, and
+// replay's ids, -all, -batch-size and -async-threshold.
+type DeadLetterArgs struct {
+	Filter         Filter
+	Since          string
+	IDs            []string
+	All            bool
+	BatchSize      int
+	AsyncThreshold int64
+}
+
+// ListFilter returns the filter list uses: Since read back from now
+// (ParseSince) and Channel checked (ParseChannel).
+func (a *DeadLetterArgs) ListFilter(now time.Time) (f Filter, err error) {
+	f = a.Filter
+	if f.Since, err = ParseSince(a.Since, now); err != nil {
+		return f, err
+	}
+	_, err = ParseChannel(f.Channel)
+	return f, err
+}
+
+// ReplayFilter checks BatchSize and AsyncThreshold, then returns ListFilter
+// with the IDs (ParseRouteArg) added. It refuses to replay everything
+// unless All is set: no id and no filter is a mistake.
+func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
+	if a.BatchSize < 1 || a.BatchSize > MaxBatchSize {
+		return Filter{}, fmt.Errorf("invalid -batch-size %d: want 1 to %d", a.BatchSize, MaxBatchSize)
+	}
+	if a.AsyncThreshold < 0 {
+		return Filter{}, fmt.Errorf("invalid -async-threshold %d: must not be negative", a.AsyncThreshold)
+	}
+	f, err := a.ListFilter(now)
+	if err != nil {
+		return f, err
+	}
+	for _, s := range a.IDs {
+		ref, err := ParseRouteArg(s)
+		if err != nil {
+			return f, err
+		}
+		f.IDs = append(f.IDs, ref)
+	}
+	g := a.Filter
+	if len(f.IDs) == 0 && g.Channel == "" && g.Producer == "" && g.NotificationType == "" && g.Classification == "" && a.Since == "" && !a.All {
+		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
+	}
+	return f, nil
 }
