@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 )
 
@@ -159,4 +160,25 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
 	}
 	return f, nil
+}
+
+// FailureCodes returns every failure code, as `herald malformed list
+// -code` takes it.
+func FailureCodes() []string {
+	var codes []string
+	for _, c := range heraldtype.Codes() {
+		codes = append(codes, string(c))
+	}
+	return codes
+}
+
+// ParseMalformedFilter returns f, its FailureCode checked (one of
+// FailureCodes, or "") and its Since read from since (ParseSince).
+func ParseMalformedFilter(f MalformedFilter, since string, now time.Time) (MalformedFilter, error) {
+	if codes := FailureCodes(); f.FailureCode != "" && !slices.Contains(codes, f.FailureCode) {
+		return f, fmt.Errorf("invalid -code %s: want one of %s", QuoteArg(f.FailureCode), strings.Join(codes, ", "))
+	}
+	var err error
+	f.Since, err = ParseSince(since, now)
+	return f, err
 }
