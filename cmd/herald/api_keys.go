@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/heraldhq/herald/internal/api"
+	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
 )
 
@@ -26,8 +27,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	var g globalFlags
-	fs := m.newFlagSet("api-keys "+sub, &g)
-	fs.BoolVar(&g.JSON, "json", false, "print JSON")
+	fs := m.newJSONFlagSet("api-keys "+sub, &g)
 	producer := fs.String("producer", "", "the producer the key acts for (required, but for list)")
 	var a auditFlags
 	a.bind(fs, m, "")
@@ -38,7 +38,7 @@ func runAPIKeys(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 		if id, err = strconv.ParseInt(arg, 10, 64); err != nil {
-			return usageError{fmt.Errorf("invalid KEY_ID %s: want the number api-keys list shows", quoteArg(arg))}
+			return usageError{fmt.Errorf("invalid KEY_ID %s: want the number api-keys list shows", operator.QuoteArg(arg))}
 		}
 	} else if err := m.noArgs(fs, &g, args); err != nil {
 		return err

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,7 +43,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	traceSample := fs.Float64("trace-sample", -1, "trace herald's engine, sampling this ratio of traces (0 to 1), exported over OTLP/HTTP to a loopback receiver the bench runs; negative: tracing off")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "run the engines this many times, alternating which goes first; the table is the median round")
 	cfg.EngineSettings = map[string]string{}
-	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", keyValues(cfg.EngineSettings))
+	fs.Func("engine-set", "a run-time setting name=value for the engine's connections only (repeatable), e.g. enable_seqscan=off", bench.KeyValues(cfg.EngineSettings))
 	fs.IntVar(&cfg.DispatchBatch, "dispatch-batch", 0, "the dispatcher's claim and completion batch size (0: its default, 100)")
 	fs.BoolVar(&cfg.Warmup, "warmup", true, "run a discarded warm-up round (a fifth of the intents) first")
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
@@ -62,51 +58,15 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.DurationVar(&mp.Retention.Window, "window", bench.DefaultWindow, "retention mode: how long each of the alternating windows with and without retention lasts")
 	fs.IntVar(&mp.Retention.BatchSize, "retention-batch", maintenance.DefaultBatchSize, "retention mode: notifications one retention statement deletes at most")
 	pgSettings := map[string]string{}
-	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", keyValues(pgSettings))
+	fs.Func("pg-set", "throwaway cluster: a postgresql.conf setting name=value (repeatable), e.g. to try autovacuum settings", bench.KeyValues(pgSettings))
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	}
-	if *vs != "" && *vs != "river" {
-		return usageError{fmt.Errorf("invalid -vs %q: want river", *vs)}
-	}
-	if !slices.Contains(bench.Modes, *mode) {
-		return usageError{fmt.Errorf("invalid -mode %q: want %s", *mode, strings.Join(bench.Modes, ", "))}
-	}
-	// bench.Config takes a zero count as its default; on the command line
-	// a zero is a mistake, refused before a cluster starts. (Negative
-	// values and the finer bounds are bench.Config's to refuse.)
-	for _, c := range []struct {
-		name string
-		v    int
-	}{
-		{"intents", cfg.Intents}, {"routes-per-intent", cfg.RoutesPerIntent}, {"payload-bytes", cfg.PayloadBytes},
-		{"batch", cfg.Batch}, {"producers", cfg.Producers}, {"concurrency", cfg.Concurrency},
-		{"processes", cfg.Processes}, {"rounds", cfg.Rounds}, {"backlog", mp.Backlog},
-		{"history", mp.Retention.History}, {"retention-batch", mp.Retention.BatchSize},
-	} {
-		if c.v < 1 {
-			return usageError{fmt.Errorf("invalid -%s %d: must be positive", c.name, c.v)}
-		}
-	}
-	switch {
-	case cfg.IdleSamples == 0:
-		return usageError{errors.New("invalid -idle-samples 0: want a count, or a negative number for none")}
-	case cfg.DispatchBatch < 0:
-		return usageError{fmt.Errorf("invalid -dispatch-batch %d: want 0 (the dispatcher's default) or more", cfg.DispatchBatch)}
-	case (cfg.Provider || cfg.Receipts) && (*mode != "compare" || cfg.Processes > 1 || cfg.Serve || cfg.ServeDiscard):
-		return usageError{errors.New("-provider and -receipts run the compare mode with the engine in this process: not with -mode " + *mode + ", -processes, -serve or -serve-discard")}
-	case *traceSample > 1:
-		return usageError{fmt.Errorf("invalid -trace-sample %g: want a ratio from 0 to 1, or negative for tracing off", *traceSample)}
-	case cfg.ReceiptDelay < 0:
-		return usageError{fmt.Errorf("invalid -receipt-delay %s: must not be negative", cfg.ReceiptDelay)}
-	case mp.Duration <= 0 || mp.Hold <= 0 || mp.Retention.Window <= 0:
-		return usageError{fmt.Errorf("invalid -duration %s, -hold %s or -window %s: must be positive", mp.Duration, mp.Hold, mp.Retention.Window)}
-	}
 	cfg.Vs = *vs
+	if err := bench.CheckCommandLine(&cfg, *mode, *traceSample, mp); err != nil {
+		return usageError{err}
+	}
 	cfg.Tracing, cfg.TraceSample = *traceSample >= 0, *traceSample
 	log := m.logger(&g)
 	cfg.Logger = log
@@ -132,19 +92,6 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	return output(m, g.JSON, rep, func(w io.Writer, _ any) error { return write(w) })
-}
-
-// keyValues is the Set of a repeatable name=value flag: each value goes
-// into dst.
-func keyValues(dst map[string]string) func(string) error {
-	return func(v string) error {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("want name=value, not %q", v)
-		}
-		dst[k] = val
-		return nil
-	}
 }
 
 // benchSubmitter submits through the public client, as a producer would.

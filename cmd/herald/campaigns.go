@@ -18,9 +18,9 @@ func init() {
 	})
 }
 
-// campaignClient connects and returns a client acting as actor: the
+// client connects and returns a client acting as actor: cancel and the
 // campaigns commands go through the public client, as a service would.
-func (m *Main) campaignClient(ctx context.Context, g *globalFlags, actor string) (*herald.Client, error) {
+func (m *Main) client(ctx context.Context, g *globalFlags, actor string) (*herald.Client, error) {
 	pool, err := m.pool(ctx, g)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func campaignsList(ctx context.Context, m *Main, args []string) error {
 	if opts.Limit < 1 || opts.Limit > 10000 {
 		return usageError{fmt.Errorf("invalid -limit %d: want 1 to 10000", opts.Limit)}
 	}
-	c, err := m.campaignClient(ctx, &g, "")
+	c, err := m.client(ctx, &g, "")
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func campaignsShow(ctx context.Context, m *Main, args []string) error {
 	if err != nil || len(pos) != 2 {
 		return cmpOrUsage(err, "show takes two arguments: PRODUCER CAMPAIGN")
 	}
-	c, err := m.campaignClient(ctx, &g, "")
+	c, err := m.client(ctx, &g, "")
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func campaignsCancel(ctx context.Context, m *Main, args []string) error {
 	if *batch < 1 {
 		return usageError{fmt.Errorf("invalid -batch-size %d: want at least 1", *batch)}
 	}
-	c, err := m.campaignClient(ctx, &g, a.actor)
+	c, err := m.client(ctx, &g, a.actor)
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,7 @@ func runCancel(ctx context.Context, m *Main, args []string) error {
 	if err := a.check(true); err != nil {
 		return err
 	}
-	pool, err := m.pool(ctx, &g)
-	if err != nil {
-		return err
-	}
-	client, err := herald.NewClient(pool, &herald.Config{Actor: a.actor})
+	client, err := m.client(ctx, &g, a.actor)
 	if err != nil {
 		return err
 	}

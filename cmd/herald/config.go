@@ -35,7 +35,7 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	g.DatabaseURL = cmp.Or(m.Getenv("HERALD_DATABASE_URL"), m.Getenv("DATABASE_URL"))
-	fs.Var((*connStringFlag)(&g.DatabaseURL), "database-url",
+	fs.Var((*connstr.Flag)(&g.DatabaseURL), "database-url",
 		"PostgreSQL `URL` (env HERALD_DATABASE_URL or DATABASE_URL; empty: libpq PG* variables)")
 	fs.StringVar(&g.LogFormat, "log-format", cmp.Or(m.Getenv("HERALD_LOG_FORMAT"), "auto"),
 		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
@@ -74,28 +74,18 @@ func (a *auditFlags) check(needReason bool) error {
 	return nil
 }
 
-// connStringFlag is the -database-url flag. It shows its value, the
-// default taken from the environment included, with the password masked,
-// so that -h and flag errors do not print it.
-type connStringFlag string
-
-func (f *connStringFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return connstr.Redact(string(*f))
-}
-
-func (f *connStringFlag) Set(s string) error {
-	*f = connStringFlag(s)
-	return nil
-}
-
-// parse parses args and validates the global flags: a bad value is one
-// usage error naming it. -h, -help or --help prints the command's usage on
-// Stdout and returns flag.ErrHelp, which Run reports as success.
+// parse parses args of a command that takes no positional argument and
+// validates the global flags: a bad value is one usage error naming it.
+// -h, -help or --help prints the command's usage on Stdout and returns
+// flag.ErrHelp, which Run reports as success.
 func (m *Main) parse(fs *flag.FlagSet, g *globalFlags, args []string) error {
-	return m.parseWithArgs(fs, g, args, "")
+	if err := m.parseWithArgs(fs, g, args, ""); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
 }
 
 // parseWithArgs is parse for a command whose positional arguments the
@@ -177,4 +167,13 @@ func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.C
 	}
 	m.onClose(pool.Close)
 	return pool, nil
+}
+
+// output prints v on Stdout: as JSON for --json (asJSON), else as text
+// writes it (one of package render's writers).
+func output[T any](m *Main, asJSON bool, v T, text func(io.Writer, T) error) error {
+	if asJSON {
+		return render.JSON(m.Stdout, v)
+	}
+	return text(m.Stdout, v)
 }

@@ -23,50 +23,13 @@ func init() {
 	})
 }
 
-// deadLetterFlags are the filter flags of list and replay, bound to the
-// filter's fields but for -since, which filter reads.
-type deadLetterFlags struct {
-	f     operator.Filter
-	since string
-}
-
-func (d *deadLetterFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&d.f.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
-	fs.StringVar(&d.f.Producer, "producer", "", "only this producer")
-	fs.StringVar(&d.f.NotificationType, "type", "", "only this notification type")
-	fs.StringVar(&d.f.Classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
-	fs.StringVar(&d.since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
-}
-
-// filter returns the filter the flags give, -since read back from now.
-func (d *deadLetterFlags) filter(now time.Time) (f operator.Filter, err error) {
-	f = d.f
-	if f.Since, err = parseSince(d.since, now); err != nil {
-		return operator.Filter{}, err
-	}
-	if _, err := parseChannel(f.Channel); err != nil {
-		return operator.Filter{}, err
-	}
-	return f, nil
-}
-
-func (d *deadLetterFlags) empty() bool {
-	return d.f.Channel == "" && d.f.Producer == "" && d.f.NotificationType == "" && d.f.Classification == "" && d.since == ""
-}
-
-// parseSince reads a duration back from now ("24h") or a time (RFC 3339).
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil && d > 0 {
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}, usageError{fmt.Errorf("invalid -since %q: want a duration like 24h or an RFC 3339 time", s)}
-	}
-	return t, nil
+// bindFilter binds the filter flags of list and replay to a.
+func bindFilter(fs *flag.FlagSet, a *operator.DeadLetterArgs) {
+	fs.StringVar(&a.Filter.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
+	fs.StringVar(&a.Filter.Producer, "producer", "", "only this producer")
+	fs.StringVar(&a.Filter.NotificationType, "type", "", "only this notification type")
+	fs.StringVar(&a.Filter.Classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
+	fs.StringVar(&a.Since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
 }
 
 // parseArgs parses flags wherever they stand among the positional
@@ -203,13 +166,13 @@ func cliError(err error) error {
 
 func deadLettersList(ctx context.Context, m *Main, args []string) error {
 	var l listFlags
-	var d deadLetterFlags
+	var d operator.DeadLetterArgs
 	fs := m.newListFlagSet("dead-letters list", &l)
-	d.bind(fs)
+	bindFilter(fs, &d)
 	if err := m.parseList(fs, &l, args); err != nil {
 		return err
 	}
-	f, err := d.filter(time.Now())
+	f, err := usage(d.ListFilter(time.Now()))
 	if err != nil {
 		return err
 	}
@@ -224,46 +187,30 @@ func deadLettersShow(ctx context.Context, m *Main, args []string) error {
 
 func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
-	var d deadLetterFlags
+	var d operator.DeadLetterArgs
 	fs := m.newJSONFlagSet("dead-letters replay", &g)
-	d.bind(fs)
+	bindFilter(fs, &d)
 	dryRun := fs.Bool("dry-run", false, "show what would move, and move nothing")
 	var a auditFlags
 	a.bind(fs, m, " (required, but for -dry-run)")
-	all := fs.Bool("all", false, "replay every dead letter (required when no filter and no id is given)")
+	fs.BoolVar(&d.All, "all", false, "replay every dead letter (required when no filter and no id is given)")
 	async := fs.Bool("async", false, "queue a River job that replays in the background (herald serve works it)")
-	threshold := fs.Int64("async-threshold", operator.DefaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
-	batch := fs.Int("batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", operator.MaxBatchSize))
-	pos, err := m.parseArgs(fs, &g, args, "[NOTIFICATION_ID[/ROUTE_ID] ...]")
-	if err != nil {
+	fs.Int64Var(&d.AsyncThreshold, "async-threshold", operator.DefaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
+	fs.IntVar(&d.BatchSize, "batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", operator.MaxBatchSize))
+	var err error
+	if d.IDs, err = m.parseArgs(fs, &g, args, "[NOTIFICATION_ID[/ROUTE_ID] ...]"); err != nil {
 		return err
 	}
 	if err := a.check(!*dryRun); err != nil {
 		return err
 	}
-	if *batch < 1 || *batch > operator.MaxBatchSize {
-		return usageError{fmt.Errorf("invalid -batch-size %d: want 1 to %d", *batch, operator.MaxBatchSize)}
-	}
-	if *threshold < 0 {
-		return usageError{fmt.Errorf("invalid -async-threshold %d: must not be negative", *threshold)}
-	}
-	f, err := d.filter(time.Now())
+	f, err := usage(d.ReplayFilter(time.Now()))
 	if err != nil {
 		return err
 	}
-	for _, a := range pos {
-		ref, err := parseRouteRef(a)
-		if err != nil {
-			return err
-		}
-		f.IDs = append(f.IDs, ref)
-	}
-	if len(f.IDs) == 0 && d.empty() && !*all {
-		return usageError{errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")}
-	}
 	opts := operator.ReplayOpts{Actor: a.actor, Reason: a.reason, DryRun: *dryRun}
-	return answer(ctx, m, &g, *batch, func(op *operator.Operator) (*operator.ReplayOutcome, error) {
-		return op.ReplayOrQueue(ctx, f, opts, *async, *threshold)
+	return answer(ctx, m, &g, d.BatchSize, func(op *operator.Operator) (*operator.ReplayOutcome, error) {
+		return op.ReplayOrQueue(ctx, f, opts, *async, d.AsyncThreshold)
 	}, render.ReplayOutcome)
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,7 +14,6 @@ import (
 	"github.com/heraldhq/herald/internal/demo"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/telemetry"
 )
 
@@ -52,16 +49,11 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	if err := m.parse(fs, &f.globalFlags, args); err != nil {
 		return err
 	}
-	switch {
-	case fs.NArg() > 0:
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
-	case f.users < 10 || f.users > 5000:
-		return usageError{fmt.Errorf("invalid -users %d: want 10 to 5000", f.users)}
-	case f.timeout <= 0:
-		return usageError{fmt.Errorf("invalid -timeout %s: must be positive", f.timeout)}
+	if err := demo.CheckCommandLine(f.users, f.timeout, f.otlp); err != nil {
+		return usageError{err}
 	}
 	start, logger := time.Now(), m.logger(&f.globalFlags)
-	tp, err := demoTracing(ctx, f.otlp)
+	tp, err := telemetry.New(ctx, f.otlp)
 	if err != nil {
 		return err
 	}
@@ -73,18 +65,12 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	}
 	throwaway := f.DatabaseURL == "" && m.Getenv("PGHOST") == "" && m.Getenv("PGDATABASE") == ""
 	if throwaway {
-		fmt.Fprintln(m.Stderr, "demo: no DATABASE_URL: starting a throwaway PostgreSQL from the local binaries")
-		cluster, err := pgtemp.Start(ctx, nil)
+		u, stop, err := demo.StartThrowaway(ctx, m.Stderr, logger)
 		if err != nil {
-			return fmt.Errorf("start throwaway postgres: %w", err)
+			return err
 		}
-		defer func() {
-			if err := cluster.Stop(); err != nil {
-				logger.Warn("stop throwaway postgres", "err", err)
-			}
-		}()
-		f.DatabaseURL = cluster.URL("postgres")
-		fmt.Fprintf(m.Stderr, "demo: PostgreSQL at %s (removed when the demo exits)\n", connstr.Redact(f.DatabaseURL))
+		defer stop()
+		f.DatabaseURL = u
 	}
 	pool, err := m.pool(ctx, &f.globalFlags)
 	if err != nil {
@@ -94,23 +80,8 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
 		DatabaseURL: connstr.Redact(f.DatabaseURL), Throwaway: throwaway, Started: start,
 		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient, TracerProvider: tracer,
-		ReportFunc: func(sum *demo.Summary) error {
-			if f.JSON {
-				return writeJSON(m.Stdout, sum)
-			}
-			return demo.WriteSummary(m.Stdout, sum)
-		},
+		ReportFunc: func(sum *demo.Summary) error { return output(m, f.JSON, sum, demo.WriteSummary) },
 	})
-}
-
-// demoTracing returns the demo's tracer provider: to the -otlp-endpoint
-// URL if given, else as the OTEL_* variables say (off unless
-// OTEL_TRACES_EXPORTER=otlp).
-func demoTracing(ctx context.Context, endpoint string) (*telemetry.Provider, error) {
-	if u, err := url.Parse(endpoint); endpoint != "" && (err != nil || !strings.HasPrefix(u.Scheme, "http") || u.Host == "") {
-		return nil, usageError{fmt.Errorf("invalid -otlp-endpoint %q: want an http(s) URL", endpoint)}
-	}
-	return telemetry.New(ctx, endpoint)
 }
 
 // demoClient is the public client as internal/demo uses it (internal

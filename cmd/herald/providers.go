@@ -67,7 +67,7 @@ func routingShow(ctx context.Context, m *Main, name string, args []string, asJSO
 		return err
 	}
 	if g.JSON {
-		return asJSON(m.Stdout, t)
+		text = asJSON
 	}
 	return text(m.Stdout, t)
 }

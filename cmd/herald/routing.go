@@ -7,6 +7,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/routing"
 )
@@ -40,14 +41,14 @@ func routingTest(ctx context.Context, m *Main, args []string) error {
 	}
 	if *ch == "" {
 		if *ch = routing.GuessChannel(dest); *ch == "" {
-			return usageError{fmt.Errorf("cannot tell the channel of %s: give -channel", quoteArg(dest))}
+			return usageError{fmt.Errorf("cannot tell the channel of %s: give -channel", operator.QuoteArg(dest))}
 		}
 	}
 	if _, err := parseChannel(*ch); err != nil {
 		return err
 	}
 	if *priority != string(heraldtype.PriorityTransactional) && *priority != string(heraldtype.PriorityBulk) {
-		return usageError{fmt.Errorf("invalid -priority %s: want transactional or bulk", quoteArg(*priority))}
+		return usageError{fmt.Errorf("invalid -priority %s: want transactional or bulk", operator.QuoteArg(*priority))}
 	}
 	in := routing.PickInput{Channel: *ch, Destination: dest, Producer: *producer, NotificationType: *typ, Priority: *priority}
 	if *tried != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/engine"
 )
 
@@ -40,9 +38,6 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *maxConns < 0 || *maxConns > math.MaxInt32 { // the pool's size is an int32
 		return usageError{fmt.Errorf("invalid -max-conns %d: want 1 or more, or 0 for the default", *maxConns)}
@@ -87,13 +82,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	m.onClose(eng.Close)
 
-	for _, name := range cfg.ChannelNames() {
-		ch := cfg.Channels[name]
-		logger.Info("channel configured", "channel", name, "driver", ch.Driver,
-			"concurrency", cmp.Or(ch.Concurrency, dispatch.DefaultConcurrency),
-			"max_attempts", cmp.Or(ch.MaxAttempts, dispatch.DefaultMaxAttempts),
-			"timeout", cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
-	}
+	engine.LogChannels(logger, cfg)
 	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
 		"max_conns", conns)
 	if err := eng.Run(ctx); err != nil {

@@ -26,6 +26,19 @@ import (
 	"github.com/heraldhq/herald/internal/smpp"
 )
 
+// LogChannels logs, one record each, the channels c configures: their
+// driver and the dispatcher's settings for them, defaults filled in, as
+// `herald serve` starts.
+func LogChannels(logger *slog.Logger, c *config.Config) {
+	for _, name := range c.ChannelNames() {
+		ch := c.Channels[name]
+		logger.Info("channel configured", "channel", name, "driver", ch.Driver,
+			"concurrency", cmp.Or(ch.Concurrency, dispatch.DefaultConcurrency),
+			"max_attempts", cmp.Or(ch.MaxAttempts, dispatch.DefaultMaxAttempts),
+			"timeout", cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
+	}
+}
+
 // FromConfig returns the engine configuration `herald serve`'s
 // configuration file c describes: the dispatcher's and the intake worker's
 // settings, and c's channels as Drivers, with tracing as the OTEL_*

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// maxLines bounds cmd/herald's non-test Go code (issue 11): cmd/ parses
+// flags and wires, as in WTF Dial; what commands do lives in
+// internal/operator, tables and text in internal/render, connecting in
+// internal/connstr, the bench's modes in internal/bench, the demo in
+// internal/demo.
+const maxLines = 1800
+
+func TestCommandStaysAWiringLayerUnderMaxLines(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	total := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		total += bytes.Count(b, []byte("\n"))
+	}
+	require.Positive(t, total)
+	require.LessOrEqual(t, total, maxLines,
+		"cmd/herald has %d lines of non-test Go, more than %d: move what a command does into the internal package that owns it", total, maxLines)
+}
