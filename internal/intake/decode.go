@@ -84,7 +84,7 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 			}
 			in.Data = m
 		},
-		"campaign":          d.str(&in.Campaign),
+		"campaign": d.str(&in.Campaign),
 		"audience": func(path string, raw json.RawMessage) {
 			d.object(path, raw, map[string]func(string, json.RawMessage){
 				"user_ids": d.strs(&in.Audience.UserIDs),
