@@ -1,4 +1,4 @@
--- Queries of herald.campaigns and its progress view (migration 00019): a
+-- Queries of herald.campaigns and its progress view (migration 00020): a
 -- producer's intents grouped under one campaign id, scheduled, shown and
 -- canceled as one.
 --

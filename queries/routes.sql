@@ -63,10 +63,10 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 --
 -- The claim leaves next_attempt_at, the route's place in routes_due_idx,
 -- where it was and writes the lease's end to lease_until, a column no index
--- holds: the update is HOT (00020). The route stays at the head of the
+-- holds: the update is HOT (00019). The route stays at the head of the
 -- index while it is in flight, and the due scans step over it on
 -- `status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= now`
--- (a route claimed before 00020 has its lease in next_attempt_at and no
+-- (a route claimed before 00019 has its lease in next_attempt_at and no
 -- lease_until), checked on the heap (and
 -- checked again by FOR UPDATE on a row a concurrent claim has just taken).
 --
@@ -440,7 +440,7 @@ RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_
 -- lease's end counts: an expired lease makes its route due again), measured
 -- on the database's clock so app and database clocks need not agree;
 -- negative when something is due already, +Infinity when nothing is
--- scheduled. A claimed route keeps its place in routes_due_idx (00020), so
+-- scheduled. A claimed route keeps its place in routes_due_idx (00019), so
 -- each priority's probe walks the index from its head over the routes in
 -- flight to the first route not leased, as a claim does. Only when that is
 -- in the future, so that every route already due is in flight, do two more
@@ -493,7 +493,7 @@ SELECT pg_notify('herald_routes', @channel::text);
 -- (every route waiting or in flight) is counted in one index-only scan of
 -- routes_due_idx. Lag is how late the most overdue route not in flight is
 -- (0 when nothing is overdue): a claimed route keeps its old due time in
--- the index (00020), so per lane and priority a probe walks the index from
+-- the index (00019), so per lane and priority a probe walks the index from
 -- its head over the routes in flight to the first one not leased, as a
 -- claim does, instead of reading the heap of the whole backlog; a route
 -- whose lease ran out is late from its lease's end.
@@ -527,7 +527,7 @@ ORDER BY q.channel;
 -- The backlog per channel and status for `herald stats` (the backlog_view's
 -- figures, with an injectable clock): one scan of routes_due_idx and the
 -- heap (status is not in the index). A claimed route is due, and late,
--- from its lease's end: its next_attempt_at keeps its old due time (00020).
+-- from its lease's end: its next_attempt_at keeps its old due time (00019).
 SELECT
     channel,
     status,

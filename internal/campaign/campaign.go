@@ -1,7 +1,7 @@
 // Package campaign reads and cancels campaigns: a producer's intents
 // grouped under one campaign id (heraldtype.Intent.Campaign), which
 // package accept joins to their campaign when it stores them (migration
-// 00019). Get and List read a campaign's progress from
+// 00020). Get and List read a campaign's progress from
 // herald.campaign_progress_view; Cancel cancels every route of a campaign
 // that has not gone out, batch after batch, each batch a short transaction
 // of its own (herald.campaign_cancel_batch), audited, safe against

@@ -148,7 +148,8 @@ GRANT EXECUTE ON FUNCTION herald.campaign_join(text[], text[], timestamptz[], ti
 -- failed, and a later sweep cancels it. So a route is either delivered or
 -- canceled, never both: a cancel never fences out a delivery in flight, as
 -- the single notification's cancel does. A claimed route whose lease has
--- run out is canceled, as a dispatcher would claim it again: its worker is
+-- run out (lease_until, 00019; next_attempt_at for a route claimed before
+-- 00019) is canceled, as a dispatcher would claim it again: its worker is
 -- taken for dead, and a late completion of it is fenced out (at-least-once
 -- already counts that delivery as one that may repeat).
 --
@@ -227,7 +228,7 @@ BEGIN
         SELECT rt.notification_id, rt.route_id
         FROM herald.routes rt
         WHERE rt.notification_id = ANY (ids)
-            AND (rt.status IN ('pending', 'failed') OR (rt.status = 'claimed' AND rt.next_attempt_at <= t))
+            AND (rt.status IN ('pending', 'failed') OR (rt.status = 'claimed' AND coalesce(rt.lease_until, rt.next_attempt_at) <= t))
         FOR UPDATE SKIP LOCKED
     ),
     moved AS (
