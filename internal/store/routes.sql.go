@@ -425,8 +425,7 @@ FROM (
         unnest($6::text[]) AS lane,
         unnest($7::float8[]) AS delay_seconds
 ) AS d
-WHERE r.notification_id = ANY($3::text[])
-    AND r.notification_id = d.notification_id
+WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park::boolean AS parked
@@ -536,15 +535,19 @@ updated AS (
         lease_until = NULL,
         updated_at = coalesce($16::timestamptz, now())
     FROM done AS d
-    -- Written for the planner: the ANY is an index condition on the primary
-    -- key, and the fence is one expression ("the attempt of a claimed
-    -- route") rather than "status = 'claimed' AND attempt_count = attempt".
-    -- With the plain form, statistics gathered while few routes were
-    -- claimed made the planner expect one claimed route and nest a scan of
-    -- the batch inside a scan of routes: quadratic, 0.7 s for 1,000
-    -- completions.
-    WHERE r.notification_id = ANY($1::text[])
-        AND r.notification_id = d.notification_id
+    -- Written for the planner. The fence is one expression ("the attempt
+    -- of a claimed route") rather than "status = 'claimed' AND
+    -- attempt_count = attempt": with the plain form, statistics gathered
+    -- while few routes were claimed made the planner expect one claimed
+    -- route and nest a scan of the batch inside a scan of routes:
+    -- quadratic, 0.7 s for 1,000 completions. And the batch reaches routes
+    -- through the join on the primary key alone, one index descent per
+    -- completion. An extra ` + "`" + `notification_id = ANY(@notification_ids)` + "`" + ` (an
+    -- index condition once meant to steer the plan) made it quadratic
+    -- again in a generic plan that nests the routes scan inside the batch:
+    -- Postgres sorts a scan's array again at every rescan, and under load
+    -- that sort was a third of the database's CPU (perf, issue 14).
+    WHERE r.notification_id = d.notification_id
         AND r.route_id = d.route_id
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
         AND r.lease_until = d.lease_until
@@ -676,8 +679,7 @@ FROM (
         unnest($6::boolean[]) AS permanent,
         unnest($7::boolean[]) AS retry
 ) AS d
-WHERE r.notification_id = ANY($2::text[])
-    AND r.notification_id = d.notification_id
+WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
 RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_status)::text AS delivery_status,
@@ -1121,8 +1123,7 @@ FROM (
         unnest($6::text[]) AS lane,
         unnest($7::float8[]) AS delay_seconds
 ) AS d
-WHERE r.notification_id = ANY($2::text[])
-    AND r.notification_id = d.notification_id
+WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     AND r.lease_until = d.lease_until
@@ -1175,8 +1176,7 @@ FROM (
         unnest($4::integer[]) AS attempt,
         unnest($5::timestamptz[]) AS lease_until
 ) AS d
-WHERE r.notification_id = ANY($2::text[])
-    AND r.notification_id = d.notification_id
+WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     AND r.lease_until = d.lease_until
