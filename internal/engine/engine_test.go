@@ -23,6 +23,7 @@ import (
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -339,4 +340,56 @@ func TestTheAPIPartServesOnItsOwnLoginAndStopsWithTheEngine(t *testing.T) {
 	require.NoError(t, <-done)
 	_, err = http.Get("http://" + e.APIAddr().String() + "/healthz")
 	require.Error(t, err, "the listener is closed")
+}
+
+// The engine's pool plans its prepared statements once: the claim, whose
+// custom plan looks cheaper than its generic one under load, is not planned
+// again at every run (pg_prepared_statements counts both kinds of plan),
+// unless the URL asks for Postgres's own choice.
+func TestTheEnginePoolRunsTheClaimOnAGenericPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtemp.NewDatabase(t)
+	fill, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = fill.Exec(ctx, `
+		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
+			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
+		FROM generate_series(1, 2000) AS g;
+		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
+			next_attempt_at, created_at, updated_at)
+		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
+			now() - interval '1 minute', now(), now()
+		FROM herald.records;
+		ANALYZE herald.routes;
+		ANALYZE herald.records`)
+	require.NoError(t, err)
+	fill.Close()
+	for _, tc := range []struct {
+		url         string
+		wantCustoms bool
+	}{{url: dbURL}, {url: dbURL + "&plan_cache_mode=auto", wantCustoms: true}} {
+		cfg, err := pgxpool.ParseConfig(tc.url)
+		require.NoError(t, err)
+		ConfigurePool(cfg)
+		cfg.MaxConns = 1
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		for range 8 {
+			_, err := store.New().RouteClaimDue(ctx, pool, store.RouteClaimDueParams{Channel: "webhook", Max: 100, LeaseSeconds: 60})
+			require.NoError(t, err)
+		}
+		var generic, custom int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE statement LIKE '-- name: RouteClaimDue %'`).Scan(&generic, &custom))
+		pool.Close()
+		if tc.wantCustoms {
+			// Postgres's own rule: the first five runs are planned anew.
+			require.GreaterOrEqual(t, custom, int64(5), "with plan_cache_mode=auto Postgres plans the claim anew")
+			continue
+		}
+		require.Equal(t, int64(0), custom)
+		require.Equal(t, int64(8), generic)
+	}
 }
