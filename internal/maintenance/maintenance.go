@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -146,6 +147,17 @@ type Maintenance struct {
 	metrics *metrics.Metrics
 	queries *store.Queries
 	client  *river.Client[pgx.Tx]
+
+	// resume holds, per retention job, where a run that was cut short
+	// (canceled, timed out, failed) stood: the job's next run in this
+	// process goes on from there rather than from the oldest record, so
+	// records that must stay (dead letters, above all) at the head of
+	// records_listing_idx are not read again by every run, and a run that
+	// cannot finish within its time still makes progress. A run that
+	// finishes clears it: the next run is a whole pass again, from the
+	// oldest record, and sees what has become deletable behind the cursor.
+	resumeMu sync.Mutex
+	resume   map[string]cursor
 }
 
 // New returns Maintenance for the database behind pool, with its River client
@@ -266,8 +278,8 @@ func (m *Maintenance) Run(ctx context.Context) error {
 func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
 	now := m.cfg.NowFunc()
 	cutoff := now.Add(-m.cfg.FinishedRetention)
-	cur := firstCursor()
-	return m.runJob(ctx, JobFinishedRetention, func(ctx context.Context) (int64, int64, error) {
+	cur := m.resumeFrom(JobFinishedRetention)
+	return m.runCursorJob(ctx, JobFinishedRetention, &cur, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
 			AcceptedBefore:  cutoff,
 			FinishedBefore:  cutoff,
@@ -291,8 +303,8 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 	}
 	now := m.cfg.NowFunc()
 	cutoff := now.Add(-m.cfg.DeadLetterRetention)
-	cur := firstCursor()
-	return m.runJob(ctx, JobDeadLetterRetention, func(ctx context.Context) (int64, int64, error) {
+	cur := m.resumeFrom(JobDeadLetterRetention)
+	return m.runCursorJob(ctx, JobDeadLetterRetention, &cur, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
 			DeadBefore:      cutoff,
 			Now:             &now,
@@ -336,6 +348,36 @@ func (c *cursor) advance(candidates int64, at time.Time, id string) {
 	if candidates > 0 {
 		c.at, c.id = at, id
 	}
+}
+
+// resumeFrom is where job's next run starts: where its last run was cut
+// short, or before every record.
+func (m *Maintenance) resumeFrom(job string) cursor {
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	if c, ok := m.resume[job]; ok {
+		return c
+	}
+	return firstCursor()
+}
+
+// runCursorJob runs a retention job whose batches walk records with cur (see
+// runJob). If the run fails or is cut short, the job's next run goes on from
+// where cur stands; if it finishes, the next run starts from the oldest
+// record.
+func (m *Maintenance) runCursorJob(ctx context.Context, job string, cur *cursor, batch func(context.Context) (candidates, deleted int64, err error)) (int64, error) {
+	total, err := m.runJob(ctx, job, batch)
+	m.resumeMu.Lock()
+	defer m.resumeMu.Unlock()
+	if err != nil {
+		if m.resume == nil {
+			m.resume = map[string]cursor{}
+		}
+		m.resume[job] = *cur
+	} else {
+		delete(m.resume, job)
+	}
+	return total, err
 }
 
 // runJob calls batch until it finds fewer candidates than a batch holds, then

@@ -420,3 +420,72 @@ func TestCheckBloatDropsTheLeftoverOfAFailedRebuild(t *testing.T) {
 	require.Equal(t, []string{"routes_due_idx_ccnew"}, rep.DroppedLeftovers)
 	require.Zero(t, leftovers())
 }
+
+// A run cut short leaves where it stood to the next run, which goes on from
+// there instead of reading the records that stay (dead letters) again; a run
+// that finishes leaves nothing, and the next one is a whole pass from the
+// oldest record.
+func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var specs []seedSpec
+	for i := range 10 {
+		status := "published"
+		if i < 4 {
+			status = "dead_letter"
+		}
+		specs = append(specs, seedSpec{id: fmt.Sprintf("n%02d", i), window: day, statuses: []string{status}, changed: t0})
+	}
+	b.seed(t, specs...)
+	m := b.newMaintenance(t, t0.Add(30*day), maintenance.Config{BatchSize: 2})
+
+	// The second batch (n06, n07) waits on a lock held on n07's route; the
+	// run is canceled there, after the first batch (n04, n05) committed.
+	lock, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM herald.routes WHERE notification_id = 'n07' FOR UPDATE`)
+	require.NoError(t, err)
+	rctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := m.DeleteFinished(rctx)
+		done <- result{n, err}
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
+		return waiting > 0
+	}, 10*time.Second, 10*time.Millisecond)
+	cancel()
+	r := <-done
+	require.Error(t, r.err)
+	require.Equal(t, int64(2), r.n)
+	// The cancel reaches the server on a connection of its own: the lock
+	// goes only once the waiting statement has been canceled.
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
+		return waiting == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, lock.Rollback(ctx))
+	require.Equal(t, []string{"n00", "n01", "n02", "n03", "n06", "n07", "n08", "n09"}, b.remaining(t))
+
+	// n01's route is replayed and published: deletable, but behind where the
+	// cut-short run stood. The next run goes on from there and leaves it.
+	b.setRouteStatus(t, "n01", "r0", "published", t0)
+	n, err := m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n)
+	require.Equal(t, []string{"n00", "n01", "n02", "n03"}, b.remaining(t))
+
+	// That run finished: the next is a whole pass and finds n01.
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []string{"n00", "n02", "n03"}, b.remaining(t))
+}
