@@ -160,16 +160,21 @@ func (h *heraldSubject) submitIdle(ctx context.Context, i int) error {
 
 // open counts the routes not terminal and, in the receipts mode, the
 // receipts not posted or not matched yet: a phase ends when the receipts'
-// work is done too.
+// work is done too. Receipts the sink has yet to post are counted first,
+// in memory: waitDone polls every 5 ms through the receipts' tail, and
+// counting routes in the database each time cost Postgres more than the
+// receipts themselves (150 µs per route in a 30,000-route run).
 func (h *heraldSubject) open(ctx context.Context) (int64, error) {
+	if h.receipts != nil {
+		if n := h.receipts.pending.Load(); n > 0 {
+			return n, nil
+		}
+	}
 	n, err := h.q.BenchRouteCountOpen(ctx, h.db.Pool)
 	if err != nil {
 		return 0, fmt.Errorf("count open routes: %w", err)
 	}
 	if h.receipts == nil || n > 0 {
-		return n, nil
-	}
-	if n = h.receipts.pending.Load(); n > 0 {
 		return n, nil
 	}
 	n, err = h.q.BenchReceiptCountOpen(ctx, h.db.Pool)
