@@ -555,8 +555,6 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 	}
 }
 
-// deliver runs one attempt outside any transaction and hands its outcome
-// to the completer.
 // workerIdle is how long a delivery worker waits for its next delivery
 // before it exits.
 const workerIdle = 2 * time.Second
@@ -593,6 +591,8 @@ func (l *channelLoop) worker(ctx context.Context, j *job) {
 	}
 }
 
+// deliver runs one attempt outside any transaction and hands its outcome
+// to the completer.
 func (l *channelLoop) deliver(ctx context.Context, j *job) {
 	defer func() {
 		<-l.slots

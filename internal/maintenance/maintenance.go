@@ -192,6 +192,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Maintenance, error) {
 		logger:  cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
 		metrics: c.Metrics,
 		queries: store.New(),
+		resume:  map[string]cursor{},
 	}
 
 	workers := river.NewWorkers()
@@ -331,16 +332,11 @@ func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
 }
 
 // cursor is where a retention run's scan of records_listing_idx stands:
-// after (at, id), exclusive.
+// after (at, id), exclusive. The zero cursor, the zero time (0001-01-01
+// UTC) with an empty id, is before every record.
 type cursor struct {
 	at time.Time
 	id string
-}
-
-// firstCursor is before every record: the zero time (0001-01-01 UTC), with
-// an empty id.
-func firstCursor() cursor {
-	return cursor{}
 }
 
 // advance moves the cursor to the last candidate of a batch, if it had any.
@@ -351,14 +347,11 @@ func (c *cursor) advance(candidates int64, at time.Time, id string) {
 }
 
 // resumeFrom is where job's next run starts: where its last run was cut
-// short, or before every record.
+// short, or (the zero cursor) before every record.
 func (m *Maintenance) resumeFrom(job string) cursor {
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
-	if c, ok := m.resume[job]; ok {
-		return c
-	}
-	return firstCursor()
+	return m.resume[job]
 }
 
 // runCursorJob runs a retention job whose batches walk records with cur (see
@@ -370,9 +363,6 @@ func (m *Maintenance) runCursorJob(ctx context.Context, job string, cur *cursor,
 	m.resumeMu.Lock()
 	defer m.resumeMu.Unlock()
 	if err != nil {
-		if m.resume == nil {
-			m.resume = map[string]cursor{}
-		}
 		m.resume[job] = *cur
 	} else {
 		delete(m.resume, job)

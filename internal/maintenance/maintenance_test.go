@@ -456,22 +456,19 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 		n, err := m.DeleteFinished(rctx)
 		done <- result{n, err}
 	}()
-	require.Eventually(t, func() bool {
-		var waiting int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
-		return waiting > 0
-	}, 10*time.Second, 10*time.Millisecond)
+	waiting := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool { return waiting() > 0 }, 10*time.Second, 10*time.Millisecond)
 	cancel()
 	r := <-done
 	require.Error(t, r.err)
 	require.Equal(t, int64(2), r.n)
 	// The cancel reaches the server on a connection of its own: the lock
 	// goes only once the waiting statement has been canceled.
-	require.Eventually(t, func() bool {
-		var waiting int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting))
-		return waiting == 0
-	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return waiting() == 0 }, 10*time.Second, 10*time.Millisecond)
 	require.NoError(t, lock.Rollback(ctx))
 	require.Equal(t, []string{"n00", "n01", "n02", "n03", "n06", "n07", "n08", "n09"}, b.remaining(t))
 
