@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -391,5 +393,72 @@ func TestTheEnginePoolRunsTheClaimOnAGenericPlan(t *testing.T) {
 		}
 		require.Equal(t, int64(0), custom)
 		require.Equal(t, int64(8), generic)
+	}
+}
+
+// The claim finds the routes it locked again, and their records, through
+// the two primary keys, one descent per route, on a table large enough
+// for a sequential scan to tempt the planner: in the generic plan the
+// engine's pool runs, and in custom plans for the largest batch.
+func TestTheClaimReachesRoutesAndRecordsThroughTheirPrimaryKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtemp.NewDatabase(t)
+	fill, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	_, err = fill.Exec(ctx, `
+		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
+			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
+		FROM generate_series(1, 20000) AS g;
+		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
+			next_attempt_at, created_at, updated_at)
+		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
+			now() - interval '1 minute', now(), now()
+		FROM herald.records;
+		ANALYZE herald.routes;
+		ANALYZE herald.records`)
+	require.NoError(t, err)
+	fill.Close()
+	for _, tc := range []struct {
+		mode  string
+		batch int
+	}{
+		// The generic plan, the same for any batch.
+		{"", 20000},
+		// A custom plan (a URL may ask for them) for the dispatcher's
+		// largest batch. For a batch the size of the table, hashing the
+		// whole table is the right plan.
+		{"&plan_cache_mode=force_custom_plan", dispatch.DefaultBatchSize},
+	} {
+		mode := tc.mode
+		cfg, err := pgxpool.ParseConfig(dbURL + mode)
+		require.NoError(t, err)
+		ConfigurePool(cfg)
+		cfg.MaxConns = 1
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		// Prepared by the run (pgx's statement cache), then explained by name.
+		_, err = store.New().RouteClaimDue(ctx, conn, store.RouteClaimDueParams{Channel: "webhook", Max: 1, LeaseSeconds: 60})
+		require.NoError(t, err)
+		var name string
+		require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
+			WHERE statement LIKE '-- name: RouteClaimDue %'`).Scan(&name))
+		rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE %q(NULL, 60, %d, 'webhook', '')`, name, tc.batch))
+		require.NoError(t, err)
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		plan := strings.Join(lines, "\n")
+		conn.Release()
+		pool.Close()
+		require.Contains(t, plan, "Index Scan using routes_pkey on routes r", mode)
+		require.Contains(t, plan, "Index Scan using records_pkey on records rec", mode)
+		require.NotContains(t, plan, "Seq Scan", mode)
+		require.NotContains(t, plan, "Hash Join", mode)
+		// No array condition beside the join: a nested scan rescanned once
+		// per route sorts its array again each time (quadratic in the batch).
+		require.NotContains(t, plan, "ANY", mode)
 	}
 }
