@@ -77,3 +77,19 @@ LEFT JOIN herald.routes r ON r.notification_id = d.notification_id AND r.route_i
 WHERE d.received_at >= @since::timestamptz
 GROUP BY d.provider
 ORDER BY d.provider;
+
+-- name: ReceiptInsertMany :execrows
+-- Stores a batch of receipts in one statement: the receipts endpoint's
+-- group commit, where concurrent requests share one insert, one commit and
+-- the statement trigger's one NOTIFY. The arrays are parallel, one element
+-- per receipt (several set-returning functions in one select list are
+-- zipped row by row).
+INSERT INTO herald.delivery_receipts (provider, provider_message_id, status, error_code, raw, source, received_at)
+SELECT
+    unnest(@providers::text[]),
+    unnest(@provider_message_ids::text[]),
+    unnest(@statuses::text[]),
+    unnest(@error_codes::text[]),
+    unnest(@raws::text[]),
+    unnest(@sources::text[]),
+    coalesce(sqlc.narg('now')::timestamptz, now());

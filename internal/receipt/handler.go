@@ -54,6 +54,8 @@ func Handler(cfg HandlerConfig) http.Handler {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	// Concurrent requests store their receipts together (group.go).
+	grp := newGroup(cfg.Pool)
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path+"{provider...}", func(w http.ResponseWriter, r *http.Request) {
 		provider := r.PathValue("provider")
@@ -91,7 +93,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 			return
 		}
 		rec.Provider = provider
-		if _, err := Store(r.Context(), cfg.Pool, rec); err != nil {
+		if err := grp.store(r.Context(), rec); err != nil {
 			log.Error("receipt not stored; answering 503 so the provider sends it again", "provider", provider, "err", err)
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "receipt not stored; send it again", http.StatusServiceUnavailable)

@@ -55,12 +55,13 @@ const (
 // own transaction when db is one) before it returns, so a caller answers
 // the receipt's sender only once it is stored.
 func Store(ctx context.Context, db store.DBTX, r Receipt) (int64, error) {
+	r = r.clipped()
 	id, err := store.New().ReceiptInsert(ctx, db, store.ReceiptInsertParams{
-		Provider:          clip(r.Provider, maxField),
-		ProviderMessageID: clip(r.ProviderMessageID, maxField),
-		Status:            clip(r.Status, maxField),
-		ErrorCode:         clip(r.ErrorCode, maxField),
-		Raw:               clip(r.Raw, maxRaw),
+		Provider:          r.Provider,
+		ProviderMessageID: r.ProviderMessageID,
+		Status:            r.Status,
+		ErrorCode:         r.ErrorCode,
+		Raw:               r.Raw,
 		Source:            r.Source,
 	})
 	if err != nil {
@@ -70,6 +71,16 @@ func Store(ctx context.Context, db store.DBTX, r Receipt) (int64, error) {
 }
 
 // clip cuts s to at most n bytes, on a UTF-8 boundary.
+// clipped returns r with its fields cut to what the table keeps.
+func (r Receipt) clipped() Receipt {
+	r.Provider = clip(r.Provider, maxField)
+	r.ProviderMessageID = clip(r.ProviderMessageID, maxField)
+	r.Status = clip(r.Status, maxField)
+	r.ErrorCode = clip(r.ErrorCode, maxField)
+	r.Raw = clip(r.Raw, maxRaw)
+	return r
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

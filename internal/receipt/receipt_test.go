@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -318,4 +319,93 @@ func TestTemporaryUndeliveredSendsTheRouteBackWhenTheProviderSaysRetry(t *testin
 	require.Equal(t, "published", d.Sched, "a permanent error stays where it is")
 	require.Equal(t, ptr("undelivered"), d.Status)
 	require.Equal(t, ptr(true), d.Permanent)
+}
+
+// Receipts posted at once are stored in one statement and one commit (a
+// group), and each request is answered only once its own receipt is
+// stored. A receipt Postgres refuses fails only its own request: the
+// group is stored again receipt by receipt, and nothing else is lost.
+func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
+	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
+		Pool:         b.pool,
+		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
+		GetenvFunc:   func(string) string { return "s3cret" },
+	}))
+	t.Cleanup(srv.Close)
+	post := func(body string) int {
+		resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// hold blocks inserts into delivery_receipts until release, so that
+	// the requests that follow the first pile up behind its statement.
+	hold := func() (release func()) {
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `LOCK TABLE herald.delivery_receipts IN SHARE MODE`)
+		require.NoError(t, err)
+		return func() { require.NoError(t, tx.Commit(ctx)) }
+	}
+	waitBlocked := func() {
+		require.Eventually(t, func() bool {
+			var n int
+			err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO herald.delivery_receipts%'`).Scan(&n)
+			return err == nil && n >= 1
+		}, 10*time.Second, 5*time.Millisecond)
+	}
+	send := func(bodies []string) []int {
+		codes := make([]int, len(bodies))
+		var wg sync.WaitGroup
+		release := hold()
+		for i, body := range bodies {
+			wg.Go(func() { codes[i] = post(body) })
+		}
+		func() {
+			defer release()
+			waitBlocked()
+			time.Sleep(200 * time.Millisecond) // the rest reach the handler meanwhile
+		}()
+		wg.Wait()
+		return codes
+	}
+
+	const n = 20
+	var bodies []string
+	for i := range n {
+		bodies = append(bodies, fmt.Sprintf(`{"id":"g-%d","status":"DELIVRD"}`, i))
+	}
+	for i, code := range send(bodies) {
+		require.Equal(t, http.StatusOK, code, "request %d", i)
+	}
+	var rows, transactions int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT xmin::text) FROM herald.delivery_receipts
+		WHERE provider_message_id LIKE 'g-%'`).Scan(&rows, &transactions))
+	require.Equal(t, n, rows)
+	require.LessOrEqual(t, transactions, 3, "the receipts that waited behind the first were stored together")
+
+	// One body Postgres refuses (not UTF-8) among good ones.
+	bodies = bodies[:0]
+	for i := range n {
+		bodies = append(bodies, fmt.Sprintf(`{"id":"p-%d","status":"DELIVRD"}`, i))
+	}
+	bodies[n/2] = "{\"id\":\"p-bad\",\"status\":\"DELIVRD\",\"note\":\"\xff\"}"
+	codes := send(bodies)
+	for i, code := range codes {
+		if i == n/2 {
+			require.Equal(t, http.StatusServiceUnavailable, code, "the refused receipt: sent again later")
+			continue
+		}
+		require.Equal(t, http.StatusOK, code, "request %d", i)
+	}
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.delivery_receipts
+		WHERE provider_message_id LIKE 'p-%'`).Scan(&rows))
+	require.Equal(t, n-1, rows, "every receipt but the refused one is stored")
 }

@@ -137,6 +137,49 @@ func (q *Queries) ReceiptInsert(ctx context.Context, db DBTX, arg ReceiptInsertP
 	return id, err
 }
 
+const receiptInsertMany = `-- name: ReceiptInsertMany :execrows
+INSERT INTO herald.delivery_receipts (provider, provider_message_id, status, error_code, raw, source, received_at)
+SELECT
+    unnest($1::text[]),
+    unnest($2::text[]),
+    unnest($3::text[]),
+    unnest($4::text[]),
+    unnest($5::text[]),
+    unnest($6::text[]),
+    coalesce($7::timestamptz, now())
+`
+
+type ReceiptInsertManyParams struct {
+	Providers          []string
+	ProviderMessageIds []string
+	Statuses           []string
+	ErrorCodes         []string
+	Raws               []string
+	Sources            []string
+	Now                *time.Time
+}
+
+// Stores a batch of receipts in one statement: the receipts endpoint's
+// group commit, where concurrent requests share one insert, one commit and
+// the statement trigger's one NOTIFY. The arrays are parallel, one element
+// per receipt (several set-returning functions in one select list are
+// zipped row by row).
+func (q *Queries) ReceiptInsertMany(ctx context.Context, db DBTX, arg ReceiptInsertManyParams) (int64, error) {
+	result, err := db.Exec(ctx, receiptInsertMany,
+		arg.Providers,
+		arg.ProviderMessageIds,
+		arg.Statuses,
+		arg.ErrorCodes,
+		arg.Raws,
+		arg.Sources,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const receiptMarkMany = `-- name: ReceiptMarkMany :exec
 UPDATE herald.delivery_receipts AS r
 SET state = d.state,
