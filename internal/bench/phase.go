@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -139,6 +140,16 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	if err := s.stop(); err != nil {
 		return row, err
 	}
+	// The phase's backends flush their table counters as they exit, which
+	// a closed pool does not wait for: read them only once those backends
+	// are gone, or a run on a loaded machine misses a batch's counts.
+	own := 0 // the bench's connections beyond its pool: the WAL slot's
+	if wal != nil {
+		own = 1
+	}
+	if err := waitBackendsGone(ctx, db.Pool, own); err != nil {
+		return row, err
+	}
 	cpuAfter, err := readCPU(ctx, db.Pool)
 	if err != nil {
 		return row, err
@@ -268,3 +279,32 @@ func once(f func() error) func() error {
 		return err
 	}
 }
+
+// otherBackendsSQL counts the client backends connected to this database
+// (exception: a server view, nothing sqlc needs to type).
+const otherBackendsSQL = `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND backend_type = 'client backend'`
+
+// waitBackendsGone waits until no client backend is connected to the
+// bench's database beyond pool's own connections and own others: a
+// backend flushes its statistics before it leaves pg_stat_activity. It
+// gives up quietly after backendsGoneWait (a connection of someone else's
+// may stay).
+func waitBackendsGone(ctx context.Context, pool *pgxpool.Pool, own int) error {
+	deadline := time.Now().Add(backendsGoneWait)
+	for {
+		var n int64
+		if err := pool.QueryRow(ctx, otherBackendsSQL).Scan(&n); err != nil {
+			return fmt.Errorf("count backends: %w", err)
+		}
+		if n <= int64(pool.Stat().TotalConns())+int64(own) || time.Now().After(deadline) {
+			return nil
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// backendsGoneWait bounds waitBackendsGone.
+const backendsGoneWait = 10 * time.Second
