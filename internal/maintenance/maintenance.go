@@ -251,9 +251,13 @@ func (m *Maintenance) Client() *river.Client[pgx.Tx] { return m.client }
 // this process is the elected leader, schedules the periodic ones. Then it
 // stops the client, letting running jobs finish for Config.StopTimeout at
 // most, and returns nil; it returns an error if the client cannot start, or
-// cannot stop in time.
+// cannot stop in time. A ctx done while the client is still starting (a
+// process stopped as soon as it started) is a shutdown, not a failure.
 func (m *Maintenance) Run(ctx context.Context) error {
 	if err := m.client.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("start maintenance: %w", err)
 	}
 	m.logger.Info("maintenance started",

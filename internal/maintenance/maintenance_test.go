@@ -486,3 +486,23 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 	require.Equal(t, int64(1), n)
 	require.Equal(t, []string{"n00", "n02", "n03"}, b.remaining(t))
 }
+
+// A process stopped while maintenance is still starting (serve canceled as
+// soon as it began) stops cleanly: no error for a shutdown. A River client
+// that cannot start for another reason is still an error.
+func TestRunStoppedWhileStartingIsAShutdownNotAFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	m := b.newMaintenance(t, time.Now(), maintenance.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, m.Run(ctx))
+
+	dead, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	require.NoError(t, err)
+	t.Cleanup(dead.Close)
+	broken, err := maintenance.New(dead, &maintenance.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	err = broken.Run(context.Background())
+	require.ErrorContains(t, err, "start maintenance")
+}
