@@ -352,22 +352,7 @@ func TestTheEnginePoolRunsTheClaimOnAGenericPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
-	fill, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = fill.Exec(ctx, `
-		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
-			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
-		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
-		FROM generate_series(1, 2000) AS g;
-		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
-			next_attempt_at, created_at, updated_at)
-		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
-			now() - interval '1 minute', now(), now()
-		FROM herald.records;
-		ANALYZE herald.routes;
-		ANALYZE herald.records`)
-	require.NoError(t, err)
-	fill.Close()
+	fillDueWebhookRoutes(t, dbURL, 2000)
 	for _, tc := range []struct {
 		url         string
 		wantCustoms bool
@@ -404,22 +389,7 @@ func TestTheClaimReachesRoutesAndRecordsThroughTheirPrimaryKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
-	fill, err := pgxpool.New(ctx, dbURL)
-	require.NoError(t, err)
-	_, err = fill.Exec(ctx, `
-		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
-			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
-		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
-		FROM generate_series(1, 20000) AS g;
-		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
-			next_attempt_at, created_at, updated_at)
-		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
-			now() - interval '1 minute', now(), now()
-		FROM herald.records;
-		ANALYZE herald.routes;
-		ANALYZE herald.records`)
-	require.NoError(t, err)
-	fill.Close()
+	fillDueWebhookRoutes(t, dbURL, 20000)
 	for _, tc := range []struct {
 		mode  string
 		batch int
@@ -431,8 +401,7 @@ func TestTheClaimReachesRoutesAndRecordsThroughTheirPrimaryKeys(t *testing.T) {
 		// whole table is the right plan.
 		{"&plan_cache_mode=force_custom_plan", dispatch.DefaultBatchSize},
 	} {
-		mode := tc.mode
-		cfg, err := pgxpool.ParseConfig(dbURL + mode)
+		cfg, err := pgxpool.ParseConfig(dbURL + tc.mode)
 		require.NoError(t, err)
 		ConfigurePool(cfg)
 		cfg.MaxConns = 1
@@ -453,12 +422,37 @@ func TestTheClaimReachesRoutesAndRecordsThroughTheirPrimaryKeys(t *testing.T) {
 		plan := strings.Join(lines, "\n")
 		conn.Release()
 		pool.Close()
-		require.Contains(t, plan, "Index Scan using routes_pkey on routes r", mode)
-		require.Contains(t, plan, "Index Scan using records_pkey on records rec", mode)
-		require.NotContains(t, plan, "Seq Scan", mode)
-		require.NotContains(t, plan, "Hash Join", mode)
+		require.Contains(t, plan, "Index Scan using routes_pkey on routes r", tc.mode)
+		require.Contains(t, plan, "Index Scan using records_pkey on records rec", tc.mode)
+		require.NotContains(t, plan, "Seq Scan", tc.mode)
+		require.NotContains(t, plan, "Hash Join", tc.mode)
 		// No array condition beside the join: a nested scan rescanned once
 		// per route sorts its array again each time (quadratic in the batch).
-		require.NotContains(t, plan, "ANY", mode)
+		require.NotContains(t, plan, "ANY", tc.mode)
 	}
+}
+
+// fillDueWebhookRoutes stores n records, each with one webhook route due a
+// minute ago, and analyzes both tables, for the claim's plan tests.
+func fillDueWebhookRoutes(t *testing.T, dbURL string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	fill, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer fill.Close()
+	_, err = fill.Exec(ctx, `
+		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
+			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
+		FROM generate_series(1, $1::integer) AS g`, n)
+	require.NoError(t, err)
+	_, err = fill.Exec(ctx, `
+		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
+			next_attempt_at, created_at, updated_at)
+		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
+			now() - interval '1 minute', now(), now()
+		FROM herald.records;
+		ANALYZE herald.routes;
+		ANALYZE herald.records`)
+	require.NoError(t, err)
 }
