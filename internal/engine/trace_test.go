@@ -189,9 +189,11 @@ rules:
 
 // denied are the patterns no exported attribute value may match: an E.164
 // phone number, an e-mail address, a URL (a webhook or callback address,
-// with or without credentials), the secrets and content the test used.
+// with or without credentials), the secrets and content the test used. A
+// phone number starts a value or follows a character that is not part of
+// a word or an id: the last group of a UUID can be twelve digits.
 var denied = map[string]*regexp.Regexp{
-	"phone number": regexp.MustCompile(`\+?[1-9]\d{7,14}\b`),
+	"phone number": regexp.MustCompile(`(^|[^\w-])\+?[1-9]\d{7,14}\b`),
 	"e-mail":       regexp.MustCompile(`[^\s@]+@[^\s@]+\.[^\s@]+`),
 	"url":          regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://`),
 	"secret":       regexp.MustCompile(`(?i)s3cret|r3ceipts|b3arer|token=|api_key|password`),
@@ -221,5 +223,17 @@ func requireNoPersonalData(t *testing.T, spans []oteltest.Span) {
 		for _, ev := range s.Events {
 			check(s.Name+" event "+ev.Name, ev.Attrs)
 		}
+	}
+}
+
+// The phone pattern finds a number wherever one is written and not in an
+// id: a UUID whose last group is all digits was once taken for one.
+func TestDeniedPhonePatternSkipsIDs(t *testing.T) {
+	re := denied["phone number"]
+	for _, v := range []string{"+254710001002", "to +254710001002", "sms:254710001002", "254710001002"} {
+		require.True(t, re.MatchString(v), v)
+	}
+	for _, v := range []string{"01a20c15-dc15-7a4b-9006-955774982427", "webhook:0", "n00000012"} {
+		require.False(t, re.MatchString(v), v)
 	}
 }
