@@ -145,12 +145,15 @@ func channelConfig(name string, ch config.Channel, env driverEnv) (dispatch.Chan
 // driverEnv is what building a Deliverer needs beside its settings: the
 // environment its secrets name, a logger, and the database the SMPP
 // driver stores receipts and inbound messages in (nil: it refuses them, so
-// the SMSC sends them again), with the metrics that count them.
+// the SMSC sends them again), with the metrics that count them. Receipts
+// go through receipts, the engine's one Group, so the deliver_sm that
+// every bind hands over at once share a commit.
 type driverEnv struct {
-	getenv  func(string) string
-	logger  *slog.Logger
-	pool    *pgxpool.Pool
-	metrics *metrics.Metrics
+	getenv   func(string) string
+	logger   *slog.Logger
+	pool     *pgxpool.Pool
+	receipts *receipt.Group
+	metrics  *metrics.Metrics
 }
 
 // deliverer builds one channel's (or provider's) Deliverer.
@@ -221,10 +224,10 @@ func deliverer(name string, ch config.Channel, env driverEnv) (channel.Deliverer
 		provider := name
 		return built(smppch.New(smppch.Config{
 			ReceiptFunc: func(ctx context.Context, r smpp.Receipt) error {
-				if env.pool == nil {
+				if env.receipts == nil {
 					return errors.New("no database to store the receipt in")
 				}
-				_, err := receipt.Store(ctx, env.pool, receipt.Receipt{Provider: provider,
+				err := env.receipts.Store(ctx, receipt.Receipt{Provider: provider,
 					ProviderMessageID: r.ProviderMessageID, Status: r.Status, ErrorCode: r.ErrorCode,
 					Raw: r.Raw, Source: receipt.SourceSMPP})
 				if err == nil {

@@ -184,6 +184,9 @@ type Engine struct {
 	disp     *dispatch.Dispatcher
 	channels []string // every channel the dispatcher delivers, sorted
 	parts    []part
+	// receipts stores the SMPP binds' receipts, every bind's together
+	// (receipt.Group); nil without a pool.
+	receipts *receipt.Group
 
 	metricsAddr  net.Addr
 	receiptsAddr net.Addr
@@ -206,6 +209,9 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 		cfg = &Config{}
 	}
 	e := &Engine{pool: pool, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	if pool != nil {
+		e.receipts = receipt.NewGroup(pool)
+	}
 	for _, ch := range cfg.Dispatch.Channels {
 		e.closeDeliverer(ch)
 	}
@@ -375,7 +381,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 			return nil, fmt.Errorf("new engine: channel %q is in both Drivers and Dispatch.Channels", name)
 		}
 		// Every deliverer logs its own "channel" key.
-		ch, err := channelConfig(name, cfg.Drivers[name], driverEnv{getenv: getenv, logger: dcfg.Logger, pool: e.pool, metrics: e.metrics})
+		ch, err := channelConfig(name, cfg.Drivers[name], driverEnv{getenv: getenv, logger: dcfg.Logger, pool: e.pool, receipts: e.receipts, metrics: e.metrics})
 		if err != nil {
 			return nil, fmt.Errorf("channels.%s: %w", name, err)
 		}

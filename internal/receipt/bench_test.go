@@ -3,9 +3,12 @@ package receipt_test
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/pgtemp"
@@ -62,4 +65,56 @@ func BenchmarkReceiptStoreAndMatch(b *testing.B) {
 	b.ReportMetric(float64(walAfter-walBefore)/float64(b.N), "WAL-bytes/receipt")
 	b.ReportMetric(float64(stored.Microseconds())/float64(b.N), "µs-store/receipt")
 	b.ReportMetric(float64((b.Elapsed()-stored).Microseconds())/float64(b.N), "µs-match/receipt")
+}
+
+// BenchmarkConcurrentReceiptStore stores receipts from 64 callers at once
+// (an SMPP client's handlers: smpp's maxHandlers; or the endpoint's
+// requests), each waiting for its own receipt to be stored, as a sender's
+// answer does: one at a time (receipt.Store, a commit each) against the
+// group commit (receipt.Group) the endpoint and the SMPP driver use.
+// ns/op is per receipt; the two run side by side in one process.
+//
+//	go run ./internal/pgtemp/withpg go test -run '^$' -bench ConcurrentReceiptStore -benchtime 20000x ./internal/receipt
+func BenchmarkConcurrentReceiptStore(b *testing.B) {
+	const callers = 64
+	for _, mode := range []string{"one-at-a-time", "group"} {
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			cfg, err := pgxpool.ParseConfig(pgtemp.NewDatabase(b))
+			require.NoError(b, err)
+			cfg.MaxConns = callers
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(b, err)
+			b.Cleanup(pool.Close)
+			grp := receipt.NewGroup(pool)
+			store := func(r receipt.Receipt) error {
+				_, err := receipt.Store(ctx, pool, r)
+				return err
+			}
+			if mode == "group" {
+				store = func(r receipt.Receipt) error { return grp.Store(ctx, r) }
+			}
+			var walBefore, walAfter int64
+			require.NoError(b, pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&walBefore))
+			var seq atomic.Int64
+			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := fmt.Sprintf("c-%d", seq.Add(1))
+					if err := store(receipt.Receipt{Provider: "sms/bench", ProviderMessageID: id,
+						Status: "DELIVRD", Raw: "id:" + id + " stat:DELIVRD", Source: receipt.SourceSMPP}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			require.NoError(b, pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&walAfter))
+			var stored int
+			require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM herald.delivery_receipts`).Scan(&stored))
+			require.Equal(b, b.N, stored)
+			b.ReportMetric(float64(walAfter-walBefore)/float64(b.N), "WAL-bytes/receipt")
+		})
+	}
 }

@@ -16,17 +16,18 @@ const groupMax = 500
 // requests, so no one request's context may cancel it.
 const groupTimeout = 10 * time.Second
 
-// group stores receipts from concurrent requests together: one INSERT,
-// one commit (one WAL flush) and one NOTIFY for every receipt that
-// arrived while the previous group was being written, as Postgres's own
-// group commit does for WAL. A request still answers only once its own
-// receipt is stored: store returns when the group holding it has
-// committed. Receipt at a time, each request paid a commit and a NOTIFY
-// of its own, and every listening connection woke for each.
+// Group stores receipts from concurrent callers (the endpoint's requests,
+// an SMPP bind's deliver_sm handlers) together: one INSERT, one commit
+// (one WAL flush) and one NOTIFY for every receipt that arrived while the
+// previous group was being written, as Postgres's own group commit does
+// for WAL. A caller still answers its sender only once its own receipt is
+// stored: Store returns when the group holding it has committed. Receipt
+// at a time, each paid a commit and a NOTIFY of its own, and every
+// listening connection woke for each.
 //
 // No goroutine outlives its work: the first receipt to find no writer at
 // work starts one, which writes groups until none is waiting.
-type group struct {
+type Group struct {
 	db store.DBTX
 
 	mu      sync.Mutex
@@ -40,14 +41,16 @@ type groupEntry struct {
 	done chan struct{}
 }
 
-func newGroup(db store.DBTX) *group { return &group{db: db} }
+// NewGroup returns a Group storing into db. The receipts endpoint keeps
+// one; so does an engine, for its SMPP binds' receipts.
+func NewGroup(db store.DBTX) *Group { return &Group{db: db} }
 
-// store stores rec with whatever receipts are waiting alongside it and
+// Store stores rec with whatever receipts are waiting alongside it and
 // returns once it is stored, or with the error that kept it out (then
 // nothing of it is stored). If ctx ends first it returns ctx's error; the
 // receipt may still be stored (the caller, having given up, answers as if
 // it was not, and a receipt sent again is matched as a duplicate).
-func (g *group) store(ctx context.Context, rec Receipt) error {
+func (g *Group) Store(ctx context.Context, rec Receipt) error {
 	e := &groupEntry{rec: rec, done: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, e)
@@ -65,7 +68,7 @@ func (g *group) store(ctx context.Context, rec Receipt) error {
 }
 
 // write stores groups until none is waiting.
-func (g *group) write() {
+func (g *Group) write() {
 	for {
 		g.mu.Lock()
 		batch := g.waiting[:min(len(g.waiting), groupMax)]
@@ -82,10 +85,11 @@ func (g *group) write() {
 }
 
 // flush stores one group. If the group's statement fails, each receipt is
-// stored again on its own, so that one receipt Postgres refuses (a NUL
-// byte, say) is the only one refused rather than failing every request
-// that shared its group.
-func (g *group) flush(batch []*groupEntry) {
+// stored again on its own, so that one receipt Postgres refuses (a
+// constraint it breaks, say: no receipt is refused for its bytes, which
+// clipped makes storable) is the only one refused rather than failing
+// every request that shared its group.
+func (g *Group) flush(batch []*groupEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
 	var p store.ReceiptInsertManyParams

@@ -55,7 +55,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 		getenv = func(string) string { return "" }
 	}
 	// Concurrent requests store their receipts together (group.go).
-	grp := newGroup(cfg.Pool)
+	grp := NewGroup(cfg.Pool)
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path+"{provider...}", func(w http.ResponseWriter, r *http.Request) {
 		provider := r.PathValue("provider")
@@ -93,7 +93,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 			return
 		}
 		rec.Provider = provider
-		if err := grp.store(r.Context(), rec); err != nil {
+		if err := grp.Store(r.Context(), rec); err != nil {
 			log.Error("receipt not stored; answering 503 so the provider sends it again", "provider", provider, "err", err)
 			w.Header().Set("Retry-After", "5")
 			http.Error(w, "receipt not stored; send it again", http.StatusServiceUnavailable)

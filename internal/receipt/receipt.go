@@ -15,7 +15,9 @@ package receipt
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -70,17 +72,30 @@ func Store(ctx context.Context, db store.DBTX, r Receipt) (int64, error) {
 	return id, nil
 }
 
-// clip cuts s to at most n bytes, on a UTF-8 boundary.
-// clipped returns r with its fields cut to what the table keeps.
+// clipped returns r as the table can keep it: each field valid UTF-8
+// without NUL (Postgres text refuses both, and a receipt refused for its
+// bytes would be refused again each time its sender repeated it, so it is
+// kept readable instead: U+FFFD for what was not), and cut to the
+// column's limit.
 func (r Receipt) clipped() Receipt {
-	r.Provider = clip(r.Provider, maxField)
-	r.ProviderMessageID = clip(r.ProviderMessageID, maxField)
-	r.Status = clip(r.Status, maxField)
-	r.ErrorCode = clip(r.ErrorCode, maxField)
-	r.Raw = clip(r.Raw, maxRaw)
+	r.Provider = clip(storable(r.Provider), maxField)
+	r.ProviderMessageID = clip(storable(r.ProviderMessageID), maxField)
+	r.Status = clip(storable(r.Status), maxField)
+	r.ErrorCode = clip(storable(r.ErrorCode), maxField)
+	r.Raw = clip(storable(r.Raw), maxRaw)
 	return r
 }
 
+// storable returns s with each invalid UTF-8 sequence and each NUL
+// replaced by U+FFFD.
+func storable(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// clip cuts s to at most n bytes, on a UTF-8 boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -108,13 +123,14 @@ type Inbound struct {
 }
 
 // StoreInbound writes m to herald.inbound_messages and returns its id, as
-// Store does a receipt: before the provider is answered.
+// Store does a receipt: before the provider is answered, and kept
+// readable whatever its bytes.
 func StoreInbound(ctx context.Context, db store.DBTX, m Inbound) (int64, error) {
 	id, err := store.New().InboundMessageInsert(ctx, db, store.InboundMessageInsertParams{
-		Provider:   clip(m.Provider, maxField),
-		FromAddr:   clip(m.From, 64),
-		ToAddr:     clip(m.To, 64),
-		Body:       clip(m.Body, maxRaw),
+		Provider:   clip(storable(m.Provider), maxField),
+		FromAddr:   clip(storable(m.From), 64),
+		ToAddr:     clip(storable(m.To), 64),
+		Body:       clip(storable(m.Body), maxRaw),
 		DataCoding: int16(m.DataCoding),
 	})
 	if err != nil {

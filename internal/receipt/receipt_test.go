@@ -391,12 +391,25 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 	require.Equal(t, n, rows)
 	require.LessOrEqual(t, transactions, 3, "the receipts that waited behind the first were stored together")
 
-	// One body Postgres refuses (not UTF-8) among good ones.
+	// One receipt Postgres refuses among good ones. No receipt's bytes
+	// are refused (Store keeps them readable), so a trigger refuses it:
+	// as a constraint added later, or a full disk for one row, would.
+	_, err := b.pool.Exec(ctx, `
+		CREATE FUNCTION public.refuse_p_bad() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.provider_message_id = 'p-bad' THEN
+				RAISE EXCEPTION 'refused for the test';
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_p_bad BEFORE INSERT ON herald.delivery_receipts
+			FOR EACH ROW EXECUTE FUNCTION public.refuse_p_bad()`)
+	require.NoError(t, err)
 	bodies = bodies[:0]
 	for i := range n {
 		bodies = append(bodies, fmt.Sprintf(`{"id":"p-%d","status":"DELIVRD"}`, i))
 	}
-	bodies[n/2] = "{\"id\":\"p-bad\",\"status\":\"DELIVRD\",\"note\":\"\xff\"}"
+	bodies[n/2] = `{"id":"p-bad","status":"DELIVRD"}`
 	codes := send(bodies)
 	for i, code := range codes {
 		if i == n/2 {
@@ -408,4 +421,48 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.delivery_receipts
 		WHERE provider_message_id LIKE 'p-%'`).Scan(&rows))
 	require.Equal(t, n-1, rows, "every receipt but the refused one is stored")
+}
+
+// A receipt whose bytes Postgres text cannot hold (not UTF-8, or a NUL) is
+// stored all the same, readable, and answered 200: refused, it would come
+// back at every retry of its sender and never be matched. Its id and
+// status, read from the bytes as they came, match as any other's. So is
+// an inbound message's body.
+func TestReceiptsAndInboundMessagesPostgresCannotHoldAsSentAreKeptReadable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
+	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
+		Pool:         b.pool,
+		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
+		GetenvFunc:   func(string) string { return "s3cret" },
+	}))
+	t.Cleanup(srv.Close)
+	resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json",
+		strings.NewReader("{\"id\":\"u-1\",\"status\":\"DELIVRD\",\"note\":\"caf\xe9!\"}"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var id, status, raw string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT provider_message_id, status, raw FROM herald.delivery_receipts
+		WHERE provider = 'sms/acme'`).Scan(&id, &status, &raw))
+	require.Equal(t, "u-1", id)
+	require.Equal(t, "DELIVRD", status)
+	require.Equal(t, "{\"id\":\"u-1\",\"status\":\"DELIVRD\",\"note\":\"caf\uFFFD!\"}", raw)
+
+	_, err = receipt.Store(ctx, b.pool, receipt.Receipt{Provider: "sms/smsc", ProviderMessageID: "m\x00\xff1",
+		Status: "DELIVRD", Raw: "id:m\x00\xff1 stat:DELIVRD", Source: receipt.SourceSMPP})
+	require.NoError(t, err)
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT provider_message_id, raw FROM herald.delivery_receipts
+		WHERE provider = 'sms/smsc'`).Scan(&id, &raw))
+	require.Equal(t, "m\uFFFD\uFFFD1", id)
+	require.Equal(t, "id:m\uFFFD\uFFFD1 stat:DELIVRD", raw)
+
+	_, err = receipt.StoreInbound(ctx, b.pool, receipt.Inbound{Provider: "sms/smsc", From: "254700000001",
+		To: "447911123456", Body: "STOP\x00\xfe"})
+	require.NoError(t, err)
+	var body string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT body FROM herald.inbound_messages WHERE provider = 'sms/smsc'`).Scan(&body))
+	require.Equal(t, "STOP\uFFFD\uFFFD", body)
 }
