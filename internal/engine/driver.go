@@ -143,15 +143,14 @@ func channelConfig(name string, ch config.Channel, env driverEnv) (dispatch.Chan
 }
 
 // driverEnv is what building a Deliverer needs beside its settings: the
-// environment its secrets name, a logger, and the database the SMPP
-// driver stores receipts and inbound messages in (nil: it refuses them, so
-// the SMSC sends them again), with the metrics that count them. Receipts
-// go through receipts, the engine's one Group, so the deliver_sm that
-// every bind hands over at once share a commit.
+// environment its secrets name, a logger, and where the SMPP driver
+// stores receipts and inbound messages: receipts, the engine's one Group,
+// so that the deliver_sm every bind hands over at once share a commit
+// (nil: it refuses them, so the SMSC sends them again), with the metrics
+// that count them.
 type driverEnv struct {
 	getenv   func(string) string
 	logger   *slog.Logger
-	pool     *pgxpool.Pool
 	receipts *receipt.Group
 	metrics  *metrics.Metrics
 }
@@ -236,12 +235,11 @@ func deliverer(name string, ch config.Channel, env driverEnv) (channel.Deliverer
 				return err
 			},
 			InboundFunc: func(ctx context.Context, m smpp.Inbound) error {
-				if env.pool == nil {
+				if env.receipts == nil {
 					return errors.New("no database to store the inbound message in")
 				}
-				_, err := receipt.StoreInbound(ctx, env.pool, receipt.Inbound{Provider: provider,
+				return env.receipts.StoreInbound(ctx, receipt.Inbound{Provider: provider,
 					From: m.From, To: m.To, Body: m.Body, DataCoding: m.DataCoding})
-				return err
 			},
 			Provider: name, Host: s.Host, Port: s.Port,
 			SystemID: s.SystemID, Password: password, SystemType: s.SystemType,

@@ -381,7 +381,7 @@ func (e *Engine) dispatchConfig(cfg *Config) (*dispatch.Config, error) {
 			return nil, fmt.Errorf("new engine: channel %q is in both Drivers and Dispatch.Channels", name)
 		}
 		// Every deliverer logs its own "channel" key.
-		ch, err := channelConfig(name, cfg.Drivers[name], driverEnv{getenv: getenv, logger: dcfg.Logger, pool: e.pool, receipts: e.receipts, metrics: e.metrics})
+		ch, err := channelConfig(name, cfg.Drivers[name], driverEnv{getenv: getenv, logger: dcfg.Logger, receipts: e.receipts, metrics: e.metrics})
 		if err != nil {
 			return nil, fmt.Errorf("channels.%s: %w", name, err)
 		}

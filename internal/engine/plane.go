@@ -140,7 +140,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		}
 		b, ok := w.built[name]
 		if !ok || b.key != string(raw) {
-			d, err := deliverer(name, p.ChannelConfig(), driverEnv{getenv: w.getenv, logger: w.log, pool: w.e.pool, receipts: w.e.receipts, metrics: w.e.metrics})
+			d, err := deliverer(name, p.ChannelConfig(), driverEnv{getenv: w.getenv, logger: w.log, receipts: w.e.receipts, metrics: w.e.metrics})
 			if err != nil {
 				return fail(fmt.Errorf("providers.%s: %w", name, err))
 			}

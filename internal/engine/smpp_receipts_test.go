@@ -23,6 +23,7 @@ import (
 // receipt.Group), answers every deliver_sm ESME_ROK only once its own
 // receipt is stored, and keeps a receipt whose text holds a NUL (some
 // SMSCs end theirs with one) rather than refusing it at every resend.
+// Inbound messages sent together are stored together the same way.
 func TestSMPPReceiptsThatArriveTogetherAreStoredTogether(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -110,4 +111,32 @@ rules:
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT raw FROM herald.delivery_receipts
 		WHERE provider_message_id = $1`, fmt.Sprintf("g-%d", n/2)).Scan(&raw))
 	require.Contains(t, raw, "\uFFFD", "the NUL is kept readable")
+
+	// Inbound messages, the same way.
+	tx, err = own.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `LOCK TABLE herald.inbound_messages IN SHARE MODE`)
+	require.NoError(t, err)
+	for i := range n {
+		mo, err := smsctest.MO("254700000001", "447911123456", fmt.Sprintf("reply %d", i))
+		require.NoError(t, err)
+		wg.Go(func() { statuses[i], errs[i] = smsc.Deliver(ctx, mo) })
+	}
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := own.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO herald.inbound_messages%'`).Scan(&waiting)
+		return err == nil && waiting >= 1
+	}, 10*time.Second, 5*time.Millisecond, "the first message waits on the lock")
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Equal(t, smpp.StatusOK, statuses[i], "MO deliver_sm %d answered once stored", i)
+	}
+	require.NoError(t, own.QueryRow(ctx, `SELECT count(*), count(DISTINCT xmin::text) FROM herald.inbound_messages
+		WHERE body LIKE 'reply %'`).Scan(&stored, &transactions))
+	require.Equal(t, n, stored)
+	require.LessOrEqual(t, transactions, 3, "the messages that waited behind the first were stored together")
 }

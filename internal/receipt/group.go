@@ -9,7 +9,8 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// groupMax bounds the receipts one group-commit statement stores.
+// groupMax bounds the receipts (or inbound messages) one group-commit
+// statement stores.
 const groupMax = 500
 
 // groupTimeout bounds one group's statement: it runs on behalf of several
@@ -23,42 +24,105 @@ const groupTimeout = 10 * time.Second
 // for WAL. A caller still answers its sender only once its own receipt is
 // stored: Store returns when the group holding it has committed. Receipt
 // at a time, each paid a commit and a NOTIFY of its own, and every
-// listening connection woke for each.
+// listening connection woke for each. Inbound messages (StoreInbound) are
+// grouped the same way, in groups of their own.
 //
-// No goroutine outlives its work: the first receipt to find no writer at
+// No goroutine outlives its work: the first item to find no writer at
 // work starts one, which writes groups until none is waiting.
 type Group struct {
-	db store.DBTX
-
-	mu      sync.Mutex
-	waiting []*groupEntry
-	writing bool
-}
-
-type groupEntry struct {
-	rec  Receipt
-	err  error
-	done chan struct{}
+	receipts *batcher[Receipt]
+	inbound  *batcher[Inbound]
 }
 
 // NewGroup returns a Group storing into db. The receipts endpoint keeps
-// one; so does an engine, for its SMPP binds' receipts.
-func NewGroup(db store.DBTX) *Group { return &Group{db: db} }
+// one; so does an engine, for its SMPP binds' receipts and inbound
+// messages.
+func NewGroup(db store.DBTX) *Group {
+	return &Group{
+		receipts: &batcher[Receipt]{db: db, many: insertReceipts, what: func(r Receipt) string { return "receipt of " + r.Provider },
+			one: func(ctx context.Context, db store.DBTX, r Receipt) error {
+				_, err := Store(ctx, db, r)
+				return err
+			}},
+		inbound: &batcher[Inbound]{db: db, many: insertInbound, what: func(m Inbound) string { return "inbound message of " + m.Provider },
+			one: func(ctx context.Context, db store.DBTX, m Inbound) error {
+				_, err := StoreInbound(ctx, db, m)
+				return err
+			}},
+	}
+}
 
 // Store stores rec with whatever receipts are waiting alongside it and
 // returns once it is stored, or with the error that kept it out (then
 // nothing of it is stored). If ctx ends first it returns ctx's error; the
 // receipt may still be stored (the caller, having given up, answers as if
 // it was not, and a receipt sent again is matched as a duplicate).
-func (g *Group) Store(ctx context.Context, rec Receipt) error {
-	e := &groupEntry{rec: rec, done: make(chan struct{})}
-	g.mu.Lock()
-	g.waiting = append(g.waiting, e)
-	if !g.writing {
-		g.writing = true
-		go g.write()
+func (g *Group) Store(ctx context.Context, rec Receipt) error { return g.receipts.store(ctx, rec) }
+
+// StoreInbound stores m as Store stores a receipt: with whatever inbound
+// messages are waiting alongside it, returning once it is stored. If ctx
+// ends first it returns ctx's error and m may still be stored (the SMSC,
+// answered with an error, sends it again, and it is kept twice).
+func (g *Group) StoreInbound(ctx context.Context, m Inbound) error { return g.inbound.store(ctx, m) }
+
+func insertReceipts(ctx context.Context, db store.DBTX, rs []Receipt) error {
+	var p store.ReceiptInsertManyParams
+	for _, r := range rs {
+		r = r.clipped()
+		p.Providers = append(p.Providers, r.Provider)
+		p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
+		p.Statuses = append(p.Statuses, r.Status)
+		p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
+		p.Raws = append(p.Raws, r.Raw)
+		p.Sources = append(p.Sources, r.Source)
 	}
-	g.mu.Unlock()
+	_, err := store.New().ReceiptInsertMany(ctx, db, p)
+	return err
+}
+
+func insertInbound(ctx context.Context, db store.DBTX, ms []Inbound) error {
+	var p store.InboundMessageInsertManyParams
+	for _, m := range ms {
+		m = m.clipped()
+		p.Providers = append(p.Providers, m.Provider)
+		p.FromAddrs = append(p.FromAddrs, m.From)
+		p.ToAddrs = append(p.ToAddrs, m.To)
+		p.Bodies = append(p.Bodies, m.Body)
+		p.DataCodings = append(p.DataCodings, int16(m.DataCoding))
+	}
+	_, err := store.New().InboundMessageInsertMany(ctx, db, p)
+	return err
+}
+
+// batcher is Group's machinery for one kind of item: many stores a group
+// in one statement, one stores an item alone (each item of a group that
+// failed), what names an item in an error.
+type batcher[T any] struct {
+	db   store.DBTX
+	many func(context.Context, store.DBTX, []T) error
+	one  func(context.Context, store.DBTX, T) error
+	what func(T) string
+
+	mu      sync.Mutex
+	waiting []*groupEntry[T]
+	writing bool
+}
+
+type groupEntry[T any] struct {
+	item T
+	err  error
+	done chan struct{}
+}
+
+func (b *batcher[T]) store(ctx context.Context, item T) error {
+	e := &groupEntry[T]{item: item, done: make(chan struct{})}
+	b.mu.Lock()
+	b.waiting = append(b.waiting, e)
+	if !b.writing {
+		b.writing = true
+		go b.write()
+	}
+	b.mu.Unlock()
 	select {
 	case <-e.done:
 		return e.err
@@ -68,50 +132,44 @@ func (g *Group) Store(ctx context.Context, rec Receipt) error {
 }
 
 // write stores groups until none is waiting.
-func (g *Group) write() {
+func (b *batcher[T]) write() {
 	for {
-		g.mu.Lock()
-		batch := g.waiting[:min(len(g.waiting), groupMax)]
-		g.waiting = g.waiting[len(batch):]
+		b.mu.Lock()
+		batch := b.waiting[:min(len(b.waiting), groupMax)]
+		b.waiting = b.waiting[len(batch):]
 		if len(batch) == 0 {
-			g.writing = false
-			g.waiting = nil
-			g.mu.Unlock()
+			b.writing = false
+			b.waiting = nil
+			b.mu.Unlock()
 			return
 		}
-		g.mu.Unlock()
-		g.flush(batch)
+		b.mu.Unlock()
+		b.flush(batch)
 	}
 }
 
-// flush stores one group. If the group's statement fails, each receipt is
-// stored again on its own, so that one receipt Postgres refuses (a
-// constraint it breaks, say: no receipt is refused for its bytes, which
-// clipped makes storable) is the only one refused rather than failing
-// every request that shared its group.
-func (g *Group) flush(batch []*groupEntry) {
+// flush stores one group. If the group's statement fails, each item is
+// stored again on its own, so that one item Postgres refuses (a
+// constraint it breaks, say: none is refused for its bytes, which clipped
+// makes storable) is the only one refused rather than failing every
+// caller that shared its group.
+func (b *batcher[T]) flush(batch []*groupEntry[T]) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	var p store.ReceiptInsertManyParams
-	for _, e := range batch {
-		r := e.rec.clipped()
-		p.Providers = append(p.Providers, r.Provider)
-		p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
-		p.Statuses = append(p.Statuses, r.Status)
-		p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
-		p.Raws = append(p.Raws, r.Raw)
-		p.Sources = append(p.Sources, r.Source)
+	items := make([]T, len(batch))
+	for i, e := range batch {
+		items[i] = e.item
 	}
-	_, err := store.New().ReceiptInsertMany(ctx, g.db, p)
+	err := b.many(ctx, b.db, items)
 	if err != nil && len(batch) > 1 {
 		for _, e := range batch {
-			_, e.err = Store(ctx, g.db, e.rec)
+			e.err = b.one(ctx, b.db, e.item)
 			close(e.done)
 		}
 		return
 	}
 	if err != nil {
-		err = fmt.Errorf("store receipt of %s: %w", batch[0].rec.Provider, err)
+		err = fmt.Errorf("store %s: %w", b.what(batch[0].item), err)
 	}
 	for _, e := range batch {
 		e.err = err

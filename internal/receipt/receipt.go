@@ -126,15 +126,25 @@ type Inbound struct {
 // Store does a receipt: before the provider is answered, and kept
 // readable whatever its bytes.
 func StoreInbound(ctx context.Context, db store.DBTX, m Inbound) (int64, error) {
+	m = m.clipped()
 	id, err := store.New().InboundMessageInsert(ctx, db, store.InboundMessageInsertParams{
-		Provider:   clip(storable(m.Provider), maxField),
-		FromAddr:   clip(storable(m.From), 64),
-		ToAddr:     clip(storable(m.To), 64),
-		Body:       clip(storable(m.Body), maxRaw),
+		Provider:   m.Provider,
+		FromAddr:   m.From,
+		ToAddr:     m.To,
+		Body:       m.Body,
 		DataCoding: int16(m.DataCoding),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("store inbound message of %s: %w", m.Provider, err)
 	}
 	return id, nil
+}
+
+// clipped returns m as the table can keep it, as Receipt.clipped does.
+func (m Inbound) clipped() Inbound {
+	m.Provider = clip(storable(m.Provider), maxField)
+	m.From = clip(storable(m.From), 64)
+	m.To = clip(storable(m.To), 64)
+	m.Body = clip(storable(m.Body), maxRaw)
+	return m
 }

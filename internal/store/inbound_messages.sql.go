@@ -43,3 +43,41 @@ func (q *Queries) InboundMessageInsert(ctx context.Context, db DBTX, arg Inbound
 	err := row.Scan(&id)
 	return id, err
 }
+
+const inboundMessageInsertMany = `-- name: InboundMessageInsertMany :execrows
+INSERT INTO herald.inbound_messages (provider, from_addr, to_addr, body, data_coding, received_at)
+SELECT
+    unnest($1::text[]),
+    unnest($2::text[]),
+    unnest($3::text[]),
+    unnest($4::text[]),
+    unnest($5::smallint[]),
+    coalesce($6::timestamptz, now())
+`
+
+type InboundMessageInsertManyParams struct {
+	Providers   []string
+	FromAddrs   []string
+	ToAddrs     []string
+	Bodies      []string
+	DataCodings []int16
+	Now         *time.Time
+}
+
+// Stores a batch of inbound messages in one statement: the SMPP driver's
+// group commit (receipt.Group), as ReceiptInsertMany is for receipts. The
+// arrays are parallel, one element per message.
+func (q *Queries) InboundMessageInsertMany(ctx context.Context, db DBTX, arg InboundMessageInsertManyParams) (int64, error) {
+	result, err := db.Exec(ctx, inboundMessageInsertMany,
+		arg.Providers,
+		arg.FromAddrs,
+		arg.ToAddrs,
+		arg.Bodies,
+		arg.DataCodings,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
