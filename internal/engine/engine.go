@@ -184,8 +184,8 @@ type Engine struct {
 	disp     *dispatch.Dispatcher
 	channels []string // every channel the dispatcher delivers, sorted
 	parts    []part
-	// receipts stores the SMPP binds' receipts, every bind's together
-	// (receipt.Group); nil without a pool.
+	// receipts stores the SMPP binds' receipts and inbound messages,
+	// every bind's together (receipt.Group).
 	receipts *receipt.Group
 
 	metricsAddr  net.Addr
@@ -209,9 +209,6 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 		cfg = &Config{}
 	}
 	e := &Engine{pool: pool, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
-	if pool != nil {
-		e.receipts = receipt.NewGroup(pool)
-	}
 	for _, ch := range cfg.Dispatch.Channels {
 		e.closeDeliverer(ch)
 	}
@@ -226,6 +223,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	case cfg.MetricsAddr != "" && cfg.Registry == nil:
 		return nil, errors.New("new engine: MetricsAddr requires a Registry")
 	}
+	e.receipts = receipt.NewGroup(pool)
 	if cfg.Registry != nil {
 		e.metrics = metrics.New(cfg.Registry)
 	}

@@ -22,9 +22,48 @@ import (
 func TestSMPPProviderReceiptsAndInboundReachTheDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	smsc := startSMPPEngine(t, b, &smsctest.ReceiptPlan{Stat: "DELIVRD", Twice: true})
+	ctx := context.Background()
+
+	b.submitSMS(t, "smpp-1", "+254712345678")
+	require.Equal(t, []string{"sms/smsc"}, b.providersOf(t, "smpp-1"))
+	require.Eventually(t, func() bool {
+		var s *string
+		err := b.pool.QueryRow(ctx, `
+			SELECT r.delivery_status FROM herald.routes r JOIN herald.records rec USING (notification_id)
+			WHERE rec.idempotency_key = 'smpp-1'`).Scan(&s)
+		return err == nil && s != nil && *s == "delivered"
+	}, 15*time.Second, 20*time.Millisecond, "the SMSC's receipt set the delivery status")
+	require.Eventually(t, func() bool {
+		var matched, duplicate int
+		err := b.pool.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE state = 'matched'), count(*) FILTER (WHERE state = 'duplicate')
+			FROM herald.delivery_receipts WHERE source = 'smpp'`).Scan(&matched, &duplicate)
+		return err == nil && matched == 1 && duplicate == 1
+	}, 15*time.Second, 20*time.Millisecond, "the duplicated receipt changed nothing")
+
+	mo, err := smsctest.MO("254700000001", "447911123456", "STOP")
+	require.NoError(t, err)
+	st, err := smsc.Deliver(ctx, mo)
+	require.NoError(t, err)
+	require.Equal(t, smpp.StatusOK, st, "answered only once stored")
+	var body, from string
+	require.NoError(t, b.pool.QueryRow(ctx,
+		`SELECT body, from_addr FROM herald.inbound_messages WHERE provider = 'sms/smsc'`).Scan(&body, &from))
+	require.Equal(t, "STOP", body)
+	require.Equal(t, "254700000001", from)
+}
+
+// startSMPPEngine starts a test SMSC (sending receipts as plan says; nil
+// sends none) and an engine whose sms channel goes to it through provider
+// sms/smsc, password from the environment, stopped at the test's end.
+func startSMPPEngine(t *testing.T, b *testBundle, plan *smsctest.ReceiptPlan) *smsctest.Server {
+	t.Helper()
 	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "pw"})
 	require.NoError(t, err)
-	smsc.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD", Twice: true})
+	if plan != nil {
+		smsc.SetReceipts(plan)
+	}
 	host, port, err := net.SplitHostPort(smsc.Addr())
 	require.NoError(t, err)
 	b.applyRouting(t, fmt.Sprintf(`
@@ -54,32 +93,5 @@ rules:
 		cancel()
 		require.NoError(t, <-done)
 	})
-
-	b.submitSMS(t, "smpp-1", "+254712345678")
-	require.Equal(t, []string{"sms/smsc"}, b.providersOf(t, "smpp-1"))
-	require.Eventually(t, func() bool {
-		var s *string
-		err := b.pool.QueryRow(ctx, `
-			SELECT r.delivery_status FROM herald.routes r JOIN herald.records rec USING (notification_id)
-			WHERE rec.idempotency_key = 'smpp-1'`).Scan(&s)
-		return err == nil && s != nil && *s == "delivered"
-	}, 15*time.Second, 20*time.Millisecond, "the SMSC's receipt set the delivery status")
-	require.Eventually(t, func() bool {
-		var matched, duplicate int
-		err := b.pool.QueryRow(ctx, `
-			SELECT count(*) FILTER (WHERE state = 'matched'), count(*) FILTER (WHERE state = 'duplicate')
-			FROM herald.delivery_receipts WHERE source = 'smpp'`).Scan(&matched, &duplicate)
-		return err == nil && matched == 1 && duplicate == 1
-	}, 15*time.Second, 20*time.Millisecond, "the duplicated receipt changed nothing")
-
-	mo, err := smsctest.MO("254700000001", "447911123456", "STOP")
-	require.NoError(t, err)
-	st, err := smsc.Deliver(ctx, mo)
-	require.NoError(t, err)
-	require.Equal(t, smpp.StatusOK, st, "answered only once stored")
-	var body, from string
-	require.NoError(t, b.pool.QueryRow(ctx,
-		`SELECT body, from_addr FROM herald.inbound_messages WHERE provider = 'sms/smsc'`).Scan(&body, &from))
-	require.Equal(t, "STOP", body)
-	require.Equal(t, "254700000001", from)
+	return smsc
 }

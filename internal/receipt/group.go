@@ -39,17 +39,21 @@ type Group struct {
 // messages.
 func NewGroup(db store.DBTX) *Group {
 	return &Group{
-		receipts: &batcher[Receipt]{db: db, many: insertReceipts, what: func(r Receipt) string { return "receipt of " + r.Provider },
-			one: func(ctx context.Context, db store.DBTX, r Receipt) error {
-				_, err := Store(ctx, db, r)
-				return err
-			}},
-		inbound: &batcher[Inbound]{db: db, many: insertInbound, what: func(m Inbound) string { return "inbound message of " + m.Provider },
-			one: func(ctx context.Context, db store.DBTX, m Inbound) error {
-				_, err := StoreInbound(ctx, db, m)
-				return err
-			}},
+		receipts: &batcher[Receipt]{db: db, many: insertReceipts, one: storeReceipt,
+			what: func(r Receipt) string { return "receipt of " + r.Provider }},
+		inbound: &batcher[Inbound]{db: db, many: insertInbound, one: storeInbound,
+			what: func(m Inbound) string { return "inbound message of " + m.Provider }},
 	}
+}
+
+func storeReceipt(ctx context.Context, db store.DBTX, r Receipt) error {
+	_, err := Store(ctx, db, r)
+	return err
+}
+
+func storeInbound(ctx context.Context, db store.DBTX, m Inbound) error {
+	_, err := StoreInbound(ctx, db, m)
+	return err
 }
 
 // Store stores rec with whatever receipts are waiting alongside it and

@@ -329,13 +329,7 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
-	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
-		Pool:         b.pool,
-		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
-		GetenvFunc:   func(string) string { return "s3cret" },
-	}))
-	t.Cleanup(srv.Close)
+	srv := acmeEndpoint(t, b.pool)
 	post := func(body string) int {
 		resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json", strings.NewReader(body))
 		if err != nil {
@@ -432,13 +426,7 @@ func TestReceiptsAndInboundMessagesPostgresCannotHoldAsSentAreKeptReadable(t *te
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
-	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
-		Pool:         b.pool,
-		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
-		GetenvFunc:   func(string) string { return "s3cret" },
-	}))
-	t.Cleanup(srv.Close)
+	srv := acmeEndpoint(t, b.pool)
 	resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json",
 		strings.NewReader("{\"id\":\"u-1\",\"status\":\"DELIVRD\",\"note\":\"caf\xe9!\"}"))
 	require.NoError(t, err)
