@@ -347,14 +347,6 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 		require.NoError(t, err)
 		return func() { require.NoError(t, tx.Commit(ctx)) }
 	}
-	waitBlocked := func() {
-		require.Eventually(t, func() bool {
-			var n int
-			err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO herald.delivery_receipts%'`).Scan(&n)
-			return err == nil && n >= 1
-		}, 10*time.Second, 5*time.Millisecond)
-	}
 	send := func(bodies []string) []int {
 		codes := make([]int, len(bodies))
 		var wg sync.WaitGroup
@@ -364,7 +356,7 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 		}
 		func() {
 			defer release()
-			waitBlocked()
+			waitInsertBlocked(t, b.pool, "delivery_receipts")
 			time.Sleep(200 * time.Millisecond) // the rest reach the handler meanwhile
 		}()
 		wg.Wait()
@@ -388,17 +380,7 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 	// One receipt Postgres refuses among good ones. No receipt's bytes
 	// are refused (Store keeps them readable), so a trigger refuses it:
 	// as a constraint added later, or a full disk for one row, would.
-	_, err := b.pool.Exec(ctx, `
-		CREATE FUNCTION public.refuse_p_bad() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN
-			IF NEW.provider_message_id = 'p-bad' THEN
-				RAISE EXCEPTION 'refused for the test';
-			END IF;
-			RETURN NEW;
-		END $$;
-		CREATE TRIGGER refuse_p_bad BEFORE INSERT ON herald.delivery_receipts
-			FOR EACH ROW EXECUTE FUNCTION public.refuse_p_bad()`)
-	require.NoError(t, err)
+	refuseInsert(t, b.pool, "delivery_receipts", "provider_message_id", "p-bad")
 	bodies = bodies[:0]
 	for i := range n {
 		bodies = append(bodies, fmt.Sprintf(`{"id":"p-%d","status":"DELIVRD"}`, i))
@@ -415,6 +397,57 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM herald.delivery_receipts
 		WHERE provider_message_id LIKE 'p-%'`).Scan(&rows))
 	require.Equal(t, n-1, rows, "every receipt but the refused one is stored")
+}
+
+// Inbound messages share the group commit's failure path with receipts:
+// when Postgres refuses one message of a group, the group is stored again
+// one message at a time, so only the refused message's sender gets an
+// error (and sends it again) and every other message of the group is kept.
+func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	refuseInsert(t, b.pool, "inbound_messages", "body", "refuse me")
+
+	g := receipt.NewGroup(b.pool)
+	const n = 20
+	errs := make([]error, n)
+	// Inserts into inbound_messages wait behind this lock, so that the
+	// messages sent after the first pile up and go in one group.
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `LOCK TABLE herald.inbound_messages IN SHARE MODE`)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range n {
+		body := fmt.Sprintf("mo %d", i)
+		if i == n/2 {
+			body = "refuse me"
+		}
+		wg.Go(func() {
+			errs[i] = g.StoreInbound(ctx, receipt.Inbound{Provider: "sms/smsc", From: "254700000001",
+				To: "447911123456", Body: body})
+		})
+	}
+	waitInsertBlocked(t, b.pool, "inbound_messages")
+	time.Sleep(200 * time.Millisecond) // the rest reach the group meanwhile
+	require.NoError(t, tx.Commit(ctx))
+	wg.Wait()
+
+	for i, err := range errs {
+		if i == n/2 {
+			require.ErrorContains(t, err, "refused for the test", "the refused message: its sender is told")
+			continue
+		}
+		require.NoError(t, err, "message %d", i)
+	}
+	var stored, refused, transactions int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE body LIKE 'mo %'),
+			count(*) FILTER (WHERE body = 'refuse me'), count(DISTINCT xmin::text)
+		FROM herald.inbound_messages WHERE provider = 'sms/smsc'`).Scan(&stored, &refused, &transactions))
+	require.Equal(t, n-1, stored, "every message but the refused one is stored")
+	require.Zero(t, refused)
+	require.Greater(t, transactions, 2, "the group with the refused message was stored again one by one")
 }
 
 // A receipt whose bytes Postgres text cannot hold (not UTF-8, or a NUL) is
