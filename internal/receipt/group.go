@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -39,10 +38,8 @@ type Group struct {
 // messages.
 func NewGroup(db store.DBTX) *Group {
 	return &Group{
-		receipts: &batcher[Receipt]{db: db, many: insertReceipts, one: storeReceipt,
-			what: func(r Receipt) string { return "receipt of " + r.Provider }},
-		inbound: &batcher[Inbound]{db: db, many: insertInbound, one: storeInbound,
-			what: func(m Inbound) string { return "inbound message of " + m.Provider }},
+		receipts: &batcher[Receipt]{db: db, many: insertReceipts, one: storeReceipt},
+		inbound:  &batcher[Inbound]{db: db, many: insertInbound, one: storeInbound},
 	}
 }
 
@@ -99,13 +96,12 @@ func insertInbound(ctx context.Context, db store.DBTX, ms []Inbound) error {
 }
 
 // batcher is Group's machinery for one kind of item: many stores a group
-// in one statement, one stores an item alone (each item of a group that
-// failed), what names an item in an error.
+// in one statement, one stores an item alone (a group of one, and each
+// item of a group that failed) and names it in its error.
 type batcher[T any] struct {
 	db   store.DBTX
 	many func(context.Context, store.DBTX, []T) error
 	one  func(context.Context, store.DBTX, T) error
-	what func(T) string
 
 	mu      sync.Mutex
 	waiting []*groupEntry[T]
@@ -156,27 +152,25 @@ func (b *batcher[T]) write() {
 // stored again on its own, so that one item Postgres refuses (a
 // constraint it breaks, say: none is refused for its bytes, which clipped
 // makes storable) is the only one refused rather than failing every
-// caller that shared its group.
+// caller that shared its group. A group of one is stored alone to begin
+// with.
 func (b *batcher[T]) flush(batch []*groupEntry[T]) {
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	items := make([]T, len(batch))
-	for i, e := range batch {
-		items[i] = e.item
-	}
-	err := b.many(ctx, b.db, items)
-	if err != nil && len(batch) > 1 {
-		for _, e := range batch {
-			e.err = b.one(ctx, b.db, e.item)
-			close(e.done)
+	if len(batch) > 1 {
+		items := make([]T, len(batch))
+		for i, e := range batch {
+			items[i] = e.item
 		}
-		return
-	}
-	if err != nil {
-		err = fmt.Errorf("store %s: %w", b.what(batch[0].item), err)
+		if err := b.many(ctx, b.db, items); err == nil {
+			for _, e := range batch {
+				close(e.done)
+			}
+			return
+		}
 	}
 	for _, e := range batch {
-		e.err = err
+		e.err = b.one(ctx, b.db, e.item)
 		close(e.done)
 	}
 }
