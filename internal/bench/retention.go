@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/store/benchstore"
@@ -201,10 +202,17 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 	}
 	c.Logger.Info("bench: history ready", "records", before.Records, "routes", before.Routes, "dead_letters", before.DeadLetters)
 
-	// Retention's own connections, as a serve process's maintenance has.
-	// Its runs are cut short at the end of each window (an error it would
-	// log), so it logs nothing; the windows are logged here.
-	rpool, err := pgxpool.New(ctx, db.URL)
+	// Retention's own connections, set up as a serve process's, whose
+	// maintenance shares the engine's pool (engine.ConfigurePool: no JIT,
+	// generic plans, no sequential scans). Its runs are cut short at the
+	// end of each window (an error it would log), so it logs nothing; the
+	// windows are logged here.
+	rcfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		return nil, fmt.Errorf("connect retention: %w", err)
+	}
+	engine.ConfigurePool(rcfg)
+	rpool, err := pgxpool.NewWithConfig(ctx, rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect retention: %w", err)
 	}
