@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/telemetry"
 )
 
 // engineParams is how the bench wants herald's engine run.
@@ -172,6 +173,7 @@ func tracerProvider(ctx context.Context, endpoint string, ratio float64) (*sdktr
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "herald"))),
+		sdktrace.WithRawSpanLimits(telemetry.SpanLimits(os.Getenv)),
 	), nil
 }
 

@@ -122,9 +122,10 @@ func FromEnv(ctx context.Context) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	// NewTracerProvider reads OTEL_TRACES_SAMPLER(_ARG) and the span
-	// limits; the batcher reads OTEL_BSP_*.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	// NewTracerProvider reads OTEL_TRACES_SAMPLER(_ARG); SpanLimits the
+	// span limits; the batcher reads OTEL_BSP_*.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
+		sdktrace.WithRawSpanLimits(SpanLimits(getenv)))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp " + proto, shutdown: tp.Shutdown}, nil
 }
 
@@ -157,6 +158,25 @@ func ToEndpoint(ctx context.Context, endpoint string) (*Provider, error) {
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+		sdktrace.WithRawSpanLimits(SpanLimits(os.Getenv)))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp http/protobuf", shutdown: tp.Shutdown}, nil
+}
+
+// MaxLinks is how many links a span keeps unless OTEL_SPAN_LINK_COUNT_LIMIT
+// says otherwise: a completion batch's span links to each attempt it
+// writes, up to the dispatcher's batch size (500 by default), and the
+// SDK's default of 128 dropped the rest, so that the trace of a route
+// completed in a large batch ended at its attempt.
+const MaxLinks = 4096
+
+// SpanLimits are the SDK's span limits from the OTEL_SPAN_* and
+// OTEL_ATTRIBUTE_* variables, with MaxLinks links when
+// OTEL_SPAN_LINK_COUNT_LIMIT is not set.
+func SpanLimits(getenv func(string) string) sdktrace.SpanLimits {
+	limits := sdktrace.NewSpanLimits()
+	if strings.TrimSpace(getenv("OTEL_SPAN_LINK_COUNT_LIMIT")) == "" {
+		limits.LinkCountLimit = MaxLinks
+	}
+	return limits
 }
