@@ -173,7 +173,7 @@ func tracerProvider(ctx context.Context, endpoint string, ratio float64) (*sdktr
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "herald"))),
-		sdktrace.WithRawSpanLimits(telemetry.SpanLimits(os.Getenv)),
+		sdktrace.WithRawSpanLimits(telemetry.SpanLimits()),
 	), nil
 }
 

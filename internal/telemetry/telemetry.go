@@ -125,7 +125,7 @@ func FromEnv(ctx context.Context) (*Provider, error) {
 	// NewTracerProvider reads OTEL_TRACES_SAMPLER(_ARG); SpanLimits the
 	// span limits; the batcher reads OTEL_BSP_*.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
-		sdktrace.WithRawSpanLimits(SpanLimits(getenv)))
+		sdktrace.WithRawSpanLimits(SpanLimits()))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp " + proto, shutdown: tp.Shutdown}, nil
 }
 
@@ -159,24 +159,24 @@ func ToEndpoint(ctx context.Context, endpoint string) (*Provider, error) {
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
-		sdktrace.WithRawSpanLimits(SpanLimits(os.Getenv)))
+		sdktrace.WithRawSpanLimits(SpanLimits()))
 	return &Provider{TracerProvider: tp, Enabled: true, Exporter: "otlp http/protobuf", shutdown: tp.Shutdown}, nil
 }
 
-// MaxLinks is how many links a span keeps unless OTEL_SPAN_LINK_COUNT_LIMIT
+// maxLinks is how many links a span keeps unless OTEL_SPAN_LINK_COUNT_LIMIT
 // says otherwise: a completion batch's span links to each attempt it
 // writes, up to the dispatcher's batch size (500 by default), and the
 // SDK's default of 128 dropped the rest, so that the trace of a route
 // completed in a large batch ended at its attempt.
-const MaxLinks = 4096
+const maxLinks = 4096
 
-// SpanLimits are the SDK's span limits from the OTEL_SPAN_* and
-// OTEL_ATTRIBUTE_* variables, with MaxLinks links when
+// SpanLimits are the SDK's span limits, which it reads from the
+// OTEL_SPAN_* and OTEL_ATTRIBUTE_* variables, with maxLinks links when
 // OTEL_SPAN_LINK_COUNT_LIMIT is not set.
-func SpanLimits(getenv func(string) string) sdktrace.SpanLimits {
+func SpanLimits() sdktrace.SpanLimits {
 	limits := sdktrace.NewSpanLimits()
-	if strings.TrimSpace(getenv("OTEL_SPAN_LINK_COUNT_LIMIT")) == "" {
-		limits.LinkCountLimit = MaxLinks
+	if strings.TrimSpace(os.Getenv("OTEL_SPAN_LINK_COUNT_LIMIT")) == "" {
+		limits.LinkCountLimit = maxLinks
 	}
 	return limits
 }
