@@ -50,20 +50,32 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- allowed on a UNION's arms directly). Canceled and terminal routes have next_attempt_at NULL
 -- and are not in the index.
 --
--- The locked rows are found again through the primary key, one descent
--- per route, by the semi-join on (notification_id, route_id) alone
--- (engine_test's plan test). An extra `notification_id = ANY(ARRAY(...))`
--- beside it, once meant to keep the plan on the index, made the claim
--- quadratic in its batch: the routes scan is nested inside the batch and
--- Postgres sorts its array again at every rescan (20% of the claim's time
--- at 50 routes a claim, more at larger ones; the completion's 3b1196a).
--- The engine's connections run with enable_seqscan=off, which keeps a
--- large batch off a hash join over all routes. (ctid would be tighter
--- still, but sqlc cannot type system columns.)
+-- The locked rows are found again by the tuple id (ctid) their locking
+-- scan returned: one TID scan fetches each straight from its heap page, with
+-- no index descent (a semi-join on the primary key cost a routes_pkey descent
+-- per route, about three buffer reads). The claim holds the rows' locks from
+-- the due scan to its commit, so no other statement can move them in
+-- between. The one case a tid misses: FOR UPDATE locked a version a
+-- concurrent update committed after this statement's snapshot was taken
+-- (its tid is that newer version's, which the snapshot cannot see). That
+-- route is left as it is, due, and the next claim takes it: skipped, never
+-- lost. `ARRAY(SELECT ...)` is computed once per run (an InitPlan), not per
+-- route. `ctid::tid` is written with its cast because sqlc's static
+-- analyzer does not know system columns (sqlc-dev/sqlc#1745); lint's
+-- `sqlc vet` still prepares the query on a real server.
 --
--- Joining records hands delivery what it needs in the same round trip; the
--- UPDATE locks only routes rows. `expired` says the intent expired before
--- this claim: the route is dead-lettered without delivery.
+-- The UPDATE reads routes only, so that its one way to routes is the TID
+-- scan: joined to records in the same statement, routes_pkey's order was
+-- useful to a merge join, and a generic plan made while the tables were
+-- nearly empty (herald bench's rounds start on truncated tables) merged a
+-- full scan of routes_pkey with a full scan of records_pkey, and kept doing
+-- so as they grew: 2,000 delivered/s instead of 24,000 (auto_explain). Each
+-- claimed route's record is read after the update by a LATERAL probe of
+-- records_pkey (a parameterized index scan, the only plan a lateral
+-- reference allows short of a sequential scan), which hands delivery what
+-- it needs in the same round trip; the claim locks only routes rows.
+-- `expired` says the intent expired before this claim: the route is
+-- dead-lettered without delivery.
 --
 -- The claim leaves next_attempt_at, the route's place in routes_due_idx,
 -- where it was and writes the lease's end to lease_until, a column no index
@@ -93,7 +105,7 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- synchronously as every other statement does.
 WITH due AS (
     SELECT * FROM (
-        SELECT notification_id, route_id
+        SELECT ctid::tid AS route_tid
         FROM herald.routes
         WHERE channel = @channel::text
             AND lane = @lane::text
@@ -107,7 +119,7 @@ WITH due AS (
     ) AS p0
     UNION ALL
     SELECT * FROM (
-        SELECT notification_id, route_id
+        SELECT ctid::tid AS route_tid
         FROM herald.routes
         WHERE channel = @channel::text
             AND lane = @lane::text
@@ -120,22 +132,31 @@ WITH due AS (
         FOR UPDATE SKIP LOCKED
     ) AS p1
     LIMIT @max::integer
+),
+claimed AS (
+    UPDATE herald.routes AS r
+    SET status = 'claimed',
+        attempt_count = r.attempt_count + 1,
+        lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE r.ctid = ANY (ARRAY(SELECT route_tid FROM due))
+        AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+    RETURNING r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
+        r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
 )
-UPDATE herald.routes AS r
-SET status = 'claimed',
-    attempt_count = r.attempt_count + 1,
-    lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM herald.records AS rec
-WHERE (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
-    AND rec.notification_id = r.notification_id
-    AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-RETURNING
-    r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
-    r.max_attempts, rec.producer,
-    r.priority, r.sms_encoding, r.sms_segments, r.providers,
-    (r.expires_at IS NOT NULL AND r.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
-    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at;
+SELECT
+    c.notification_id, c.route_id, c.recipient_ref, c.attempt_count, c.lease_until,
+    c.max_attempts, rec.producer,
+    c.priority, c.sms_encoding, c.sms_segments, c.providers,
+    (c.expires_at IS NOT NULL AND c.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
+FROM claimed AS c
+CROSS JOIN LATERAL (
+    SELECT x.producer, x.notification_type, x.payload_json, x.trace_id, x.request_id, x.accepted_at
+    FROM herald.records AS x
+    WHERE x.notification_id = c.notification_id
+    LIMIT 1
+) AS rec;
 
 -- name: RouteLockDue :many
 -- The first half of the claim of a channel that has a capped provider (see
