@@ -141,11 +141,11 @@ claimed AS (
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     WHERE r.ctid = ANY (ARRAY(SELECT route_tid FROM due))
         AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-    RETURNING r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
-        r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
+    RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.recipient_ref, r.attempt_count,
+        r.lease_until, r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
 )
 SELECT
-    c.notification_id, c.route_id, c.recipient_ref, c.attempt_count, c.lease_until,
+    c.notification_id, c.route_id, c.route_tid, c.recipient_ref, c.attempt_count, c.lease_until,
     c.max_attempts, rec.producer,
     c.priority, c.sms_encoding, c.sms_segments, c.providers,
     (c.expires_at IS NOT NULL AND c.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
@@ -235,7 +235,7 @@ FROM (
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park::boolean AS parked;
+RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_count, r.lease_until, d.park::boolean AS parked;
 
 -- name: RouteCompleteMany :many
 -- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
@@ -254,9 +254,13 @@ RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park:
 -- its row (an older row from before a replay is replaced). resolved_email /
 -- resolved_locale / provider_message_id keep their value when given ''.
 WITH done AS (
-    SELECT
+    SELECT u.*, coalesce(u.route_tid, (
+        SELECT x.ctid::tid FROM herald.routes AS x
+        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id)) AS tid
+    FROM (SELECT
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
+        unnest(@route_tids::tid[]) AS route_tid,
         unnest(@attempts::integer[]) AS attempt,
         unnest(@lease_untils::timestamptz[]) AS lease_until,
         unnest(@statuses::text[]) AS status,
@@ -270,6 +274,7 @@ WITH done AS (
         unnest(@provider_message_ids::text[]) AS provider_message_id,
         unnest(@providers::text[]) AS provider,
         unnest(@receipt_keys::text[]) AS receipt_key
+    ) AS u
 ),
 updated AS (
     UPDATE herald.routes AS r
@@ -303,15 +308,33 @@ updated AS (
     -- attempt_count = attempt": with the plain form, statistics gathered
     -- while few routes were claimed made the planner expect one claimed
     -- route and nest a scan of the batch inside a scan of routes:
-    -- quadratic, 0.7 s for 1,000 completions. And the batch reaches routes
-    -- through the join on the primary key alone, one index descent per
-    -- completion. An extra `notification_id = ANY(@notification_ids)` (an
-    -- index condition once meant to steer the plan) made it quadratic
-    -- again in a generic plan that nests the routes scan inside the batch:
-    -- Postgres sorts a scan's array again at every rescan, and under load
-    -- that sort was a third of the database's CPU (perf, issue 14).
-    WHERE r.notification_id = d.notification_id
-        AND r.route_id = d.route_id
+    -- quadratic, 0.7 s for 1,000 completions. An array condition beside
+    -- the join (`notification_id = ANY(@notification_ids)`, once meant to
+    -- steer the plan) made it quadratic again in a generic plan that nests
+    -- the routes scan inside the batch: Postgres sorts a scan's array again
+    -- at every rescan, and under load that sort was a third of the
+    -- database's CPU (perf, issue 14).
+    --
+    -- Each completion carries the tuple id its claim's UPDATE returned
+    -- (route_tid), and reaches its route by a TID scan, one heap fetch,
+    -- instead of a routes_pkey descent. A completion without one (NULL:
+    -- callers that hold none, and the dispatcher's second try, below) gets
+    -- its route's current tid from routes_pkey in done, computed once per
+    -- completion. The keys are compared on the fetched row, so a tid that
+    -- now holds another row matches nothing. A route updated since its
+    -- claim (canceled, its lease taken again, or only touched) has a new
+    -- tid, and its completion matches nothing: the dispatcher sends those
+    -- again without a tid, and they are fenced as any completion is.
+    --
+    -- Written so that the TID scan is the only plan: the keys are compared
+    -- as `(...) IS TRUE`, which no index or merge join can use (with `=`,
+    -- routes_pkey's order made a merge join over a full scan of it
+    -- possible, and a generic plan made on a nearly empty table chose it),
+    -- and a hash join would need a sequential scan of routes, which the
+    -- engine's pool prices out.
+    WHERE r.ctid = d.tid
+        AND (r.notification_id = d.notification_id) IS TRUE
+        AND (r.route_id = d.route_id) IS TRUE
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
         AND r.lease_until = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count

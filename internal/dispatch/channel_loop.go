@@ -534,7 +534,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 	case status == "dead_letter":
 		outcome = channel.Permanent.String()
 	}
-	var lease time.Time // set by claimRouted after its claim, when nil here
+	var lease time.Time // set by claimRouted after its claim (and tid), when nil here
 	if j.row.LeaseUntil != nil {
 		lease = *j.row.LeaseUntil
 	}
@@ -542,6 +542,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 		channel:        l.name,
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
+		tid:            j.row.RouteTid,
 		attempt:        j.row.AttemptCount,
 		leaseUntil:     lease,
 		status:         status,
@@ -668,6 +669,7 @@ func (l *channelLoop) outcomeToCompletion(j *job, out channel.Outcome) completio
 		channel:        l.name,
 		notificationID: j.row.NotificationID,
 		routeID:        j.row.RouteID,
+		tid:            j.row.RouteTid,
 		attempt:        j.row.AttemptCount,
 		leaseUntil:     *j.row.LeaseUntil,
 		classification: out.Classification,

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -19,6 +20,9 @@ type completion struct {
 	channel        string
 	notificationID string
 	routeID        string
+	// tid is the route's tuple id as its claim left it: the completion
+	// reaches the row by it (RouteCompleteMany). Invalid when unknown.
+	tid pgtype.TID
 	// attempt is the attempt taken at claim and leaseUntil the claim's
 	// lease end: together, the fence. (RouteClaimDue returns lease_until as
 	// a nullable column, but the claim has just set it.)
@@ -140,10 +144,58 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 			c.d.metrics.InFlight(ch, -n)
 		}
 	}()
+	ctx, span := c.completeSpan(ctx, batch)
+	defer span.End()
+	rows, ok := c.write(ctx, prog, span, batch, true)
+	if !ok {
+		return
+	}
+	// A route updated since its claim has a new tuple id, and its
+	// completion matched nothing. Most such routes have moved on (canceled,
+	// their lease taken again) and are fenced out again here; the rest are
+	// written by their primary key, which RouteCompleteMany uses for a NULL
+	// tid.
+	if len(rows) < len(batch) {
+		var moved []completion
+		written := writtenSet(rows)
+		for _, x := range batch {
+			if _, ok := written[writtenKey{x.notificationID, x.routeID}]; !ok && x.tid.Valid {
+				moved = append(moved, x)
+			}
+		}
+		if len(moved) > 0 {
+			more, ok := c.write(ctx, prog, span, moved, false)
+			if !ok {
+				// Shutting down: count what the first statement wrote;
+				// the moved routes come due again when their leases end.
+				c.record(slices.DeleteFunc(slices.Clone(batch), func(x completion) bool {
+					_, ok := written[writtenKey{x.notificationID, x.routeID}]
+					return !ok
+				}), rows)
+				return
+			}
+			rows = append(rows, more...)
+		}
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("herald.batch.written", len(rows)))
+	}
+	c.record(batch, rows)
+}
+
+// write runs RouteCompleteMany for batch, each completion addressed by its
+// tuple id when byTid (else by its primary key), retrying database errors
+// until ctx ends. ok is false when it gave up.
+func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, batch []completion, byTid bool) (rows []store.RouteCompleteManyRow, ok bool) {
 	p := store.RouteCompleteManyParams{Now: c.d.now()}
 	for _, x := range batch {
 		p.NotificationIds = append(p.NotificationIds, x.notificationID)
 		p.RouteIds = append(p.RouteIds, x.routeID)
+		tid := x.tid
+		if !byTid {
+			tid = pgtype.TID{}
+		}
+		p.RouteTids = append(p.RouteTids, tid)
 		p.Attempts = append(p.Attempts, x.attempt)
 		p.LeaseUntils = append(p.LeaseUntils, x.leaseUntil)
 		p.Statuses = append(p.Statuses, x.status)
@@ -158,34 +210,38 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 		p.Providers = append(p.Providers, x.provider)
 		p.ReceiptKeys = append(p.ReceiptKeys, x.receiptKey)
 	}
-	ctx, span := c.completeSpan(ctx, batch)
-	defer span.End()
 	delay := minCompleteDelay
-	var rows []store.RouteCompleteManyRow
 	for {
-		var err error
 		prog.begin()
-		rows, err = c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
+		rows, err := c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
 		if err == nil {
-			break
+			prog.done()
+			return rows, true
 		}
 		if ctx.Err() != nil {
 			span.SetStatus(codes.Error, "gave up: shutting down")
 			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
 				"routes", len(batch), "err", err)
-			return
+			return nil, false
 		}
 		prog.fail(opComplete, err, delay, batchChannels(batch)...)
 		if !sleep(ctx, delay) {
-			return
+			return nil, false
 		}
 		delay = min(2*delay, maxCompleteDelay)
 	}
-	prog.done()
-	if span.IsRecording() {
-		span.SetAttributes(attribute.Int("herald.batch.written", len(rows)))
+}
+
+// writtenKey names a written route.
+type writtenKey struct{ n, r string }
+
+// writtenSet returns the routes in rows.
+func writtenSet(rows []store.RouteCompleteManyRow) map[writtenKey]struct{} {
+	written := make(map[writtenKey]struct{}, len(rows))
+	for _, r := range rows {
+		written[writtenKey{r.NotificationID, r.RouteID}] = struct{}{}
 	}
-	c.record(batch, rows)
+	return written
 }
 
 // batchChannels returns the distinct channels of a batch's routes.
@@ -202,14 +258,10 @@ func batchChannels(batch []completion) []string {
 // record logs and counts a written batch; the completions missing from
 // rows were fenced out (stale).
 func (c *completer) record(batch []completion, rows []store.RouteCompleteManyRow) {
-	type key struct{ n, r string }
-	written := make(map[key]struct{}, len(rows))
-	for _, r := range rows {
-		written[key{r.NotificationID, r.RouteID}] = struct{}{}
-	}
+	written := writtenSet(rows)
 	m, log := c.d.metrics, c.d.log
 	for _, x := range batch {
-		if _, ok := written[key{x.notificationID, x.routeID}]; !ok {
+		if _, ok := written[writtenKey{x.notificationID, x.routeID}]; !ok {
 			c.d.stats.stale.Add(1)
 			m.Attempt(x.channel, "stale")
 			log.Info("stale completion ignored: the route has moved on", "notification_id", x.notificationID,

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -434,8 +435,8 @@ func claim(t *testing.T, d *Dispatcher, ch string, max int, now time.Time) []sto
 // completer would: status, with an hour's backoff if it is "failed".
 func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
 	d.completer.flush(context.Background(), d.completer.progs[0], []completion{{
-		channel: channel.SMS, notificationID: c.NotificationID, routeID: c.RouteID, attempt: c.AttemptCount,
-		leaseUntil: *c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
+		channel: channel.SMS, notificationID: c.NotificationID, routeID: c.RouteID, tid: c.RouteTid,
+		attempt: c.AttemptCount, leaseUntil: *c.LeaseUntil, status: status, classification: "http_503", message: "late", maxAttempts: 10,
 		delay: time.Hour, metricOutcome: "transient",
 	}})
 }
@@ -484,6 +485,57 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 	dls, err := benchstore.New().DeadLetterListByNotification(context.Background(), b.pool, k2.notificationID)
 	require.NoError(t, err)
 	require.Empty(t, dls)
+}
+
+// A completion reaches its route by the tuple id the claim returned. A
+// route written since its claim by something that leaves the claim's fence
+// alone (here a bare update, as a receipt's or an operator's write would
+// be) has a new tuple id: its completion is still written, found by its
+// primary key, and not counted stale. A tuple id that now holds another
+// route matches nothing there, and the completion is written to its own.
+func TestCompletionFindsARouteThatMovedSinceItsClaim(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
+	keys := b.insert(t,
+		routeSpec{channel: channel.SMS, ref: "+33612345678"},
+		routeSpec{channel: channel.SMS, ref: "+33612345679"},
+		routeSpec{channel: channel.SMS, ref: "+33612345670"},
+	)
+	ctx := context.Background()
+	claimed := claim(t, d, channel.SMS, 10, time.Now().Add(time.Second))
+	require.Len(t, claimed, 3)
+	byKey := map[routeKey]store.RouteClaimDueRow{}
+	for _, c := range claimed {
+		require.True(t, c.RouteTid.Valid, "the claim returns each route's tuple id")
+		byKey[routeKey{c.NotificationID, c.RouteID}] = c
+	}
+
+	// Moved: written since its claim, fence untouched.
+	moved := byKey[keys[0]]
+	_, err := b.pool.Exec(ctx, `UPDATE herald.routes SET updated_at = updated_at
+		WHERE notification_id = $1 AND route_id = $2`, moved.NotificationID, moved.RouteID)
+	require.NoError(t, err)
+	var now pgtype.TID
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT ctid FROM herald.routes
+		WHERE notification_id = $1 AND route_id = $2`, moved.NotificationID, moved.RouteID).Scan(&now))
+	require.NotEqual(t, moved.RouteTid, now, "the update gave the route a new tuple id")
+
+	// Swapped: the second route's completion carries the third's tuple id.
+	second, third := byKey[keys[1]], byKey[keys[2]]
+	swapped := second
+	swapped.RouteTid = third.RouteTid
+
+	completeClaim(d, moved, "published")
+	completeClaim(d, swapped, "published")
+	require.Equal(t, "published", b.route(t, keys[0]).Status)
+	require.Equal(t, "published", b.route(t, keys[1]).Status)
+	require.Equal(t, "claimed", b.route(t, keys[2]).Status, "another route's tid did not complete it")
+	require.Zero(t, d.Stats().Stale)
+
+	completeClaim(d, third, "published")
+	require.Equal(t, "published", b.route(t, keys[2]).Status)
+	require.Zero(t, d.Stats().Stale)
 }
 
 // A claim lost in a database crash (its asynchronous commit never reached

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -477,10 +479,14 @@ func (l *channelLoop) claimRouted(ctx context.Context, want int) ([]job, error) 
 		return nil, fmt.Errorf("claim: commit: %w", err)
 	}
 	type key struct{ n, r string }
-	lease := make(map[key]time.Time, len(claimed))
+	type claim struct {
+		until time.Time
+		tid   pgtype.TID
+	}
+	lease := make(map[key]claim, len(claimed))
 	for _, c := range claimed {
 		if !c.Parked {
-			lease[key{c.NotificationID, c.RouteID}] = *c.LeaseUntil
+			lease[key{c.NotificationID, c.RouteID}] = claim{*c.LeaseUntil, c.RouteTid}
 		}
 	}
 	out := jobs[:0]
@@ -490,13 +496,13 @@ func (l *channelLoop) claimRouted(ctx context.Context, want int) ([]job, error) 
 			lanes[j.park.lane]++
 			continue
 		}
-		until, ok := lease[key{j.row.NotificationID, j.row.RouteID}]
+		cl, ok := lease[key{j.row.NotificationID, j.row.RouteID}]
 		if !ok {
 			continue // cannot happen: the rows were locked
 		}
-		j.row.LeaseUntil = &until
+		j.row.LeaseUntil, j.row.RouteTid = &cl.until, cl.tid
 		if j.outcome != nil {
-			j.outcome.leaseUntil = until
+			j.outcome.leaseUntil, j.outcome.tid = cl.until, cl.tid
 		}
 		out = append(out, j)
 	}

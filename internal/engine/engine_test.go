@@ -479,6 +479,81 @@ func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 	require.Equal(t, 1, strings.Count(plan, "ANY"), mode)
 }
 
+// A completion reaches its route by the tuple id its claim returned (a
+// TID scan per completion, no routes_pkey descent), and a completion sent
+// without one (NULL) gets its route's tid from routes_pkey first: in the
+// generic plan the engine's pool runs, on a table large enough for a
+// sequential scan to tempt the planner, and on tables just emptied, where
+// the generic plan of a completion joined to routes on the primary key
+// merged the batch with a full scan of routes_pkey.
+func TestTheCompletionReachesRoutesByTupleID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtemp.NewDatabase(t)
+	fillDueWebhookRoutes(t, dbURL, 20000)
+	requireCompletionPlan(t, dbURL)
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	for _, n := range []int{1, 1000} {
+		for _, analyze := range []string{"", "ANALYZE herald.routes", "ANALYZE herald.routes; ANALYZE herald.records"} {
+			_, err = pool.Exec(ctx, `TRUNCATE herald.routes, herald.records CASCADE`)
+			require.NoError(t, err)
+			if analyze != "" {
+				_, err = pool.Exec(ctx, analyze)
+				require.NoError(t, err)
+			}
+			fillDueWebhookRoutesNoAnalyze(t, dbURL, n)
+			requireCompletionPlan(t, dbURL)
+		}
+	}
+}
+
+// requireCompletionPlan explains RouteCompleteMany's generic plan as the
+// engine's pool prepares it and checks its shape.
+func requireCompletionPlan(t *testing.T, dbURL string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(t, err)
+	ConfigurePool(cfg)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = store.New().RouteCompleteMany(ctx, conn, store.RouteCompleteManyParams{})
+	require.NoError(t, err)
+	var name string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
+		WHERE statement LIKE '-- name: RouteCompleteMany %'`).Scan(&name))
+	// One element; the generic plan is the same for any batch.
+	rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE %q('{n1}', '{webhook:x}', '{"(0,1)"}',
+		'{1}', '{"2026-01-01 00:00:00+00"}', '{published}', '{0}', '{""}', '{""}', '{""}', '{5}',
+		'{""}', '{""}', '{""}', '{""}', '{""}', NULL)`, name))
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	plan := strings.Join(lines, "\n")
+	// The batch, with each NULL tid looked up by the primary key.
+	done, plan, ok := strings.Cut(plan, "CTE updated")
+	require.True(t, ok, plan)
+	require.Contains(t, done, "Index Scan using routes_pkey on routes x")
+	// The routes update, before the dead letters' insert (a hash join of
+	// the batch with the routes it updated: both small).
+	plan, _, ok = strings.Cut(plan, "CTE dead_lettered")
+	require.True(t, ok, plan)
+	require.Contains(t, plan, "Nested Loop")
+	require.Contains(t, plan, "Tid Scan on routes r")
+	require.Contains(t, plan, "TID Cond: (ctid = d.tid)")
+	require.NotContains(t, plan, "routes_pkey")
+	require.NotContains(t, plan, "Seq Scan")
+	require.NotContains(t, plan, "Hash Join")
+	require.NotContains(t, plan, "Merge Join")
+}
+
 // fillDueWebhookRoutes stores n records, each with one webhook route due a
 // minute ago, and analyzes both tables, for the claim's plan tests.
 func fillDueWebhookRoutes(t *testing.T, dbURL string, n int) {

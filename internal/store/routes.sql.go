@@ -8,6 +8,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const routeBacklogByChannel = `-- name: RouteBacklogByChannel :many
@@ -262,11 +264,11 @@ claimed AS (
         updated_at = coalesce($1::timestamptz, now())
     WHERE r.ctid = ANY (ARRAY(SELECT route_tid FROM due))
         AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-    RETURNING r.notification_id, r.route_id, r.recipient_ref, r.attempt_count, r.lease_until,
-        r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
+    RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.recipient_ref, r.attempt_count,
+        r.lease_until, r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
 )
 SELECT
-    c.notification_id, c.route_id, c.recipient_ref, c.attempt_count, c.lease_until,
+    c.notification_id, c.route_id, c.route_tid, c.recipient_ref, c.attempt_count, c.lease_until,
     c.max_attempts, rec.producer,
     c.priority, c.sms_encoding, c.sms_segments, c.providers,
     (c.expires_at IS NOT NULL AND c.expires_at <= coalesce($1::timestamptz, now()))::boolean AS expired,
@@ -291,6 +293,7 @@ type RouteClaimDueParams struct {
 type RouteClaimDueRow struct {
 	NotificationID   string
 	RouteID          string
+	RouteTid         pgtype.TID
 	RecipientRef     string
 	AttemptCount     int32
 	LeaseUntil       *time.Time
@@ -404,6 +407,7 @@ func (q *Queries) RouteClaimDue(ctx context.Context, db DBTX, arg RouteClaimDueP
 		if err := rows.Scan(
 			&i.NotificationID,
 			&i.RouteID,
+			&i.RouteTid,
 			&i.RecipientRef,
 			&i.AttemptCount,
 			&i.LeaseUntil,
@@ -452,7 +456,7 @@ FROM (
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-RETURNING r.notification_id, r.route_id, r.attempt_count, r.lease_until, d.park::boolean AS parked
+RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_count, r.lease_until, d.park::boolean AS parked
 `
 
 type RouteClaimLockedParams struct {
@@ -468,6 +472,7 @@ type RouteClaimLockedParams struct {
 type RouteClaimLockedRow struct {
 	NotificationID string
 	RouteID        string
+	RouteTid       pgtype.TID
 	AttemptCount   int32
 	LeaseUntil     *time.Time
 	Parked         bool
@@ -499,6 +504,7 @@ func (q *Queries) RouteClaimLocked(ctx context.Context, db DBTX, arg RouteClaimL
 		if err := rows.Scan(
 			&i.NotificationID,
 			&i.RouteID,
+			&i.RouteTid,
 			&i.AttemptCount,
 			&i.LeaseUntil,
 			&i.Parked,
@@ -515,40 +521,45 @@ func (q *Queries) RouteClaimLocked(ctx context.Context, db DBTX, arg RouteClaimL
 
 const routeCompleteMany = `-- name: RouteCompleteMany :many
 WITH done AS (
-    SELECT
+    SELECT u.notification_id, u.route_id, u.route_tid, u.attempt, u.lease_until, u.status, u.delay_seconds, u.classification, u.message, u.recovery_hint, u.max_attempts, u.resolved_email, u.resolved_locale, u.provider_message_id, u.provider, u.receipt_key, coalesce(u.route_tid, (
+        SELECT x.ctid::tid FROM herald.routes AS x
+        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id)) AS tid
+    FROM (SELECT
         unnest($1::text[]) AS notification_id,
         unnest($2::text[]) AS route_id,
-        unnest($3::integer[]) AS attempt,
-        unnest($4::timestamptz[]) AS lease_until,
-        unnest($5::text[]) AS status,
-        unnest($6::float8[]) AS delay_seconds,
-        unnest($7::text[]) AS classification,
-        unnest($8::text[]) AS message,
-        unnest($9::text[]) AS recovery_hint,
-        unnest($10::integer[]) AS max_attempts,
-        unnest($11::text[]) AS resolved_email,
-        unnest($12::text[]) AS resolved_locale,
-        unnest($13::text[]) AS provider_message_id,
-        unnest($14::text[]) AS provider,
-        unnest($15::text[]) AS receipt_key
+        unnest($3::tid[]) AS route_tid,
+        unnest($4::integer[]) AS attempt,
+        unnest($5::timestamptz[]) AS lease_until,
+        unnest($6::text[]) AS status,
+        unnest($7::float8[]) AS delay_seconds,
+        unnest($8::text[]) AS classification,
+        unnest($9::text[]) AS message,
+        unnest($10::text[]) AS recovery_hint,
+        unnest($11::integer[]) AS max_attempts,
+        unnest($12::text[]) AS resolved_email,
+        unnest($13::text[]) AS resolved_locale,
+        unnest($14::text[]) AS provider_message_id,
+        unnest($15::text[]) AS provider,
+        unnest($16::text[]) AS receipt_key
+    ) AS u
 ),
 updated AS (
     UPDATE herald.routes AS r
     SET status = d.status,
         next_attempt_at = CASE WHEN d.status = 'failed'
-            THEN coalesce($16::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
+            THEN coalesce($17::timestamptz, now()) + make_interval(secs => d.delay_seconds) END,
         published_at = CASE WHEN d.status = 'published'
-            THEN coalesce($16::timestamptz, now()) ELSE r.published_at END,
+            THEN coalesce($17::timestamptz, now()) ELSE r.published_at END,
         dead_lettered_at = CASE WHEN d.status = 'dead_letter'
-            THEN coalesce($16::timestamptz, now()) ELSE r.dead_lettered_at END,
+            THEN coalesce($17::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
-            THEN coalesce($16::timestamptz, now()) ELSE r.skipped_at END,
+            THEN coalesce($17::timestamptz, now()) ELSE r.skipped_at END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
             THEN r.last_error_message ELSE d.message END,
         last_error_at = CASE WHEN d.status = 'published'
-            THEN r.last_error_at ELSE coalesce($16::timestamptz, now()) END,
+            THEN r.last_error_at ELSE coalesce($17::timestamptz, now()) END,
         resolved_email = CASE WHEN d.resolved_email <> '' THEN d.resolved_email ELSE r.resolved_email END,
         resolved_locale = CASE WHEN d.resolved_locale <> '' THEN d.resolved_locale ELSE r.resolved_locale END,
         provider_message_id = CASE WHEN d.provider_message_id <> ''
@@ -557,22 +568,40 @@ updated AS (
         receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
         lane = '',
         lease_until = NULL,
-        updated_at = coalesce($16::timestamptz, now())
+        updated_at = coalesce($17::timestamptz, now())
     FROM done AS d
     -- Written for the planner. The fence is one expression ("the attempt
     -- of a claimed route") rather than "status = 'claimed' AND
     -- attempt_count = attempt": with the plain form, statistics gathered
     -- while few routes were claimed made the planner expect one claimed
     -- route and nest a scan of the batch inside a scan of routes:
-    -- quadratic, 0.7 s for 1,000 completions. And the batch reaches routes
-    -- through the join on the primary key alone, one index descent per
-    -- completion. An extra ` + "`" + `notification_id = ANY(@notification_ids)` + "`" + ` (an
-    -- index condition once meant to steer the plan) made it quadratic
-    -- again in a generic plan that nests the routes scan inside the batch:
-    -- Postgres sorts a scan's array again at every rescan, and under load
-    -- that sort was a third of the database's CPU (perf, issue 14).
-    WHERE r.notification_id = d.notification_id
-        AND r.route_id = d.route_id
+    -- quadratic, 0.7 s for 1,000 completions. An array condition beside
+    -- the join (` + "`" + `notification_id = ANY(@notification_ids)` + "`" + `, once meant to
+    -- steer the plan) made it quadratic again in a generic plan that nests
+    -- the routes scan inside the batch: Postgres sorts a scan's array again
+    -- at every rescan, and under load that sort was a third of the
+    -- database's CPU (perf, issue 14).
+    --
+    -- Each completion carries the tuple id its claim's UPDATE returned
+    -- (route_tid), and reaches its route by a TID scan, one heap fetch,
+    -- instead of a routes_pkey descent. A completion without one (NULL:
+    -- callers that hold none, and the dispatcher's second try, below) gets
+    -- its route's current tid from routes_pkey in done, computed once per
+    -- completion. The keys are compared on the fetched row, so a tid that
+    -- now holds another row matches nothing. A route updated since its
+    -- claim (canceled, its lease taken again, or only touched) has a new
+    -- tid, and its completion matches nothing: the dispatcher sends those
+    -- again without a tid, and they are fenced as any completion is.
+    --
+    -- Written so that the TID scan is the only plan: the keys are compared
+    -- as ` + "`" + `(...) IS TRUE` + "`" + `, which no index or merge join can use (with ` + "`" + `=` + "`" + `,
+    -- routes_pkey's order made a merge join over a full scan of it
+    -- possible, and a generic plan made on a nearly empty table chose it),
+    -- and a hash join would need a sequential scan of routes, which the
+    -- engine's pool prices out.
+    WHERE r.ctid = d.tid
+        AND (r.notification_id = d.notification_id) IS TRUE
+        AND (r.route_id = d.route_id) IS TRUE
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
         AND r.lease_until = d.lease_until
     RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
@@ -583,7 +612,7 @@ dead_lettered AS (
         failure_classification, failure_message, recovery_hint, created_at, provider
     )
     SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce($16::timestamptz, now()), d.provider
+        d.classification, d.message, d.recovery_hint, coalesce($17::timestamptz, now()), d.provider
     FROM updated AS u
     JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
@@ -605,6 +634,7 @@ SELECT notification_id, route_id FROM updated
 type RouteCompleteManyParams struct {
 	NotificationIds    []string
 	RouteIds           []string
+	RouteTids          []pgtype.TID
 	Attempts           []int32
 	LeaseUntils        []time.Time
 	Statuses           []string
@@ -645,6 +675,7 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 	rows, err := db.Query(ctx, routeCompleteMany,
 		arg.NotificationIds,
 		arg.RouteIds,
+		arg.RouteTids,
 		arg.Attempts,
 		arg.LeaseUntils,
 		arg.Statuses,
