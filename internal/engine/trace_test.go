@@ -200,8 +200,15 @@ var denied = map[string]*regexp.Regexp{
 	"payload":      regexp.MustCompile(`Your code is|"body"`),
 }
 
+// routeIDValue is a route id, "<channel>:" and the first 12 hex digits of
+// sha256 of the recipient (intake.routeID): no personal data, though its
+// digits are all decimal in about one route in 300 ("callback:115948476206"
+// failed the phone-number check once in 40 runs).
+var routeIDValue = regexp.MustCompile(`^[a-z]+:[0-9a-f]{12}$`)
+
 // requireNoPersonalData checks every attribute of every span, link, event
-// and resource against denied.
+// and resource against denied; a route id is not checked for a phone
+// number.
 func requireNoPersonalData(t *testing.T, spans []oteltest.Span) {
 	t.Helper()
 	check := func(where string, attrs map[string]string) {
@@ -210,6 +217,9 @@ func requireNoPersonalData(t *testing.T, spans []oteltest.Span) {
 				continue
 			}
 			for what, re := range denied {
+				if what == "phone number" && routeIDValue.MatchString(v) {
+					continue
+				}
 				require.False(t, re.MatchString(v), "%s attribute %s=%q looks like a %s", where, k, v, what)
 			}
 		}
