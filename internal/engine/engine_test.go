@@ -442,29 +442,11 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 // its shape.
 func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbURL + mode)
-	require.NoError(t, err)
-	ConfigurePool(cfg)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	defer pool.Close()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	// Prepared by a run that claims nothing (pgx's statement cache), then
-	// explained by name.
-	_, err = store.New().RouteClaimDue(ctx, conn, store.RouteClaimDueParams{Channel: "none", Max: 1, LeaseSeconds: 60})
-	require.NoError(t, err)
-	var name string
-	require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
-		WHERE statement LIKE '-- name: RouteClaimDue %'`).Scan(&name))
-	rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE %q(NULL, %d, 'webhook', '', 60)`, name, batch))
-	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	plan := strings.Join(lines, "\n")
+	// Prepared by a run that claims nothing.
+	plan := explainPrepared(t, dbURL+mode, "RouteClaimDue", func(ctx context.Context, db store.DBTX) error {
+		_, err := store.New().RouteClaimDue(ctx, db, store.RouteClaimDueParams{Channel: "none", Max: 1, LeaseSeconds: 60})
+		return err
+	}, fmt.Sprintf(`(NULL, %d, 'webhook', '', 60)`, batch))
 	require.Contains(t, plan, "Tid Scan on routes r", mode)
 	require.Contains(t, plan, "TID Cond: (ctid = ANY", mode)
 	require.Contains(t, plan, "Index Scan using records_pkey on records x", mode)
@@ -513,30 +495,13 @@ func TestTheCompletionReachesRoutesByTupleID(t *testing.T) {
 // engine's pool prepares it and checks its shape.
 func requireCompletionPlan(t *testing.T, dbURL string) {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	require.NoError(t, err)
-	ConfigurePool(cfg)
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	defer pool.Close()
-	conn, err := pool.Acquire(ctx)
-	require.NoError(t, err)
-	defer conn.Release()
-	_, err = store.New().RouteCompleteMany(ctx, conn, store.RouteCompleteManyParams{})
-	require.NoError(t, err)
-	var name string
-	require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
-		WHERE statement LIKE '-- name: RouteCompleteMany %'`).Scan(&name))
-	// One element; the generic plan is the same for any batch.
-	rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE %q('{n1}', '{webhook:x}', '{"(0,1)"}',
-		'{1}', '{"2026-01-01 00:00:00+00"}', '{published}', '{0}', '{""}', '{""}', '{""}', '{5}',
-		'{""}', '{""}', '{""}', '{""}', '{""}', NULL)`, name))
-	require.NoError(t, err)
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	require.NoError(t, err)
-	plan := strings.Join(lines, "\n")
+	// Prepared by a run with no completion; explained for one (the generic
+	// plan is the same for any batch).
+	plan := explainPrepared(t, dbURL, "RouteCompleteMany", func(ctx context.Context, db store.DBTX) error {
+		_, err := store.New().RouteCompleteMany(ctx, db, store.RouteCompleteManyParams{})
+		return err
+	}, `('{n1}', '{webhook:x}', '{"(0,1)"}', '{1}', '{"2026-01-01 00:00:00+00"}', '{published}', '{0}',
+		'{""}', '{""}', '{""}', '{5}', '{""}', '{""}', '{""}', '{""}', '{""}', NULL)`)
 	// The batch, with each NULL tid looked up by the primary key.
 	done, plan, ok := strings.Cut(plan, "CTE updated")
 	require.True(t, ok, plan)
@@ -554,28 +519,43 @@ func requireCompletionPlan(t *testing.T, dbURL string) {
 	require.NotContains(t, plan, "Merge Join")
 }
 
+// explainPrepared returns the plan of the statement sqlc names name, as
+// the engine's pool (ConfigurePool, with dbURL's settings) prepares it:
+// run prepares it (pgx's statement cache), and it is explained by its
+// prepared name with args.
+func explainPrepared(t *testing.T, dbURL, name string, run func(context.Context, store.DBTX) error, args string) string {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(t, err)
+	ConfigurePool(cfg)
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	require.NoError(t, run(ctx, conn))
+	var stmt string
+	require.NoError(t, conn.QueryRow(ctx, `SELECT name FROM pg_prepared_statements
+		WHERE statement LIKE '-- name: ' || $1 || ' %'`, name).Scan(&stmt))
+	rows, err := conn.Query(ctx, fmt.Sprintf(`EXPLAIN (COSTS OFF) EXECUTE %q%s`, stmt, args))
+	require.NoError(t, err)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(lines, "\n")
+}
+
 // fillDueWebhookRoutes stores n records, each with one webhook route due a
 // minute ago, and analyzes both tables, for the claim's plan tests.
 func fillDueWebhookRoutes(t *testing.T, dbURL string, n int) {
 	t.Helper()
-	ctx := context.Background()
-	fill, err := pgxpool.New(ctx, dbURL)
+	fillDueWebhookRoutesNoAnalyze(t, dbURL, n)
+	fill, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	defer fill.Close()
-	_, err = fill.Exec(ctx, `
-		INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
-			idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
-		SELECT 'n' || g, 't', 'p', 'addresses', '{}', 'k' || g, 'f', now(), now(), now(), now() + interval '1 day'
-		FROM generate_series(1, $1::integer) AS g`, n)
-	require.NoError(t, err)
-	_, err = fill.Exec(ctx, `
-		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
-			next_attempt_at, created_at, updated_at)
-		SELECT notification_id, 'webhook:x', 'webhook', 'https://example.test/x', 'pending', 5,
-			now() - interval '1 minute', now(), now()
-		FROM herald.records;
-		ANALYZE herald.routes;
-		ANALYZE herald.records`)
+	_, err = fill.Exec(context.Background(), `ANALYZE herald.routes; ANALYZE herald.records`)
 	require.NoError(t, err)
 }
 
