@@ -419,7 +419,7 @@ func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 	_, err = tx.Exec(ctx, `LOCK TABLE herald.inbound_messages IN SHARE MODE`)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
-	for i := range n {
+	send := func(i int) {
 		body := fmt.Sprintf("mo %d", i)
 		if i == n/2 {
 			body = "refuse me"
@@ -429,7 +429,15 @@ func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 				To: "447911123456", Body: body})
 		})
 	}
+	// The first message goes alone and waits on the lock; only then are the
+	// others sent, so that they, the refused one among them, pile up in the
+	// next group. (Sent all at once, the refused message was sometimes the
+	// first, alone, and the test failed under -race.)
+	send(0)
 	waitInsertBlocked(t, b.pool, "inbound_messages")
+	for i := 1; i < n; i++ {
+		send(i)
+	}
 	time.Sleep(200 * time.Millisecond) // the rest reach the group meanwhile
 	require.NoError(t, tx.Commit(ctx))
 	wg.Wait()
