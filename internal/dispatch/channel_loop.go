@@ -534,7 +534,7 @@ func (l *channelLoop) settle(j *job, status, class, msg, hint string) *completio
 	case status == "dead_letter":
 		outcome = channel.Permanent.String()
 	}
-	var lease time.Time // set by claimRouted after its claim (and tid), when nil here
+	var lease time.Time // set by claimRouted after its claim, with the tid, when nil here
 	if j.row.LeaseUntil != nil {
 		lease = *j.row.LeaseUntil
 	}

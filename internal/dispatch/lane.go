@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
 )
@@ -479,14 +477,10 @@ func (l *channelLoop) claimRouted(ctx context.Context, want int) ([]job, error) 
 		return nil, fmt.Errorf("claim: commit: %w", err)
 	}
 	type key struct{ n, r string }
-	type claim struct {
-		until time.Time
-		tid   pgtype.TID
-	}
-	lease := make(map[key]claim, len(claimed))
+	lease := make(map[key]store.RouteClaimLockedRow, len(claimed))
 	for _, c := range claimed {
 		if !c.Parked {
-			lease[key{c.NotificationID, c.RouteID}] = claim{*c.LeaseUntil, c.RouteTid}
+			lease[key{c.NotificationID, c.RouteID}] = c
 		}
 	}
 	out := jobs[:0]
@@ -500,9 +494,9 @@ func (l *channelLoop) claimRouted(ctx context.Context, want int) ([]job, error) 
 		if !ok {
 			continue // cannot happen: the rows were locked
 		}
-		j.row.LeaseUntil, j.row.RouteTid = &cl.until, cl.tid
+		j.row.LeaseUntil, j.row.RouteTid = cl.LeaseUntil, cl.RouteTid
 		if j.outcome != nil {
-			j.outcome.leaseUntil, j.outcome.tid = cl.until, cl.tid
+			j.outcome.leaseUntil, j.outcome.tid = *cl.LeaseUntil, cl.RouteTid
 		}
 		out = append(out, j)
 	}
