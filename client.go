@@ -121,6 +121,10 @@ type Client struct {
 	// content checks templated intents against their templates (and every
 	// intent against the content blocklist); see package content.
 	content *content.Checker
+	// optimism lets SubmitMany and Submit insert without ON CONFLICT
+	// while their keys turn out new (see accept.Optimism); the Tx forms
+	// never do.
+	optimism accept.Optimism
 }
 
 // NewClient returns a Client storing into the herald schema of pool's
@@ -314,6 +318,7 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 		Now:               sqlNow,
 		IdempotencyWindow: c.window,
 		Notify:            hint,
+		Optimism:          &c.optimism,
 	})
 	if err != nil {
 		if f := forbidden(err); f != err {

@@ -127,6 +127,105 @@ wake AS (
 SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
 FROM ins CROSS JOIN wake;
 
+-- name: RecordInsertManyFresh :many
+-- RecordInsertMany for keys the caller expects to be new: the same
+-- statement, arguments and result, without ON CONFLICT. An ON CONFLICT
+-- insert is a speculative insertion: a descent of the unique index before
+-- each row, a heap tuple marked speculative, and a confirmation (a buffer
+-- lock and a WAL record) after its index entries; this statement writes
+-- each row outright, the UNIQUE constraint checking it as the row's index
+-- entry goes in, as in any insert. A key that exists already (or that a
+-- racing transaction commits) fails the whole statement with a
+-- unique_violation on records_idempotency_unique, and nothing is written:
+-- the caller then runs RecordInsertMany. Only a caller whose statement
+-- commits on its own may use it (internal/accept decides), since a failed
+-- statement aborts the transaction it is in. RecordInsertMany's comments
+-- say what each part does; a test in internal/store keeps the two texts
+-- the same but for ON CONFLICT.
+WITH rec_in AS (
+    SELECT
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@notification_types::text[]) AS notification_type,
+        unnest(@producers::text[]) AS producer,
+        unnest(@audience_kinds::text[]) AS audience_kind,
+        unnest(@recipient_user_ids::jsonb[]) AS recipient_user_ids,
+        unnest(@payload_jsons::text[]) AS payload_json,
+        unnest(@idempotency_keys::text[]) AS idempotency_key,
+        unnest(@request_fingerprints::text[]) AS request_fingerprint,
+        unnest(@request_ids::text[]) AS request_id,
+        unnest(@trace_ids::text[]) AS trace_id,
+        unnest(@occurred_ats::timestamptz[]) AS occurred_at,
+        unnest(@channel_lists::text[]) AS channel_list,
+        unnest(@priorities::smallint[]) AS priority,
+        nullif(unnest(@send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+        nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+        unnest(@callback_urls::text[]) AS callback_url,
+        nullif(unnest(@campaigns::text[]), '') AS campaign
+),
+subscribed AS (
+    SELECT s.producer
+    FROM herald.callback_subscriptions s
+    WHERE s.producer = ANY (@producers::text[])
+),
+ins AS (
+    INSERT INTO herald.records (
+        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
+        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
+        callback_url, campaign
+    )
+    SELECT
+        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
+        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8),
+        string_to_array(channel_list, ','),
+        priority,
+        send_at,
+        expires_at,
+        callback_url,
+        campaign
+    FROM rec_in
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
+),
+routes_ins AS (
+    INSERT INTO herald.routes (
+        notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
+    )
+    SELECT
+        r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
+        greatest(coalesce(sqlc.narg('now')::timestamptz, now()), r.send_at),
+        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
+    FROM (
+        SELECT
+            unnest(@route_notification_ids::text[]) AS notification_id,
+            unnest(@route_ids::text[]) AS route_id,
+            unnest(@route_channels::text[]) AS channel,
+            unnest(@route_recipient_refs::text[]) AS recipient_ref,
+            unnest(@route_max_attempts::integer[]) AS max_attempts,
+            unnest(@route_priorities::smallint[]) AS priority,
+            nullif(unnest(@route_send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest(@route_expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest(@route_sms_encodings::text[]) AS sms_encoding,
+            unnest(@route_sms_segments::smallint[]) AS sms_segments
+    ) AS r
+    JOIN ins USING (notification_id)
+    RETURNING 1
+),
+wake AS (
+    SELECT count(pg_notify('herald_routes', sqlc.narg('hint_payload')::text)) AS hints
+    FROM (
+        SELECT 1 WHERE sqlc.narg('hint_payload')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+    ) AS asked
+)
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
+FROM ins CROSS JOIN wake;
+
 -- name: RecordGetByKeys :many
 -- The existing records for (producer, idempotency_key) pairs: what a
 -- duplicate submit returns, or what an idempotency conflict names.

@@ -64,38 +64,47 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 		{"SameRequestIsDuplicate", func(*intake.Intent) {}, false},
 		{"OtherRequestIsConflict", func(in *intake.Intent) { in.Content.SMS.Body = "changed" }, true},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			pool := pgtemp.NewPool(t)
-
-			tx, err := pool.Begin(ctx)
-			require.NoError(t, err)
-			defer tx.Rollback(ctx)
-			first, err := Accept(ctx, tx, []*intake.Validated{mustValidate(t, validIntent())}, Params{})
-			require.NoError(t, err)
-
-			second := validIntent()
-			tc.mutate(second)
-			type result struct {
-				out []Outcome
-				err error
+		for _, o := range []*Optimism{nil, new(Optimism)} {
+			name := tc.name
+			if o != nil {
+				name += "AfterThePlainInsert" // which fails on the key, once committed
 			}
-			done := make(chan result)
-			go func() {
-				out, err := Accept(ctx, pool, []*intake.Validated{mustValidate(t, second)}, Params{})
-				done <- result{out, err}
-			}()
-			waitForLockWaiter(t, pool) // the second insert waits for the first
-			require.NoError(t, tx.Commit(ctx))
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				pool := pgtemp.NewPool(t)
 
-			r := <-done
-			require.NoError(t, r.err)
-			require.Equal(t, first[0].NotificationID, r.out[0].NotificationID)
-			require.Equal(t, !tc.conflict, r.out[0].Duplicate)
-			require.Equal(t, tc.conflict, r.out[0].Conflict)
-			require.Equal(t, first[0].AcceptedAt, r.out[0].AcceptedAt)
-		})
+				tx, err := pool.Begin(ctx)
+				require.NoError(t, err)
+				defer tx.Rollback(ctx)
+				first, err := Accept(ctx, tx, []*intake.Validated{mustValidate(t, validIntent())}, Params{})
+				require.NoError(t, err)
+
+				second := validIntent()
+				tc.mutate(second)
+				type result struct {
+					out []Outcome
+					err error
+				}
+				done := make(chan result)
+				go func() {
+					out, err := Accept(ctx, pool, []*intake.Validated{mustValidate(t, second)}, Params{Optimism: o})
+					done <- result{out, err}
+				}()
+				waitForLockWaiter(t, pool) // the second insert waits for the first
+				require.NoError(t, tx.Commit(ctx))
+
+				r := <-done
+				require.NoError(t, r.err)
+				require.Equal(t, first[0].NotificationID, r.out[0].NotificationID)
+				require.Equal(t, !tc.conflict, r.out[0].Duplicate)
+				require.Equal(t, tc.conflict, r.out[0].Conflict)
+				require.Equal(t, first[0].AcceptedAt, r.out[0].AcceptedAt)
+				if o != nil {
+					require.Equal(t, [2]int64{0, 1}, counts(o))
+				}
+			})
+		}
 	}
 }
 

@@ -686,6 +686,204 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 	return items, nil
 }
 
+const recordInsertManyFresh = `-- name: RecordInsertManyFresh :many
+WITH rec_in AS (
+    SELECT
+        unnest($1::text[]) AS notification_id,
+        unnest($2::text[]) AS notification_type,
+        unnest($3::text[]) AS producer,
+        unnest($4::text[]) AS audience_kind,
+        unnest($5::jsonb[]) AS recipient_user_ids,
+        unnest($6::text[]) AS payload_json,
+        unnest($7::text[]) AS idempotency_key,
+        unnest($8::text[]) AS request_fingerprint,
+        unnest($9::text[]) AS request_id,
+        unnest($10::text[]) AS trace_id,
+        unnest($11::timestamptz[]) AS occurred_at,
+        unnest($12::text[]) AS channel_list,
+        unnest($13::smallint[]) AS priority,
+        nullif(unnest($14::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+        nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+        unnest($16::text[]) AS callback_url,
+        nullif(unnest($17::text[]), '') AS campaign
+),
+subscribed AS (
+    SELECT s.producer
+    FROM herald.callback_subscriptions s
+    WHERE s.producer = ANY ($3::text[])
+),
+ins AS (
+    INSERT INTO herald.records (
+        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
+        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
+        callback_url, campaign
+    )
+    SELECT
+        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
+        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8),
+        string_to_array(channel_list, ','),
+        priority,
+        send_at,
+        expires_at,
+        callback_url,
+        campaign
+    FROM rec_in
+    RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
+),
+routes_ins AS (
+    INSERT INTO herald.routes (
+        notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
+    )
+    SELECT
+        r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
+        greatest(coalesce($18::timestamptz, now()), r.send_at),
+        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        coalesce($18::timestamptz, now()),
+        coalesce($18::timestamptz, now()),
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
+    FROM (
+        SELECT
+            unnest($20::text[]) AS notification_id,
+            unnest($21::text[]) AS route_id,
+            unnest($22::text[]) AS channel,
+            unnest($23::text[]) AS recipient_ref,
+            unnest($24::integer[]) AS max_attempts,
+            unnest($25::smallint[]) AS priority,
+            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest($28::text[]) AS sms_encoding,
+            unnest($29::smallint[]) AS sms_segments
+    ) AS r
+    JOIN ins USING (notification_id)
+    RETURNING 1
+),
+wake AS (
+    SELECT count(pg_notify('herald_routes', $30::text)) AS hints
+    FROM (
+        SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+    ) AS asked
+)
+SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
+FROM ins CROSS JOIN wake
+`
+
+type RecordInsertManyFreshParams struct {
+	NotificationIds          []string
+	NotificationTypes        []string
+	Producers                []string
+	AudienceKinds            []string
+	RecipientUserIds         [][]byte
+	PayloadJsons             []string
+	IdempotencyKeys          []string
+	RequestFingerprints      []string
+	RequestIds               []string
+	TraceIds                 []string
+	OccurredAts              []time.Time
+	ChannelLists             []string
+	Priorities               []int16
+	SendAts                  []time.Time
+	ExpiresAts               []time.Time
+	CallbackUrls             []string
+	Campaigns                []string
+	Now                      *time.Time
+	IdempotencyWindowSeconds float64
+	RouteNotificationIds     []string
+	RouteIds                 []string
+	RouteChannels            []string
+	RouteRecipientRefs       []string
+	RouteMaxAttempts         []int32
+	RoutePriorities          []int16
+	RouteSendAts             []time.Time
+	RouteExpiresAts          []time.Time
+	RouteSmsEncodings        []string
+	RouteSmsSegments         []int16
+	HintPayload              *string
+}
+
+type RecordInsertManyFreshRow struct {
+	NotificationID     string
+	Producer           string
+	IdempotencyKey     string
+	RequestFingerprint string
+	AcceptedAt         time.Time
+}
+
+// RecordInsertMany for keys the caller expects to be new: the same
+// statement, arguments and result, without ON CONFLICT. An ON CONFLICT
+// insert is a speculative insertion: a descent of the unique index before
+// each row, a heap tuple marked speculative, and a confirmation (a buffer
+// lock and a WAL record) after its index entries; this statement writes
+// each row outright, the UNIQUE constraint checking it as the row's index
+// entry goes in, as in any insert. A key that exists already (or that a
+// racing transaction commits) fails the whole statement with a
+// unique_violation on records_idempotency_unique, and nothing is written:
+// the caller then runs RecordInsertMany. Only a caller whose statement
+// commits on its own may use it (internal/accept decides), since a failed
+// statement aborts the transaction it is in. RecordInsertMany's comments
+// say what each part does; a test in internal/store keeps the two texts
+// the same but for ON CONFLICT.
+func (q *Queries) RecordInsertManyFresh(ctx context.Context, db DBTX, arg RecordInsertManyFreshParams) ([]RecordInsertManyFreshRow, error) {
+	rows, err := db.Query(ctx, recordInsertManyFresh,
+		arg.NotificationIds,
+		arg.NotificationTypes,
+		arg.Producers,
+		arg.AudienceKinds,
+		arg.RecipientUserIds,
+		arg.PayloadJsons,
+		arg.IdempotencyKeys,
+		arg.RequestFingerprints,
+		arg.RequestIds,
+		arg.TraceIds,
+		arg.OccurredAts,
+		arg.ChannelLists,
+		arg.Priorities,
+		arg.SendAts,
+		arg.ExpiresAts,
+		arg.CallbackUrls,
+		arg.Campaigns,
+		arg.Now,
+		arg.IdempotencyWindowSeconds,
+		arg.RouteNotificationIds,
+		arg.RouteIds,
+		arg.RouteChannels,
+		arg.RouteRecipientRefs,
+		arg.RouteMaxAttempts,
+		arg.RoutePriorities,
+		arg.RouteSendAts,
+		arg.RouteExpiresAts,
+		arg.RouteSmsEncodings,
+		arg.RouteSmsSegments,
+		arg.HintPayload,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordInsertManyFreshRow{}
+	for rows.Next() {
+		var i RecordInsertManyFreshRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.Producer,
+			&i.IdempotencyKey,
+			&i.RequestFingerprint,
+			&i.AcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordListPage = `-- name: RecordListPage :many
 SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
     request_id, accepted_at, send_at, expires_at
