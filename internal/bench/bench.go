@@ -216,6 +216,8 @@ type Row struct {
 	// PostgresCPUSeconds is the CPU time the cluster's processes used over
 	// the phase (0 when they cannot be read: a server on another machine).
 	PostgresCPUSeconds float64 `json:"postgres_cpu_seconds"`
+	// Cleanup is the VACUUM of the engine's tables run after the phase.
+	Cleanup Cleanup `json:"cleanup"`
 	// HOTUpdatesPerRoute is the HOT updates over the engine's tables
 	// (pg_stat_user_tables.n_tup_hot_upd) per published route.
 	HOTUpdatesPerRoute float64 `json:"hot_updates_per_route"`

@@ -77,6 +77,11 @@ func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 		// The harness's cluster runs on this machine, so its processes
 		// can be read.
 		require.Positive(t, r.PostgresCPUSeconds, r.Engine)
+		// Each engine's phase leaves dead tuples (River two per job, herald
+		// the completions' old versions), which the VACUUM after removes.
+		require.Positive(t, r.Cleanup.DeadBefore, r.Engine)
+		require.Zero(t, r.Cleanup.DeadAfter, r.Engine)
+		require.Positive(t, r.Cleanup.WALBytes, r.Engine)
 	}
 	var out bytes.Buffer
 	require.NoError(t, WriteTable(&out, rep))

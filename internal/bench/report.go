@@ -44,6 +44,17 @@ var metrics = []metric{
 	}, "lower", nil},
 	{"CPU per route, bench process", "µs", func(r *Row) float64 { return perRoute(r, int64(r.ClientCPUSeconds*1e6)) }, "lower", nil},
 	{"CPU per route, Postgres", "µs", func(r *Row) float64 { return perRoute(r, int64(r.PostgresCPUSeconds*1e6)) }, "lower", nil},
+	{"autovacuum runs during the phase", "", func(r *Row) float64 {
+		var n int64
+		for _, t := range r.Cost.Tables {
+			n += t.Autovacuums
+		}
+		return float64(n)
+	}, "-", nil},
+	{"CPU per route, Postgres, VACUUM after", "µs", func(r *Row) float64 { return perRoute(r, int64(r.Cleanup.PostgresCPUSeconds*1e6)) }, "lower", nil},
+	{"CPU per route, Postgres, with VACUUM after", "µs", func(r *Row) float64 {
+		return perRoute(r, int64((r.PostgresCPUSeconds+r.Cleanup.PostgresCPUSeconds)*1e6))
+	}, "lower", nil},
 	{"WAL per route", "bytes", func(r *Row) float64 { return perRoute(r, r.Cost.WALBytes) }, "lower", nil},
 	{"rows written per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.Rows()) }, "lower", nil},
 	{"dead tuples made per route", "", func(r *Row) float64 { return perRoute(r, r.Cost.DeadCreated()) }, "lower", nil},

@@ -112,6 +112,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	}
 	rep.Notes = append(rep.Notes,
 		"both engines run on the same database in the same run, one after the other, each after a CHECKPOINT and with both engines' tables emptied (TRUNCATE), so neither phase's autovacuum cleans up after the other; Postgres figures are deltas over the workload and the idle probes that follow it (one row per probe)",
+		"after each phase the bench VACUUMs the engine's tables (its cleanup, measured apart: autovacuum visits a database about once a minute, so whether it cleaned up during a phase of seconds, and was counted in it, is chance; the phase plus its VACUUM after is the whole cost whichever way it fell)",
 		fmt.Sprintf("the bench channel takes %s per attempt and fails %.0f%% of attempts transiently; latency is accept (commit) to published, from the database's timestamps", c.Latency, 100*c.FailShare),
 		"peak RSS of an in-process engine is this whole process's VmHWM over the phase (reset at its start), producers included",
 		indexNote(db),
