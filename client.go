@@ -243,7 +243,12 @@ func (c *Client) submitTraced(ctx context.Context, op string, db store.DBTX, ins
 // being stored. Intents of
 // the same producer and idempotency key within one call behave as if
 // submitted one after the other. The error is non-nil only when the
-// statement itself failed, and then nothing was stored.
+// statement itself failed, and then nothing was stored. A call whose keys
+// are all new costs one statement; one that meets keys stored before
+// costs up to three (the plain insert, which fails on them and writes
+// nothing, the same batch with ON CONFLICT, and the lookup of the
+// existing notifications), and for ten seconds after that the client
+// starts with ON CONFLICT (see accept.Optimism).
 func (c *Client) SubmitMany(ctx context.Context, ins []*Intent) ([]SubmitResult, error) {
 	return c.submitTraced(ctx, "herald.SubmitMany", c.pool, ins, false)
 }
