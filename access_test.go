@@ -765,3 +765,54 @@ func countAs(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 	require.NoError(t, db.QueryRow(context.Background(), sql, args...).Scan(&n))
 	return n
 }
+
+// A producer login's SubmitMany through a pool inserts without ON CONFLICT
+// first (accept.Optimism): a key it stored before fails that insert under
+// its own role, and the batch goes in again with ON CONFLICT, which the
+// login may run too (it reads its own records). Another producer's same key
+// is another key: the plain insert stores it, and tells neither anything
+// about the other's.
+func TestAProducerLoginsBatchMeetsItsOwnKeysThroughThePlainInsert(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	batch := func(producer string, keys ...string) []*herald.Intent {
+		var ins []*herald.Intent
+		for _, k := range keys {
+			ins = append(ins, &herald.Intent{
+				NotificationType: "order.shipped", Producer: producer, IdempotencyKey: k,
+				Audience: herald.Audience{Email: []string{"ops@example.com"}}, Channels: []string{"email"},
+				Content: herald.Content{Email: &herald.EmailContent{Subject: "s", Text: "t"}},
+			})
+		}
+		return ins
+	}
+	first, err := b.clientA.SubmitMany(ctx, batch(b.nameA, "1", "2"))
+	require.NoError(t, err)
+	fresh, fellBack := herald.InsertCounts(b.clientA)
+	require.Equal(t, [2]int64{1, 0}, [2]int64{fresh, fellBack}, "the plain insert, as the producer")
+	again, err := b.clientA.SubmitMany(ctx, batch(b.nameA, "1", "2", "3"))
+	require.NoError(t, err)
+	fresh, fellBack = herald.InsertCounts(b.clientA)
+	require.Equal(t, [2]int64{1, 1}, [2]int64{fresh, fellBack}, "failed on key 1, then ON CONFLICT")
+	for i := range 2 {
+		require.NoError(t, again[i].Err)
+		require.True(t, again[i].Receipt.Duplicate)
+		require.Equal(t, first[i].Receipt.NotificationID, again[i].Receipt.NotificationID)
+	}
+	require.NoError(t, again[2].Err)
+	require.False(t, again[2].Receipt.Duplicate)
+
+	other, err := b.clientB.SubmitMany(ctx, batch(b.nameB, "1", "2"))
+	require.NoError(t, err)
+	fresh, fellBack = herald.InsertCounts(b.clientB)
+	require.Equal(t, [2]int64{1, 0}, [2]int64{fresh, fellBack}, "A's keys are not B's")
+	for i := range 2 {
+		require.NoError(t, other[i].Err)
+		require.False(t, other[i].Receipt.Duplicate, "B's key %d is its own", i+1)
+		require.NotEqual(t, first[i].Receipt.NotificationID, other[i].Receipt.NotificationID)
+	}
+	require.Equal(t, 5, countAs(t, b.admin, `SELECT count(*) FROM herald.records`))
+	require.Equal(t, 3, countAs(t, b.asA, `SELECT count(*) FROM herald.records`))
+	require.Equal(t, 2, countAs(t, b.asB, `SELECT count(*) FROM herald.records`))
+}
