@@ -593,7 +593,10 @@ func TestServeFinishesRequestsInFlightWhenItStops(t *testing.T) {
 	got := make(chan answer, 1)
 	go func() { got <- b.do(t, "POST", "/v1/notifications", intent("shop", "inflight"), b.shopKey) }()
 	require.Eventually(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM pg_locks WHERE relation = 'herald.records'::regclass AND NOT granted`) > 0
+		// pg_locks is the cluster's, and the test databases, made from one
+		// template, share herald.records' oid: this database's only.
+		return b.count(t, `SELECT count(*) FROM pg_locks WHERE relation = 'herald.records'::regclass AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	cancel() // stop serving; the request is in flight
 	time.Sleep(100 * time.Millisecond)

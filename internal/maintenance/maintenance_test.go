@@ -444,6 +444,7 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 	// run is canceled there, after the first batch (n04, n05) committed.
 	lock, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
+	defer lock.Rollback(ctx) // on a failure below, or closing the pool waits for it
 	_, err = lock.Exec(ctx, `SELECT 1 FROM herald.routes WHERE notification_id = 'n07' FOR UPDATE`)
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(ctx)
@@ -458,7 +459,11 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 	}()
 	waiting := func() int {
 		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n))
+		// This database's backends only: pg_locks is the whole cluster's,
+		// where other packages' tests wait on locks of their own (a row
+		// lock's wait is on a transaction id, with no database to filter).
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
 		return n
 	}
 	require.Eventually(t, func() bool { return waiting() > 0 }, 10*time.Second, 10*time.Millisecond)
