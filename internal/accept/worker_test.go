@@ -189,7 +189,7 @@ func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
 
 	// Wait until the worker LISTENs, then insert.
 	require.Eventually(t, func() bool {
-		return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%herald_intake%'") > 0
+		return b.count(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%herald_intake%'") > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	b.insert(t, validEntry, `not json`)
 	require.Eventually(t, func() bool {

@@ -55,7 +55,8 @@ func TestSMPPReceiptsThatArriveTogetherAreStoredTogether(t *testing.T) {
 		require.Eventually(t, func() bool {
 			var waiting int
 			err := own.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO herald.`+table+`%'`).Scan(&waiting)
+				WHERE datname = current_database() AND wait_event_type = 'Lock'
+					AND query LIKE '%INSERT INTO herald.`+table+`%'`).Scan(&waiting)
 			return err == nil && waiting >= 1
 		}, 10*time.Second, 5*time.Millisecond, "the first %s waits on the lock", table)
 		time.Sleep(200 * time.Millisecond) // the rest reach the driver meanwhile

@@ -58,7 +58,8 @@ func waitInsertBlocked(t *testing.T, pool *pgxpool.Pool, table string) {
 	require.Eventually(t, func() bool {
 		var n int
 		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO herald.' || $1 || '%'`, table).Scan(&n)
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+				AND query LIKE '%INSERT INTO herald.' || $1 || '%'`, table).Scan(&n)
 		return err == nil && n >= 1
 	}, 10*time.Second, 5*time.Millisecond)
 }

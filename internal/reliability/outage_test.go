@@ -19,7 +19,7 @@ import (
 // terminateSQL ends every backend whose application_name starts with the
 // given prefix. pg_stat_activity is unknown to sqlc's offline catalog: the
 // commented exception to "SQL lives in queries/*.sql".
-const terminateSQL = `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND pid <> pg_backend_pid()`
+const terminateSQL = `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1 || '%' AND pid <> pg_backend_pid()`
 
 func poolNamed(t *testing.T, dbURL, appName string) *pgxpool.Pool {
 	t.Helper()
