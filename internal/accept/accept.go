@@ -72,9 +72,10 @@ const DefaultPessimism = 10 * time.Second
 // A failed attempt wastes part of a batch's work, so after one the
 // Optimism goes pessimistic for DefaultPessimism (ON CONFLICT only) and
 // then tries again: a producer that resends keys pays for one failure per
-// period, not one per batch. pgx drops a cached statement that failed, so the
-// first plain insert after a failure is prepared again on its connection. One Optimism serves one door (a Client); its
-// zero value is ready, and it is safe for concurrent use.
+// period, not one per batch. pgx drops a cached statement that failed, so
+// the first plain insert after a failure is prepared again on its
+// connection. One Optimism serves one door (a Client); its zero value is
+// ready, and it is safe for concurrent use.
 type Optimism struct {
 	pessimisticUntil atomic.Int64 // unix nanoseconds
 	fresh            atomic.Int64
@@ -159,8 +160,9 @@ type keyHolder struct {
 // the stored notification, as a Duplicate if their fingerprint matches it
 // and as a Conflict if not. It costs one round trip, plus one more only
 // when a key exists already (a duplicate or conflict), and one more again
-// when p.Optimism tried the plain insert and the key made it fail. Under REPEATABLE READ or SERIALIZABLE such a race fails with a
-// serialization error instead, which the caller retries. An error means
+// when p.Optimism tried the plain insert and the key made it fail. Under
+// REPEATABLE READ or SERIALIZABLE such a race fails with a serialization
+// error instead, which the caller retries. An error means
 // nothing was accepted by this call (in a transaction, the transaction is
 // then aborted). An intent without a trace_id is stored with the W3C
 // traceparent of ctx's span, if ctx has one (see tracing.Traceparent).
