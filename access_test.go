@@ -655,23 +655,25 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 	requireSQLState(t, err, insufficientPrivilege)
 }
 
+// emailIntent returns a valid one-route intent of producer's with key key.
+func emailIntent(producer, key string) *herald.Intent {
+	return &herald.Intent{
+		NotificationType: "order.shipped", Producer: producer, IdempotencyKey: key,
+		Audience: herald.Audience{Email: []string{"ops@example.com"}}, Channels: []string{"email"},
+		Content: herald.Content{Email: &herald.EmailContent{Subject: "s", Text: "t"}},
+	}
+}
+
 func TestSubmitManyGivesEachIntentInAnotherProducersNameItsOwnForbiddenError(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
-	intent := func(producer, key string) *herald.Intent {
-		return &herald.Intent{
-			NotificationType: "order.shipped", Producer: producer, IdempotencyKey: key,
-			Audience: herald.Audience{Email: []string{"ops@example.com"}}, Channels: []string{"email"},
-			Content: herald.Content{Email: &herald.EmailContent{Subject: "s", Text: "t"}},
-		}
-	}
 	var results []string
 	c, err := herald.NewClient(b.asA, &herald.Config{ResultFunc: func(_, r string) { results = append(results, r) }})
 	require.NoError(t, err)
 	defer c.Close()
 	res, err := c.SubmitMany(ctx, []*herald.Intent{
-		intent(b.nameA, "1"), intent(b.nameB, "2"), intent(b.nameA, "3"), {Producer: b.nameA}, intent(b.nameA, "1"),
+		emailIntent(b.nameA, "1"), emailIntent(b.nameB, "2"), emailIntent(b.nameA, "3"), {Producer: b.nameA}, emailIntent(b.nameA, "1"),
 	})
 	require.NoError(t, err)
 	require.Len(t, res, 5)
@@ -691,10 +693,10 @@ func TestSubmitManyGivesEachIntentInAnotherProducersNameItsOwnForbiddenError(t *
 	require.Equal(t, []string{"accepted", "accepted", "duplicate", "forbidden", "invalid"}, results)
 
 	// Submit alone, and SubmitTx (whose transaction can then only roll back).
-	_, err = c.Submit(ctx, intent(b.nameB, "4"))
+	_, err = c.Submit(ctx, emailIntent(b.nameB, "4"))
 	require.ErrorIs(t, err, herald.ErrForbidden)
 	err = pgx.BeginFunc(ctx, b.asA, func(tx pgx.Tx) error {
-		_, err := c.SubmitTx(ctx, tx, intent(b.nameB, "5"))
+		_, err := c.SubmitTx(ctx, tx, emailIntent(b.nameB, "5"))
 		return err
 	})
 	require.ErrorIs(t, err, herald.ErrForbidden)
@@ -779,11 +781,7 @@ func TestAProducerLoginsBatchMeetsItsOwnKeysThroughThePlainInsert(t *testing.T) 
 	batch := func(producer string, keys ...string) []*herald.Intent {
 		var ins []*herald.Intent
 		for _, k := range keys {
-			ins = append(ins, &herald.Intent{
-				NotificationType: "order.shipped", Producer: producer, IdempotencyKey: k,
-				Audience: herald.Audience{Email: []string{"ops@example.com"}}, Channels: []string{"email"},
-				Content: herald.Content{Email: &herald.EmailContent{Subject: "s", Text: "t"}},
-			})
+			ins = append(ins, emailIntent(producer, k))
 		}
 		return ins
 	}

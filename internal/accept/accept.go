@@ -91,7 +91,7 @@ func (o *Optimism) Counts() (fresh, fellBack int64) {
 // tryFresh reports whether Accept, at now, through db, may try the plain
 // insert.
 func (o *Optimism) tryFresh(db store.DBTX, now time.Time) bool {
-	return o != nil && now.UnixNano() >= o.pessimisticUntil.Load() && standalone(db)
+	return now.UnixNano() >= o.pessimisticUntil.Load() && standalone(db)
 }
 
 // standalone reports whether each statement through db commits on its
@@ -258,25 +258,27 @@ func accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params
 // RecordInsertMany when not, or when the plain insert met a key that
 // exists.
 func insert(ctx context.Context, db store.DBTX, params store.RecordInsertManyParams, p Params) ([]store.RecordInsertManyRow, error) {
-	now := p.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	if p.Optimism.tryFresh(db, now) {
-		rows, err := store.New().RecordInsertManyFresh(ctx, db, store.RecordInsertManyFreshParams(params))
-		if err == nil {
-			p.Optimism.fresh.Add(1)
-			out := make([]store.RecordInsertManyRow, len(rows))
-			for i, r := range rows {
-				out[i] = store.RecordInsertManyRow(r)
+	if o := p.Optimism; o != nil {
+		now := p.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		if o.tryFresh(db, now) {
+			rows, err := store.New().RecordInsertManyFresh(ctx, db, store.RecordInsertManyFreshParams(params))
+			if err == nil {
+				o.fresh.Add(1)
+				out := make([]store.RecordInsertManyRow, len(rows))
+				for i, r := range rows {
+					out[i] = store.RecordInsertManyRow(r)
+				}
+				return out, nil
 			}
-			return out, nil
+			if !keyTaken(err) {
+				return nil, err
+			}
+			o.fellBack.Add(1)
+			o.pessimisticUntil.Store(now.Add(DefaultPessimism).UnixNano())
 		}
-		if !keyTaken(err) {
-			return nil, err
-		}
-		p.Optimism.fellBack.Add(1)
-		p.Optimism.pessimisticUntil.Store(now.Add(DefaultPessimism).UnixNano())
 	}
 	return store.New().RecordInsertMany(ctx, db, params)
 }

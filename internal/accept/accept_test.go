@@ -131,20 +131,10 @@ func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
-	batch := func(keys ...string) []*intake.Validated {
-		var vs []*intake.Validated
-		for _, k := range keys {
-			in := validIntent()
-			in.IdempotencyKey = k
-			vs = append(vs, mustValidate(t, in))
-		}
-		return vs
-	}
-
 	txA, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer txA.Rollback(ctx)
-	_, err = Accept(ctx, txA, batch("a"), Params{})
+	_, err = Accept(ctx, txA, keyed(t, "a"), Params{})
 	require.NoError(t, err)
 
 	type result struct {
@@ -153,11 +143,11 @@ func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
 	}
 	done := make(chan result)
 	go func() {
-		out, err := Accept(ctx, pool, batch("b", "a"), Params{})
+		out, err := Accept(ctx, pool, keyed(t, "b", "a"), Params{})
 		done <- result{out, err}
 	}()
 	waitForLockWaiter(t, pool)
-	_, err = Accept(ctx, txA, batch("b"), Params{})
+	_, err = Accept(ctx, txA, keyed(t, "b"), Params{})
 	require.NoError(t, err, "no deadlock")
 	require.NoError(t, txA.Commit(ctx))
 	r := <-done

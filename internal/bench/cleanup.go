@@ -30,13 +30,10 @@ type Cleanup struct {
 }
 
 // vacuumAfter runs VACUUM on each of tables (the herald schema's tables
-// a phase wrote: the engine's own) and measures it.
-func vacuumAfter(ctx context.Context, pool *pgxpool.Pool, tables []TableCost) (Cleanup, error) {
+// a phase wrote: the engine's own) and measures it from before, the
+// phase's closing snapshot.
+func vacuumAfter(ctx context.Context, pool *pgxpool.Pool, before snapshot, tables []TableCost) (Cleanup, error) {
 	var c Cleanup
-	before, err := takeSnapshot(ctx, pool)
-	if err != nil {
-		return c, err
-	}
 	cpuBefore, err := readCPU(ctx, pool)
 	if err != nil {
 		return c, err

@@ -178,7 +178,7 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		}
 		row.Cost.IndexTuples = &n
 	}
-	if row.Cleanup, err = vacuumAfter(ctx, db.Pool, row.Cost.Tables); err != nil {
+	if row.Cleanup, err = vacuumAfter(ctx, db.Pool, after, row.Cost.Tables); err != nil {
 		return row, err
 	}
 	row.Routes, row.Published, row.Attempts = sum.routes, sum.published, sum.attempts
