@@ -288,8 +288,10 @@ ORDER BY c.created_at, c.route_id, c.callback_id;
 -- published (the producer was told), failed (not yet: retrying),
 -- dead-lettered (herald gave up; replayable) and pending (not tried yet, or
 -- in flight); created counts them all (a canceled one too). For `herald
--- stats`: it reads the window's records through records_listing_idx
--- (accepted_at) and each callback's route by its primary key.
+-- stats`: it reads the window's records through records_pkey, from the ids
+-- of @since's millisecond (a callback's id and accepted_at are made from
+-- the same clock reading, migration 00012), and each callback's route by
+-- its primary key.
 SELECT
     rec.producer,
     count(*)::bigint AS created,
@@ -299,7 +301,9 @@ SELECT
     count(*) FILTER (WHERE r.status IN ('pending', 'claimed'))::bigint AS pending
 FROM herald.records rec
 JOIN herald.routes r ON r.notification_id = rec.notification_id
-WHERE rec.accepted_at >= @since::timestamptz AND 'callback' = ANY (rec.channels)
+WHERE rec.notification_id >= herald.id_floor(@since::timestamptz)
+    AND rec.accepted_at >= @since::timestamptz
+    AND 'callback' = ANY (rec.channels)
 GROUP BY rec.producer
 ORDER BY rec.producer;
 
@@ -322,20 +326,39 @@ ORDER BY rec.producer;
 -- be outrun. The candidate records are locked with SKIP LOCKED, so two runs
 -- never wait on each other.
 --
--- The scan walks records_listing_idx oldest first from the cursor
--- (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
--- this statement returns (the last candidate) to the next batch, so
--- records that must stay (a dead letter, a pending route) are read once per
--- run, not once per batch. Start with the zero time (0001-01-01 UTC, Go's
--- time.Time{}, before every record) and ''. Returns the candidates found
--- (fewer than @batch_size: the run is over), the records deleted, and the
--- cursor to go on from: the last candidate's, or the one given when there
--- was no candidate.
-WITH doomed AS (
-    SELECT r.notification_id, r.accepted_at
+-- A batch reads the next @batch_size records of records_pkey after the
+-- cursor @after_id, exclusive, oldest first: a notification id is a
+-- UUIDv7, which sorts by the millisecond it was made (migration 00024).
+-- Those of them made before @accepted_before's millisecond
+-- (herald.id_floor) are the batch's candidates, deleted if they qualify
+-- (accepted_at is compared as well). The range is open at its top so that
+-- a generic plan, which cannot know how many records lie between the
+-- cursor and the cut-off, still reads it in order up to the LIMIT: with
+-- both ends as parameters, Postgres guessed a sliver of the table and
+-- chose to fetch the whole range and sort it, every batch. The caller
+-- passes the cursor this statement returns (the last candidate's id) to the
+-- next batch, so records that must stay (a dead letter, a pending route)
+-- are read once per run, not once per batch. Start with the empty id.
+-- Returns the candidates (fewer than @batch_size: the run is over, the
+-- batch having reached the cut-off or the newest record), the records
+-- deleted, and the cursor to go on from: the last candidate's id, or the
+-- one given when there was none.
+WITH candidates AS (
+    SELECT c.notification_id
+    FROM (
+        SELECT r.notification_id
+        FROM herald.records r
+        WHERE r.notification_id > @after_id::text
+        ORDER BY r.notification_id
+        LIMIT @batch_size::integer
+    ) AS c
+    WHERE c.notification_id < herald.id_floor(@accepted_before::timestamptz)
+),
+doomed AS (
+    SELECT r.notification_id
     FROM herald.records r
-    WHERE r.accepted_at < @accepted_before::timestamptz
-        AND (r.accepted_at, r.notification_id) > (@after_accepted_at::timestamptz, @after_id::text)
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM candidates))
+        AND r.accepted_at < @accepted_before::timestamptz
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND NOT EXISTS (
             SELECT 1
@@ -344,8 +367,6 @@ WITH doomed AS (
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled')
                     OR rt.updated_at >= @finished_before::timestamptz)
         )
-    ORDER BY r.accepted_at, r.notification_id
-    LIMIT @batch_size::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 deleted AS (
@@ -368,17 +389,9 @@ dead_letters_deleted AS (
     WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
 )
 SELECT
-    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM candidates)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    coalesce(last.accepted_at, @after_accepted_at::timestamptz)::timestamptz AS last_accepted_at,
-    coalesce(last.notification_id, @after_id::text)::text AS last_notification_id
-FROM (SELECT 1) AS one
-LEFT JOIN (
-    SELECT accepted_at, notification_id
-    FROM doomed
-    ORDER BY accepted_at DESC, notification_id DESC
-    LIMIT 1
-) AS last ON true;
+    coalesce((SELECT max(notification_id) FROM candidates), @after_id::text)::text AS last_notification_id;
 
 -- name: RecordDeleteDeadLettered :one
 -- Dead-letter retention (off unless configured): deletes up to @batch_size
@@ -388,12 +401,23 @@ LEFT JOIN (
 -- idempotency window is over. The record goes whole, with its routes and dead
 -- letters, so no orphan is left for the operator views. The cursor and the
 -- result are RecordDeleteFinished's.
-WITH doomed AS (
-    SELECT r.notification_id, r.accepted_at
+WITH candidates AS (
+    SELECT c.notification_id
+    FROM (
+        SELECT r.notification_id
+        FROM herald.records r
+        WHERE r.notification_id > @after_id::text
+        ORDER BY r.notification_id
+        LIMIT @batch_size::integer
+    ) AS c
+    WHERE c.notification_id < herald.id_floor(@dead_before::timestamptz)
+),
+doomed AS (
+    SELECT r.notification_id
     FROM herald.records r
-    WHERE r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM candidates))
         AND r.accepted_at < @dead_before::timestamptz
-        AND (r.accepted_at, r.notification_id) > (@after_accepted_at::timestamptz, @after_id::text)
+        AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -412,8 +436,6 @@ WITH doomed AS (
             WHERE d.notification_id = r.notification_id
                 AND d.created_at >= @dead_before::timestamptz
         )
-    ORDER BY r.accepted_at, r.notification_id
-    LIMIT @batch_size::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 -- A replay that committed after this statement's snapshot moved a route
@@ -446,29 +468,21 @@ dead_letters_deleted AS (
     WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
 )
 SELECT
-    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM candidates)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    coalesce(last.accepted_at, @after_accepted_at::timestamptz)::timestamptz AS last_accepted_at,
-    coalesce(last.notification_id, @after_id::text)::text AS last_notification_id
-FROM (SELECT 1) AS one
-LEFT JOIN (
-    SELECT accepted_at, notification_id
-    FROM doomed
-    ORDER BY accepted_at DESC, notification_id DESC
-    LIMIT 1
-) AS last ON true;
+    coalesce((SELECT max(notification_id) FROM candidates), @after_id::text)::text AS last_notification_id;
 
 -- name: RecordListPage :many
 -- One page of the caller's notifications, newest first, for the HTTP API's
 -- list: row-level security keeps to the acting producer's records. It walks
--- records_listing_idx from the cursor (@before_accepted_at,
--- @before_notification_id), exclusive (NULLs: from the newest); the caller
--- passes the last row's as the next page's cursor.
+-- records_pkey down from the cursor @before_notification_id, exclusive
+-- (NULL: from the newest, the Max UUID of RFC 9562 standing above every
+-- id): a notification id is a UUIDv7, so id order is the order of
+-- acceptance, to the millisecond (migration 00024). The caller passes the
+-- last row's id as the next page's cursor.
 SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
     request_id, accepted_at, send_at, expires_at
 FROM herald.records
-WHERE (accepted_at, notification_id) < (
-    coalesce(sqlc.narg('before_accepted_at')::timestamptz, 'infinity'::timestamptz),
-    coalesce(sqlc.narg('before_notification_id')::text, ''))
-ORDER BY accepted_at DESC, notification_id DESC
+WHERE notification_id < coalesce(sqlc.narg('before_notification_id')::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
+ORDER BY notification_id DESC
 LIMIT @page_size::integer;

@@ -353,6 +353,19 @@ func TestListPagesThroughTheProducersOwnNotificationsNewestFirst(t *testing.T) {
 		path = "/v1/notifications?limit=2&after=" + l.Next
 	}
 	require.Equal(t, []string{"l4", "l3", "l2", "l1", "l0"}, keys)
+	// The list pages by id: a cursor whose time is not its row's (as in one
+	// handed out when the list was ordered by accepted_at, before migration
+	// 00024) goes on from its row all the same.
+	var l3 string
+	require.NoError(t, b.admin.QueryRow(context.Background(), `SELECT notification_id FROM herald.records
+		WHERE producer = 'shop' AND idempotency_key = 'l3'`).Scan(&l3))
+	a := b.do(t, "GET", "/v1/notifications?limit=2&after="+encodeCursor(time.Unix(0, 0), l3), nil, b.shopKey)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	var l List
+	a.json(t, &l)
+	require.Len(t, l.Notifications, 2)
+	require.Equal(t, "l2", l.Notifications[0].IdempotencyKey)
+	require.Equal(t, "l1", l.Notifications[1].IdempotencyKey)
 	for _, q := range []string{"limit=0", "limit=x", "after=%21%21"} {
 		a := b.do(t, "GET", "/v1/notifications?"+q, nil, b.shopKey)
 		require.Equal(t, http.StatusBadRequest, a.status, q)

@@ -590,11 +590,11 @@ func (s *Server) list(w http.ResponseWriter, r *request) error {
 	}
 	params := store.RecordListPageParams{PageSize: int32(size)}
 	if v := q.Get("after"); v != "" {
-		at, id, ok := decodeCursor(v)
+		_, id, ok := decodeCursor(v)
 		if !ok {
 			return fieldProblem("after", heraldtype.CodeInvalidField, "after is not a cursor this API returned")
 		}
-		params.BeforeAcceptedAt, params.BeforeNotificationID = &at, &id
+		params.BeforeNotificationID = &id
 	}
 	out := List{Notifications: []Summary{}}
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
@@ -623,6 +623,9 @@ func (s *Server) list(w http.ResponseWriter, r *request) error {
 }
 
 // encodeCursor and decodeCursor: a position in the list, opaque to clients.
+// The list pages by notification id (migration 00024); the accepted_at a
+// cursor also carries is no longer read, and stays in it so that a cursor
+// handed out before that migration still reads as one.
 func encodeCursor(at time.Time, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(at.UTC().Format(time.RFC3339Nano) + "|" + id))
 }

@@ -426,8 +426,8 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 		// claim joined to records in its UPDATE merged full scans. Then
 		// records analysed while empty too, or alone (autovacuum after
 		// retention emptied it): the state in which the claim's probe of
-		// records costed records_listing_idx, whose second column is the
-		// id, level with records_pkey.
+		// records costed records_listing_idx (dropped by migration 00024),
+		// whose second column is the id, level with records_pkey.
 		for _, analyze := range []string{"", "ANALYZE herald.routes", "ANALYZE herald.records",
 			"ANALYZE herald.routes; ANALYZE herald.records"} {
 			_, err = pool.Exec(ctx, `TRUNCATE herald.routes, herald.records CASCADE`)
@@ -440,6 +440,80 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 			requireClaimPlan(t, dbURL, "", dispatch.DefaultBatchSize)
 		}
 	}
+}
+
+// Retention and the API's list walk records_pkey in id order (migration
+// 00024 dropped records_listing_idx), in the engine pool's generic plans:
+// over a month of finished history, a retention batch reads records_pkey
+// from its cursor in order to the batch's LIMIT, with no sort and no scan
+// of the table, and probes routes_pkey for each record it reads; the list
+// reads records_pkey backwards from its cursor.
+func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := pgtemp.NewDatabase(t)
+	fill, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer fill.Close()
+	// 20,000 records with UUIDv7 ids, accepted over the 30 days that ended
+	// 8 days ago, each with a published route.
+	_, err = fill.Exec(ctx, `
+		WITH src AS (
+			SELECT g, now() - interval '38 days' + interval '30 days' * (g / 20000.0) AS at
+			FROM generate_series(0, 19999) AS g
+		), ids AS (
+			SELECT g, at, substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(h, 14, 3) || '-8'
+				|| substr(h, 18, 3) || '-' || substr(h, 21, 12) AS id
+			FROM src, LATERAL (SELECT lpad(to_hex((extract(epoch FROM at) * 1000)::bigint), 12, '0')
+				|| lpad(to_hex(g), 20, '0') AS h) AS x
+		), rec AS (
+			INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
+				idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+			SELECT id, 't', 'p', 'addresses', '{}', 'k' || g, 'f', at, at, at, at + interval '2 days' FROM ids
+		)
+		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
+			created_at, updated_at, published_at)
+		SELECT id, 'webhook:x', 'webhook', 'https://example.test/x', 'published', 5, at, at, at FROM ids`)
+	require.NoError(t, err)
+	_, err = fill.Exec(ctx, `ANALYZE herald.routes; ANALYZE herald.records`)
+	require.NoError(t, err)
+
+	cut := time.Now().Add(-7 * 24 * time.Hour)
+	var plan string
+	for _, name := range []string{"RecordDeleteFinished", "RecordDeleteDeadLettered"} {
+		plan = explainPrepared(t, dbURL, name, func(ctx context.Context, db store.DBTX) error {
+			// Prepared by a run that finds nothing (the cursor is past
+			// every id).
+			var err error
+			if name == "RecordDeleteFinished" {
+				_, err = store.New().RecordDeleteFinished(ctx, db, store.RecordDeleteFinishedParams{
+					AcceptedBefore: cut, FinishedBefore: cut, BatchSize: 1, AfterID: "g"})
+			} else {
+				_, err = store.New().RecordDeleteDeadLettered(ctx, db, store.RecordDeleteDeadLetteredParams{
+					DeadBefore: cut, BatchSize: 1, AfterID: "g"})
+			}
+			return err
+		}, map[string]string{
+			"RecordDeleteFinished":     `('', 1000, now() - interval '7 days', NULL, now() - interval '7 days')`,
+			"RecordDeleteDeadLettered": `('', 1000, now() - interval '7 days', NULL)`,
+		}[name])
+		require.Contains(t, plan, "Index Scan using records_pkey on records r", name)
+		require.Contains(t, plan, "Index Cond: (notification_id > $1)", name)
+		require.Contains(t, plan, "Index Scan using routes_pkey on routes rt", name)
+		require.Contains(t, plan, "Index Cond: (notification_id = r_1.notification_id)", name)
+		require.NotContains(t, plan, "Sort", name)
+		require.NotContains(t, plan, "Seq Scan", name)
+		require.NotContains(t, plan, "Merge", name)
+		require.NotContains(t, plan, "Hash", name)
+	}
+
+	plan = explainPrepared(t, dbURL, "RecordListPage", func(ctx context.Context, db store.DBTX) error {
+		_, err := store.New().RecordListPage(ctx, db, store.RecordListPageParams{PageSize: 1})
+		return err
+	}, `(NULL, 50)`)
+	require.Contains(t, plan, "Index Scan Backward using records_pkey on records")
+	require.NotContains(t, plan, "Sort")
+	require.NotContains(t, plan, "Seq Scan")
 }
 
 // requireClaimPlan explains RouteClaimDue as the engine's pool prepares it

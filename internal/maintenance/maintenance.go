@@ -152,7 +152,7 @@ type Maintenance struct {
 	// (canceled, timed out, failed) stood: the job's next run in this
 	// process goes on from there rather than from the oldest record, so
 	// records that must stay (dead letters, above all) at the head of
-	// records_listing_idx are not read again by every run, and a run that
+	// records_pkey are not read again by every run, and a run that
 	// cannot finish within its time still makes progress. A run that
 	// finishes clears it: the next run is a whole pass again, from the
 	// oldest record, and sees what has become deletable behind the cursor.
@@ -286,14 +286,13 @@ func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
 	cur := m.resumeFrom(JobFinishedRetention)
 	return m.runCursorJob(ctx, JobFinishedRetention, &cur, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteFinished(ctx, m.pool, store.RecordDeleteFinishedParams{
-			AcceptedBefore:  cutoff,
-			FinishedBefore:  cutoff,
-			Now:             &now,
-			AfterAcceptedAt: cur.at,
-			AfterID:         cur.id,
-			BatchSize:       int32(m.cfg.BatchSize),
+			AcceptedBefore: cutoff,
+			FinishedBefore: cutoff,
+			Now:            &now,
+			AfterID:        cur.id,
+			BatchSize:      int32(m.cfg.BatchSize),
 		})
-		cur.advance(row.Candidates, row.LastAcceptedAt, row.LastNotificationID)
+		cur.advance(row.Candidates, row.LastNotificationID)
 		return row.Candidates, row.Deleted, err
 	})
 }
@@ -311,13 +310,12 @@ func (m *Maintenance) DeleteDeadLettered(ctx context.Context) (int64, error) {
 	cur := m.resumeFrom(JobDeadLetterRetention)
 	return m.runCursorJob(ctx, JobDeadLetterRetention, &cur, func(ctx context.Context) (int64, int64, error) {
 		row, err := m.queries.RecordDeleteDeadLettered(ctx, m.pool, store.RecordDeleteDeadLetteredParams{
-			DeadBefore:      cutoff,
-			Now:             &now,
-			AfterAcceptedAt: cur.at,
-			AfterID:         cur.id,
-			BatchSize:       int32(m.cfg.BatchSize),
+			DeadBefore: cutoff,
+			Now:        &now,
+			AfterID:    cur.id,
+			BatchSize:  int32(m.cfg.BatchSize),
 		})
-		cur.advance(row.Candidates, row.LastAcceptedAt, row.LastNotificationID)
+		cur.advance(row.Candidates, row.LastNotificationID)
 		return row.Candidates, row.Deleted, err
 	})
 }
@@ -335,18 +333,16 @@ func (m *Maintenance) DeleteMalformed(ctx context.Context) (int64, error) {
 	})
 }
 
-// cursor is where a retention run's scan of records_listing_idx stands:
-// after (at, id), exclusive. The zero cursor, the zero time (0001-01-01
-// UTC) with an empty id, is before every record.
+// cursor is where a retention run's scan of records_pkey stands: after id,
+// exclusive. The zero cursor, the empty id, is before every record.
 type cursor struct {
-	at time.Time
 	id string
 }
 
 // advance moves the cursor to the last candidate of a batch, if it had any.
-func (c *cursor) advance(candidates int64, at time.Time, id string) {
+func (c *cursor) advance(candidates int64, id string) {
 	if candidates > 0 {
-		c.at, c.id = at, id
+		c.id = id
 	}
 }
 

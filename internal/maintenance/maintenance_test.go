@@ -1,12 +1,17 @@
 package maintenance_test
 
 import (
+	"cmp"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -24,6 +29,32 @@ func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 // t0 is when the seeded notifications were accepted: a fixed instant in the
 // past, so every cut-off in these tests is computed from the injected clock.
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// idPrefix is how the id of every notification accepted at t0 begins: a
+// notification id is a UUIDv7, whose first 48 bits are the milliseconds it
+// was made at, and retention walks records in id order up to the ids of
+// its cut-off (migration 00024).
+var idPrefix = idPrefixAt(t0)
+
+// idPrefixAt is how a UUIDv7 made at t begins.
+func idPrefixAt(t time.Time) string {
+	ms := t.UnixMilli()
+	return fmt.Sprintf("%08x-%04x-", ms>>16, ms&0xffff)
+}
+
+// nid is the id these tests give the notification they call name: t0's
+// UUIDv7 prefix, then the name in hex, which sorts as the name does.
+func nid(name string) string { return idPrefix + hex.EncodeToString([]byte(name)) }
+
+// name is nid's inverse.
+func name(t *testing.T, id string) string {
+	t.Helper()
+	h, ok := strings.CutPrefix(id, idPrefix)
+	require.True(t, ok, "id %q is not one of t0's", id)
+	b, err := hex.DecodeString(h)
+	require.NoError(t, err)
+	return string(b)
+}
 
 type testBundle struct {
 	pool    *pgxpool.Pool
@@ -53,27 +84,30 @@ func (b *testBundle) newMaintenance(t *testing.T, now time.Time, cfg maintenance
 // seedSpec is one notification to seed: accepted at t0 with an idempotency
 // window of window, one route per status, each last changed at changed.
 type seedSpec struct {
-	id       string
+	id       string // its name: its id is nid(id), unless rawID is set
+	rawID    string
 	window   time.Duration
 	statuses []string
 	changed  time.Time
 }
 
-// seed accepts the notifications through the intake's own insert, at t0, and
-// then moves their routes to the given statuses.
+// seed accepts the notifications through the intake's own insert, at t0,
+// with the ids nid gives their names, and then moves their routes to the
+// given statuses.
 func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 	t.Helper()
 	ctx := context.Background()
 	for _, s := range specs {
+		id := cmp.Or(s.rawID, nid(s.id))
 		var p store.RecordInsertManyParams
-		p.NotificationIds = []string{s.id}
+		p.NotificationIds = []string{id}
 		p.NotificationTypes = []string{"order.shipped"}
 		p.Producers = []string{"shop"}
 		p.AudienceKinds = []string{"users"}
 		p.RecipientUserIds = [][]byte{[]byte(`["u1"]`)}
 		p.PayloadJsons = []string{`{}`}
-		p.IdempotencyKeys = []string{"key-" + s.id}
-		p.RequestFingerprints = []string{"fp-" + s.id}
+		p.IdempotencyKeys = []string{"key-" + id}
+		p.RequestFingerprints = []string{"fp-" + id}
 		p.RequestIds = []string{""}
 		p.TraceIds = []string{""}
 		p.OccurredAts = []time.Time{t0}
@@ -85,7 +119,7 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 		p.Now = &t0
 		p.IdempotencyWindowSeconds = s.window.Seconds()
 		for i := range s.statuses {
-			p.RouteNotificationIds = append(p.RouteNotificationIds, s.id)
+			p.RouteNotificationIds = append(p.RouteNotificationIds, id)
 			p.RouteIds = append(p.RouteIds, fmt.Sprintf("r%d", i))
 			p.RouteChannels = append(p.RouteChannels, "email")
 			p.RouteRecipientRefs = append(p.RouteRecipientRefs, "user:u1")
@@ -99,16 +133,23 @@ func (b *testBundle) seed(t *testing.T, specs ...seedSpec) {
 		_, err := store.New().RecordInsertMany(ctx, b.pool, p)
 		require.NoError(t, err)
 		for i, st := range s.statuses {
-			b.setRouteStatus(t, s.id, fmt.Sprintf("r%d", i), st, s.changed)
+			b.setRouteStatusID(t, id, fmt.Sprintf("r%d", i), st, s.changed)
 		}
 	}
 }
 
-// setRouteStatus moves one route to status as the dispatcher would, with its
+// setRouteStatus moves one route of the notification seeded as name to
+// status as the dispatcher would, with its
 // last change at changed, and writes its dead letter when status is
 // dead_letter. SQL in a test is the test's own helper: the dispatcher's
 // queries do this for real.
-func (b *testBundle) setRouteStatus(t *testing.T, id, routeID, status string, changed time.Time) {
+func (b *testBundle) setRouteStatus(t *testing.T, name, routeID, status string, changed time.Time) {
+	t.Helper()
+	b.setRouteStatusID(t, nid(name), routeID, status, changed)
+}
+
+// setRouteStatusID is setRouteStatus by the notification's id.
+func (b *testBundle) setRouteStatusID(t *testing.T, id, routeID, status string, changed time.Time) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := b.pool.Exec(ctx, `
@@ -131,18 +172,20 @@ func (b *testBundle) setRouteStatus(t *testing.T, id, routeID, status string, ch
 	}
 }
 
+// remaining is the names of the notifications still stored, sorted.
 func (b *testBundle) remaining(t *testing.T) []string {
 	t.Helper()
-	rows, err := b.pool.Query(context.Background(), `SELECT notification_id FROM herald.records ORDER BY 1`)
+	rows, err := b.pool.Query(context.Background(), `SELECT notification_id FROM herald.records`)
 	require.NoError(t, err)
-	var ids []string
+	var names []string
 	for rows.Next() {
 		var id string
 		require.NoError(t, rows.Scan(&id))
-		ids = append(ids, id)
+		names = append(names, name(t, id))
 	}
 	require.NoError(t, rows.Err())
-	return ids
+	slices.Sort(names)
+	return names
 }
 
 func (b *testBundle) count(t *testing.T, table string) int {
@@ -445,7 +488,7 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 	lock, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer lock.Rollback(ctx) // on a failure below, or closing the pool waits for it
-	_, err = lock.Exec(ctx, `SELECT 1 FROM herald.routes WHERE notification_id = 'n07' FOR UPDATE`)
+	_, err = lock.Exec(ctx, `SELECT 1 FROM herald.routes WHERE notification_id = $1 FOR UPDATE`, nid("n07"))
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(ctx)
 	type result struct {
@@ -510,4 +553,89 @@ func TestRunStoppedWhileStartingIsAShutdownNotAFailure(t *testing.T) {
 	require.NoError(t, err)
 	err = broken.Run(context.Background())
 	require.ErrorContains(t, err, "start maintenance")
+}
+
+// herald.id_floor(t) is the least UUIDv7 text of t's millisecond: ids made
+// in earlier milliseconds sort before it, ids of t's millisecond and later
+// do not. Retention's cut-off and the callback counts rest on it.
+func TestIdFloorBoundsTheIdsOfAMillisecond(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// The id text of a UUIDv7 made at ms with the given 74 random bits'
+	// extremes (version 7, variant 10).
+	v7 := func(ms int64, low bool) string {
+		if low {
+			return fmt.Sprintf("%08x-%04x-7000-8000-000000000000", ms>>16, ms&0xffff)
+		}
+		return fmt.Sprintf("%08x-%04x-7fff-bfff-ffffffffffff", ms>>16, ms&0xffff)
+	}
+	floor := func(at time.Time) string {
+		var f string
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT herald.id_floor($1)`, at).Scan(&f))
+		return f
+	}
+	at := time.Date(2026, 11, 25, 1, 2, 3, 456_789_000, time.UTC)
+	ms := at.UnixMilli()
+	f := floor(at)
+	require.Equal(t, fmt.Sprintf("%08x-%04x-0000-0000-000000000000", ms>>16, ms&0xffff), f)
+	require.Less(t, v7(ms-1, false), f, "the last id of the millisecond before")
+	require.LessOrEqual(t, f, v7(ms, true), "the first id of t's millisecond")
+	require.Less(t, v7(ms, false), floor(at.Add(time.Millisecond)), "t's last id, below the next millisecond's floor")
+	require.Equal(t, f, floor(at.Truncate(time.Millisecond)), "the same floor for the whole millisecond")
+	// Go's own UUIDv7s, made now, sort between the floors around them.
+	before := time.Now()
+	id := uuid.Must(uuid.NewV7()).String()
+	after := time.Now()
+	require.LessOrEqual(t, floor(before), id)
+	require.Less(t, id, floor(after.Add(time.Millisecond)))
+	// Before 1970 (Go's zero time, say) it is the least id of all.
+	require.Equal(t, "00000000-0000-0000-0000-000000000000", floor(time.Time{}))
+	var null *string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT herald.id_floor(NULL)`).Scan(&null))
+	require.Nil(t, null)
+}
+
+// A record's id and accepted_at come from two clocks (the accepting
+// process's and the database's): retention deletes a record only when both
+// say it is past the cut-off, so a record whose id runs ahead of its
+// acceptance or behind it is deleted late, never early.
+func TestDeleteFinishedWaitsForBothTheIdAndAcceptedAt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.seed(t,
+		seedSpec{id: "id-older", window: day, statuses: []string{"published"}, changed: t0},
+		seedSpec{id: "plain", window: day, statuses: []string{"published"}, changed: t0},
+	)
+	// id-older was accepted five days after its id's time.
+	_, err := b.pool.Exec(ctx, `UPDATE herald.records SET accepted_at = $2 WHERE notification_id = $1`,
+		nid("id-older"), t0.Add(5*day))
+	require.NoError(t, err)
+
+	// A week's retention ten days on: the cut-off is t0 + 3 days.
+	m := b.newMaintenance(t, t0.Add(10*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err := m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []string{"id-older"}, b.remaining(t), "accepted after the cut-off, whatever its id says")
+
+	m = b.newMaintenance(t, t0.Add(13*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Empty(t, b.remaining(t))
+
+	// A record whose id is younger than its accepted_at: past the cut-off
+	// by accepted_at, not by id, so kept until its id is too.
+	ahead := idPrefixAt(t0.Add(20*day)) + hex.EncodeToString([]byte("id-younger"))
+	b.seed(t, seedSpec{rawID: ahead, window: day, statuses: []string{"published"}, changed: t0})
+	m = b.newMaintenance(t, t0.Add(25*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "the id is after the cut-off (t0 + 18 days)")
+	m = b.newMaintenance(t, t0.Add(28*day), maintenance.Config{FinishedRetention: 7 * day})
+	n, err = m.DeleteFinished(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
 }

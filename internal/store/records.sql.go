@@ -101,7 +101,9 @@ SELECT
     count(*) FILTER (WHERE r.status IN ('pending', 'claimed'))::bigint AS pending
 FROM herald.records rec
 JOIN herald.routes r ON r.notification_id = rec.notification_id
-WHERE rec.accepted_at >= $1::timestamptz AND 'callback' = ANY (rec.channels)
+WHERE rec.notification_id >= herald.id_floor($1::timestamptz)
+    AND rec.accepted_at >= $1::timestamptz
+    AND 'callback' = ANY (rec.channels)
 GROUP BY rec.producer
 ORDER BY rec.producer
 `
@@ -120,8 +122,10 @@ type RecordCallbackStatsSinceRow struct {
 // published (the producer was told), failed (not yet: retrying),
 // dead-lettered (herald gave up; replayable) and pending (not tried yet, or
 // in flight); created counts them all (a canceled one too). For `herald
-// stats`: it reads the window's records through records_listing_idx
-// (accepted_at) and each callback's route by its primary key.
+// stats`: it reads the window's records through records_pkey, from the ids
+// of @since's millisecond (a callback's id and accepted_at are made from
+// the same clock reading, migration 00012), and each callback's route by
+// its primary key.
 func (q *Queries) RecordCallbackStatsSince(ctx context.Context, db DBTX, since time.Time) ([]RecordCallbackStatsSinceRow, error) {
 	rows, err := db.Query(ctx, recordCallbackStatsSince, since)
 	if err != nil {
@@ -150,12 +154,23 @@ func (q *Queries) RecordCallbackStatsSince(ctx context.Context, db DBTX, since t
 }
 
 const recordDeleteDeadLettered = `-- name: RecordDeleteDeadLettered :one
-WITH doomed AS (
-    SELECT r.notification_id, r.accepted_at
+WITH candidates AS (
+    SELECT c.notification_id
+    FROM (
+        SELECT r.notification_id
+        FROM herald.records r
+        WHERE r.notification_id > $1::text
+        ORDER BY r.notification_id
+        LIMIT $2::integer
+    ) AS c
+    WHERE c.notification_id < herald.id_floor($3::timestamptz)
+),
+doomed AS (
+    SELECT r.notification_id
     FROM herald.records r
-    WHERE r.idempotency_expires_at <= coalesce($3::timestamptz, now())
-        AND r.accepted_at < $4::timestamptz
-        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM candidates))
+        AND r.accepted_at < $3::timestamptz
+        AND r.idempotency_expires_at <= coalesce($4::timestamptz, now())
         AND EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -166,16 +181,14 @@ WITH doomed AS (
             FROM herald.routes rt
             WHERE rt.notification_id = r.notification_id
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
-                    OR rt.updated_at >= $4::timestamptz)
+                    OR rt.updated_at >= $3::timestamptz)
         )
         AND NOT EXISTS (
             SELECT 1
             FROM herald.dead_letters d
             WHERE d.notification_id = r.notification_id
-                AND d.created_at >= $4::timestamptz
+                AND d.created_at >= $3::timestamptz
         )
-    ORDER BY r.accepted_at, r.notification_id
-    LIMIT $5::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 locked AS (
@@ -203,31 +216,21 @@ dead_letters_deleted AS (
     WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
 )
 SELECT
-    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM candidates)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
-    coalesce(last.notification_id, $2::text)::text AS last_notification_id
-FROM (SELECT 1) AS one
-LEFT JOIN (
-    SELECT accepted_at, notification_id
-    FROM doomed
-    ORDER BY accepted_at DESC, notification_id DESC
-    LIMIT 1
-) AS last ON true
+    coalesce((SELECT max(notification_id) FROM candidates), $1::text)::text AS last_notification_id
 `
 
 type RecordDeleteDeadLetteredParams struct {
-	AfterAcceptedAt time.Time
-	AfterID         string
-	Now             *time.Time
-	DeadBefore      time.Time
-	BatchSize       int32
+	AfterID    string
+	BatchSize  int32
+	DeadBefore time.Time
+	Now        *time.Time
 }
 
 type RecordDeleteDeadLetteredRow struct {
 	Candidates         int64
 	Deleted            int64
-	LastAcceptedAt     time.Time
 	LastNotificationID string
 }
 
@@ -245,29 +248,34 @@ type RecordDeleteDeadLetteredRow struct {
 // (SKIP LOCKED); a record whose routes are not all locked here is kept.
 func (q *Queries) RecordDeleteDeadLettered(ctx context.Context, db DBTX, arg RecordDeleteDeadLetteredParams) (RecordDeleteDeadLetteredRow, error) {
 	row := db.QueryRow(ctx, recordDeleteDeadLettered,
-		arg.AfterAcceptedAt,
 		arg.AfterID,
-		arg.Now,
-		arg.DeadBefore,
 		arg.BatchSize,
+		arg.DeadBefore,
+		arg.Now,
 	)
 	var i RecordDeleteDeadLetteredRow
-	err := row.Scan(
-		&i.Candidates,
-		&i.Deleted,
-		&i.LastAcceptedAt,
-		&i.LastNotificationID,
-	)
+	err := row.Scan(&i.Candidates, &i.Deleted, &i.LastNotificationID)
 	return i, err
 }
 
 const recordDeleteFinished = `-- name: RecordDeleteFinished :one
 
-WITH doomed AS (
-    SELECT r.notification_id, r.accepted_at
+WITH candidates AS (
+    SELECT c.notification_id
+    FROM (
+        SELECT r.notification_id
+        FROM herald.records r
+        WHERE r.notification_id > $1::text
+        ORDER BY r.notification_id
+        LIMIT $2::integer
+    ) AS c
+    WHERE c.notification_id < herald.id_floor($3::timestamptz)
+),
+doomed AS (
+    SELECT r.notification_id
     FROM herald.records r
-    WHERE r.accepted_at < $3::timestamptz
-        AND (r.accepted_at, r.notification_id) > ($1::timestamptz, $2::text)
+    WHERE r.notification_id = ANY (ARRAY(SELECT notification_id FROM candidates))
+        AND r.accepted_at < $3::timestamptz
         AND r.idempotency_expires_at <= coalesce($4::timestamptz, now())
         AND NOT EXISTS (
             SELECT 1
@@ -276,8 +284,6 @@ WITH doomed AS (
                 AND (rt.status NOT IN ('published', 'skipped', 'canceled')
                     OR rt.updated_at >= $5::timestamptz)
         )
-    ORDER BY r.accepted_at, r.notification_id
-    LIMIT $6::integer
     FOR UPDATE OF r SKIP LOCKED
 ),
 deleted AS (
@@ -300,32 +306,22 @@ dead_letters_deleted AS (
     WHERE d.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
 )
 SELECT
-    (SELECT count(*) FROM doomed)::bigint AS candidates,
+    (SELECT count(*) FROM candidates)::bigint AS candidates,
     (SELECT count(*) FROM deleted)::bigint AS deleted,
-    coalesce(last.accepted_at, $1::timestamptz)::timestamptz AS last_accepted_at,
-    coalesce(last.notification_id, $2::text)::text AS last_notification_id
-FROM (SELECT 1) AS one
-LEFT JOIN (
-    SELECT accepted_at, notification_id
-    FROM doomed
-    ORDER BY accepted_at DESC, notification_id DESC
-    LIMIT 1
-) AS last ON true
+    coalesce((SELECT max(notification_id) FROM candidates), $1::text)::text AS last_notification_id
 `
 
 type RecordDeleteFinishedParams struct {
-	AfterAcceptedAt time.Time
-	AfterID         string
-	AcceptedBefore  time.Time
-	Now             *time.Time
-	FinishedBefore  time.Time
-	BatchSize       int32
+	AfterID        string
+	BatchSize      int32
+	AcceptedBefore time.Time
+	Now            *time.Time
+	FinishedBefore time.Time
 }
 
 type RecordDeleteFinishedRow struct {
 	Candidates         int64
 	Deleted            int64
-	LastAcceptedAt     time.Time
 	LastNotificationID string
 }
 
@@ -346,31 +342,33 @@ type RecordDeleteFinishedRow struct {
 // be outrun. The candidate records are locked with SKIP LOCKED, so two runs
 // never wait on each other.
 //
-// The scan walks records_listing_idx oldest first from the cursor
-// (@after_accepted_at, @after_id), exclusive; the caller passes the cursor
-// this statement returns (the last candidate) to the next batch, so
-// records that must stay (a dead letter, a pending route) are read once per
-// run, not once per batch. Start with the zero time (0001-01-01 UTC, Go's
-// time.Time{}, before every record) and ”. Returns the candidates found
-// (fewer than @batch_size: the run is over), the records deleted, and the
-// cursor to go on from: the last candidate's, or the one given when there
-// was no candidate.
+// A batch reads the next @batch_size records of records_pkey after the
+// cursor @after_id, exclusive, oldest first: a notification id is a
+// UUIDv7, which sorts by the millisecond it was made (migration 00024).
+// Those of them made before @accepted_before's millisecond
+// (herald.id_floor) are the batch's candidates, deleted if they qualify
+// (accepted_at is compared as well). The range is open at its top so that
+// a generic plan, which cannot know how many records lie between the
+// cursor and the cut-off, still reads it in order up to the LIMIT: with
+// both ends as parameters, Postgres guessed a sliver of the table and
+// chose to fetch the whole range and sort it, every batch. The caller
+// passes the cursor this statement returns (the last candidate's id) to the
+// next batch, so records that must stay (a dead letter, a pending route)
+// are read once per run, not once per batch. Start with the empty id.
+// Returns the candidates (fewer than @batch_size: the run is over, the
+// batch having reached the cut-off or the newest record), the records
+// deleted, and the cursor to go on from: the last candidate's id, or the
+// one given when there was none.
 func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordDeleteFinishedParams) (RecordDeleteFinishedRow, error) {
 	row := db.QueryRow(ctx, recordDeleteFinished,
-		arg.AfterAcceptedAt,
 		arg.AfterID,
+		arg.BatchSize,
 		arg.AcceptedBefore,
 		arg.Now,
 		arg.FinishedBefore,
-		arg.BatchSize,
 	)
 	var i RecordDeleteFinishedRow
-	err := row.Scan(
-		&i.Candidates,
-		&i.Deleted,
-		&i.LastAcceptedAt,
-		&i.LastNotificationID,
-	)
+	err := row.Scan(&i.Candidates, &i.Deleted, &i.LastNotificationID)
 	return i, err
 }
 
@@ -888,15 +886,12 @@ const recordListPage = `-- name: RecordListPage :many
 SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
     request_id, accepted_at, send_at, expires_at
 FROM herald.records
-WHERE (accepted_at, notification_id) < (
-    coalesce($1::timestamptz, 'infinity'::timestamptz),
-    coalesce($2::text, ''))
-ORDER BY accepted_at DESC, notification_id DESC
-LIMIT $3::integer
+WHERE notification_id < coalesce($1::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
+ORDER BY notification_id DESC
+LIMIT $2::integer
 `
 
 type RecordListPageParams struct {
-	BeforeAcceptedAt     *time.Time
 	BeforeNotificationID *string
 	PageSize             int32
 }
@@ -916,11 +911,13 @@ type RecordListPageRow struct {
 
 // One page of the caller's notifications, newest first, for the HTTP API's
 // list: row-level security keeps to the acting producer's records. It walks
-// records_listing_idx from the cursor (@before_accepted_at,
-// @before_notification_id), exclusive (NULLs: from the newest); the caller
-// passes the last row's as the next page's cursor.
+// records_pkey down from the cursor @before_notification_id, exclusive
+// (NULL: from the newest, the Max UUID of RFC 9562 standing above every
+// id): a notification id is a UUIDv7, so id order is the order of
+// acceptance, to the millisecond (migration 00024). The caller passes the
+// last row's id as the next page's cursor.
 func (q *Queries) RecordListPage(ctx context.Context, db DBTX, arg RecordListPageParams) ([]RecordListPageRow, error) {
-	rows, err := db.Query(ctx, recordListPage, arg.BeforeAcceptedAt, arg.BeforeNotificationID, arg.PageSize)
+	rows, err := db.Query(ctx, recordListPage, arg.BeforeNotificationID, arg.PageSize)
 	if err != nil {
 		return nil, err
 	}
