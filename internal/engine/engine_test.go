@@ -446,8 +446,9 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 // 00024 dropped records_listing_idx), in the engine pool's generic plans:
 // over a month of finished history, a retention batch reads records_pkey
 // from its cursor in order to the batch's LIMIT, with no sort and no scan
-// of the table, and probes routes_pkey for each record it reads; the list
-// reads records_pkey backwards from its cursor.
+// of the table, reads each candidate again and deletes it by its tuple
+// id, and probes routes_pkey for each; the list reads records_pkey
+// backwards from its cursor.
 func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -505,6 +506,10 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		require.NotContains(t, plan, "Seq Scan", name)
 		require.NotContains(t, plan, "Merge", name)
 		require.NotContains(t, plan, "Hash", name)
+		// Each candidate read again, locked and deleted by its tuple id.
+		require.Contains(t, plan, "Tid Scan on records r_1", name)
+		require.Contains(t, plan, "Tid Scan on records r_2", name)
+		require.Equal(t, 1, strings.Count(plan, "records_pkey"), name)
 	}
 
 	plan = explainPrepared(t, dbURL, "RecordListPage", func(ctx context.Context, db store.DBTX) error {
