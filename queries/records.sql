@@ -364,19 +364,25 @@ WITH candidates AS (
     ) AS c
     WHERE c.notification_id < herald.id_floor(@accepted_before::timestamptz)
 ),
+unfinished AS (
+    -- The candidates with a route not finished long enough, from one range
+    -- scan of routes_pkey: a batch's candidates are one run of
+    -- records_pkey, so their routes (keyed by their record's id first)
+    -- are one run of routes_pkey. A probe per record cost a descent each.
+    SELECT DISTINCT rt.notification_id
+    FROM herald.routes rt
+    WHERE rt.notification_id >= (SELECT min(notification_id) FROM candidates)
+        AND rt.notification_id <= (SELECT max(notification_id) FROM candidates)
+        AND (rt.status NOT IN ('published', 'skipped', 'canceled')
+            OR rt.updated_at >= @finished_before::timestamptz)
+),
 doomed AS (
     SELECT r.notification_id, r.ctid::tid AS tid
     FROM herald.records r
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM candidates))
         AND r.accepted_at < @accepted_before::timestamptz
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
-        AND NOT EXISTS (
-            SELECT 1
-            FROM herald.routes rt
-            WHERE rt.notification_id = r.notification_id
-                AND (rt.status NOT IN ('published', 'skipped', 'canceled')
-                    OR rt.updated_at >= @finished_before::timestamptz)
-        )
+        AND r.notification_id NOT IN (SELECT notification_id FROM unfinished)
     FOR UPDATE OF r SKIP LOCKED
 ),
 deleted AS (
@@ -385,11 +391,19 @@ deleted AS (
     RETURNING r.notification_id
 ),
 routes_deleted AS (
-    -- The routes of the records deleted: an array of ids, so the delete
-    -- reads routes_pkey once per id instead of hashing the whole table. A
-    -- data-modifying CTE runs whether or not it is read.
+    -- The routes of the records deleted, by id, from one range scan of
+    -- routes_pkey (as unfinished's). The ids are looked up in a hash: `IN
+    -- (SELECT ...) IS TRUE` keeps the planner from turning them into a
+    -- join (a descent of routes_pkey each), and a hashed SubPlan finds a
+    -- row's id at once, where `= ANY (ARRAY(...))` searched the array
+    -- (quadratic in the batch). By id, not by tuple id: a route changed
+    -- since this statement's snapshot (a late receipt) is still deleted,
+    -- its newest version rechecked. A data-modifying CTE runs whether or
+    -- not it is read.
     DELETE FROM herald.routes rt
-    WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
+    WHERE rt.notification_id >= (SELECT min(notification_id) FROM deleted)
+        AND rt.notification_id <= (SELECT max(notification_id) FROM deleted)
+        AND (rt.notification_id IN (SELECT notification_id FROM deleted)) IS TRUE
 ),
 dead_letters_deleted AS (
     -- One scan of dead_letters' primary key for the batch: what the
