@@ -458,72 +458,74 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 	require.NoError(t, err)
 	defer fill.Close()
 	// 20,000 records with UUIDv7 ids, accepted over the 30 days that ended
-	// 8 days ago, each with a published route.
-	_, err = fill.Exec(ctx, `
-		WITH src AS (
-			SELECT g, now() - interval '38 days' + interval '30 days' * (g / 20000.0) AS at
-			FROM generate_series(0, 19999) AS g
-		), ids AS (
-			SELECT g, at, substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(h, 14, 3) || '-8'
-				|| substr(h, 18, 3) || '-' || substr(h, 21, 12) AS id
-			FROM src, LATERAL (SELECT lpad(to_hex((extract(epoch FROM at) * 1000)::bigint), 12, '0')
-				|| lpad(to_hex(g), 20, '0') AS h) AS x
-		), rec AS (
-			INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind, payload_json,
-				idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
-			SELECT id, 't', 'p', 'addresses', '{}', 'k' || g, 'f', at, at, at, at + interval '2 days' FROM ids
-		)
-		INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status, max_attempts,
-			created_at, updated_at, published_at)
-		SELECT id, 'webhook:x', 'webhook', 'https://example.test/x', 'published', 5, at, at, at FROM ids`)
-	require.NoError(t, err)
+	// 8 days ago, each with a published route: the retention bench's
+	// history.
+	const day = 24 * time.Hour
+	require.NoError(t, benchstore.New().BenchHistoryFill(ctx, fill, benchstore.BenchHistoryFillParams{
+		Producer: "p", PayloadJson: "{}", Channel: "webhook",
+		Oldest: time.Now().Add(-38 * day), SpanSeconds: (30 * day).Seconds(), N: 20000, FromN: 0, ToN: 20000,
+		RouteIds: []string{"webhook:x"}, RecipientRefs: []string{"https://example.test/x"},
+	}))
 	_, err = fill.Exec(ctx, `ANALYZE herald.routes; ANALYZE herald.records`)
 	require.NoError(t, err)
 
-	cut := time.Now().Add(-7 * 24 * time.Hour)
-	var plan string
-	for _, name := range []string{"RecordDeleteFinished", "RecordDeleteDeadLettered"} {
-		plan = explainPrepared(t, dbURL, name, func(ctx context.Context, db store.DBTX) error {
-			// Prepared by a run that finds nothing (the cursor is past
-			// every id).
-			var err error
-			if name == "RecordDeleteFinished" {
-				_, err = store.New().RecordDeleteFinished(ctx, db, store.RecordDeleteFinishedParams{
-					AcceptedBefore: cut, FinishedBefore: cut, BatchSize: 1, AfterID: "g"})
-			} else {
-				_, err = store.New().RecordDeleteDeadLettered(ctx, db, store.RecordDeleteDeadLetteredParams{
-					DeadBefore: cut, BatchSize: 1, AfterID: "g"})
-			}
+	cut := time.Now().Add(-7 * day)
+	// Each prepared by a run that finds nothing (the cursor is past every
+	// id), then explained for a batch of 1,000 from the first id.
+	for _, c := range []struct {
+		name string
+		run  func(context.Context, store.DBTX) error
+		args string
+		// routes is how the batch's routes are read: as ranges of
+		// routes_pkey, or (dead-letter retention, which runs rarely) by a
+		// probe per record.
+		routes []string
+	}{{
+		name: "RecordDeleteFinished",
+		run: func(ctx context.Context, db store.DBTX) error {
+			_, err := store.New().RecordDeleteFinished(ctx, db, store.RecordDeleteFinishedParams{
+				AcceptedBefore: cut, FinishedBefore: cut, BatchSize: 1, AfterID: "g"})
 			return err
-		}, map[string]string{
-			"RecordDeleteFinished":     `('', 1000, now() - interval '7 days', NULL, now() - interval '7 days')`,
-			"RecordDeleteDeadLettered": `('', 1000, now() - interval '7 days', NULL)`,
-		}[name])
-		require.Contains(t, plan, "Index Scan using records_pkey on records r", name)
-		require.Contains(t, plan, "Index Cond: (notification_id > $1)", name)
-		if name == "RecordDeleteFinished" {
-			// The batch's routes: one range of routes_pkey to check them,
-			// one to delete them, no descent per record.
-			require.Regexp(t, `Index Scan using routes_pkey on routes rt\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`, plan)
-			require.Regexp(t, `Index Scan using routes_pkey on routes rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`, plan)
-			require.Equal(t, 2, strings.Count(plan, "hashed SubPlan"), "the ids looked up in hashes")
-			require.NotContains(t, plan, "Index Cond: (notification_id = r_1.notification_id)")
-			require.Equal(t, 2, strings.Count(plan, "routes_pkey"), "no other read of routes_pkey")
-		} else {
-			require.Contains(t, plan, "Index Scan using routes_pkey on routes rt", name)
-			require.Contains(t, plan, "Index Cond: (notification_id = r_1.notification_id)", name)
+		},
+		args: `('', 1000, now() - interval '7 days', NULL, now() - interval '7 days')`,
+		routes: []string{
+			`Index Scan using routes_pkey on routes rt\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+			`Index Scan using routes_pkey on routes rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+		},
+	}, {
+		name: "RecordDeleteDeadLettered",
+		run: func(ctx context.Context, db store.DBTX) error {
+			_, err := store.New().RecordDeleteDeadLettered(ctx, db, store.RecordDeleteDeadLetteredParams{
+				DeadBefore: cut, BatchSize: 1, AfterID: "g"})
+			return err
+		},
+		args:   `('', 1000, now() - interval '7 days', NULL)`,
+		routes: []string{`Index Scan using routes_pkey on routes rt\n\s+Index Cond: \(notification_id = r_1\.notification_id\)`},
+	}} {
+		plan := explainPrepared(t, dbURL, c.name, c.run, c.args)
+		require.Contains(t, plan, "Index Scan using records_pkey on records r", c.name)
+		require.Contains(t, plan, "Index Cond: (notification_id > $1)", c.name)
+		for _, re := range c.routes {
+			require.Regexp(t, re, plan, c.name)
 		}
-		require.NotContains(t, plan, "Sort", name)
-		require.NotContains(t, plan, "Seq Scan", name)
-		require.NotContains(t, plan, "Merge", name)
-		require.NotContains(t, plan, "Hash", name)
+		if c.name == "RecordDeleteFinished" {
+			// No descent per record: the ids are looked up in hashes, and
+			// routes_pkey is read only as the two ranges.
+			require.Equal(t, 2, strings.Count(plan, "hashed SubPlan"))
+			require.NotContains(t, plan, "Index Cond: (notification_id = r_1.notification_id)")
+			require.Equal(t, 2, strings.Count(plan, "routes_pkey"))
+		}
+		require.NotContains(t, plan, "Sort", c.name)
+		require.NotContains(t, plan, "Seq Scan", c.name)
+		require.NotContains(t, plan, "Merge", c.name)
+		require.NotContains(t, plan, "Hash", c.name)
 		// Each candidate read again, locked and deleted by its tuple id.
-		require.Contains(t, plan, "Tid Scan on records r_1", name)
-		require.Contains(t, plan, "Tid Scan on records r_2", name)
-		require.Equal(t, 1, strings.Count(plan, "records_pkey"), name)
+		require.Contains(t, plan, "Tid Scan on records r_1", c.name)
+		require.Contains(t, plan, "Tid Scan on records r_2", c.name)
+		require.Equal(t, 1, strings.Count(plan, "records_pkey"), c.name)
 	}
 
-	plan = explainPrepared(t, dbURL, "RecordListPage", func(ctx context.Context, db store.DBTX) error {
+	plan := explainPrepared(t, dbURL, "RecordListPage", func(ctx context.Context, db store.DBTX) error {
 		_, err := store.New().RecordListPage(ctx, db, store.RecordListPageParams{PageSize: 1})
 		return err
 	}, `(NULL, 50)`)

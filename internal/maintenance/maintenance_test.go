@@ -566,9 +566,9 @@ func TestIdFloorBoundsTheIdsOfAMillisecond(t *testing.T) {
 	// extremes (version 7, variant 10).
 	v7 := func(ms int64, low bool) string {
 		if low {
-			return fmt.Sprintf("%08x-%04x-7000-8000-000000000000", ms>>16, ms&0xffff)
+			return idPrefixAt(time.UnixMilli(ms)) + "7000-8000-000000000000"
 		}
-		return fmt.Sprintf("%08x-%04x-7fff-bfff-ffffffffffff", ms>>16, ms&0xffff)
+		return idPrefixAt(time.UnixMilli(ms)) + "7fff-bfff-ffffffffffff"
 	}
 	floor := func(at time.Time) string {
 		var f string
@@ -578,7 +578,7 @@ func TestIdFloorBoundsTheIdsOfAMillisecond(t *testing.T) {
 	at := time.Date(2026, 11, 25, 1, 2, 3, 456_789_000, time.UTC)
 	ms := at.UnixMilli()
 	f := floor(at)
-	require.Equal(t, fmt.Sprintf("%08x-%04x-0000-0000-000000000000", ms>>16, ms&0xffff), f)
+	require.Equal(t, idPrefixAt(at)+"0000-0000-000000000000", f)
 	require.Less(t, v7(ms-1, false), f, "the last id of the millisecond before")
 	require.LessOrEqual(t, f, v7(ms, true), "the first id of t's millisecond")
 	require.Less(t, v7(ms, false), floor(at.Add(time.Millisecond)), "t's last id, below the next millisecond's floor")
