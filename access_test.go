@@ -814,3 +814,41 @@ func TestAProducerLoginsBatchMeetsItsOwnKeysThroughThePlainInsert(t *testing.T) 
 	require.Equal(t, 3, countAs(t, b.asA, `SELECT count(*) FROM herald.records`))
 	require.Equal(t, 2, countAs(t, b.asB, `SELECT count(*) FROM herald.records`))
 }
+
+// Migration 00025: routes' partitions are reached only through routes,
+// under its policies; staff read them; making and dropping weeks is the
+// owner's (maintenance's).
+func TestRoutesPartitionsAreReachedOnlyThroughRoutes(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	submit(t, b.clientA, b.nameA, "key-a")
+	submit(t, b.clientB, b.nameB, "key-b")
+
+	rows, err := b.admin.Query(ctx, `SELECT relid::regclass::text FROM pg_partition_tree('herald.routes') WHERE isleaf ORDER BY 1`)
+	require.NoError(t, err)
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, parts, "herald.routes_live")
+	require.Greater(t, len(parts), 2, "weeks made ahead: %v", parts)
+	for _, p := range parts {
+		_, err := b.asA.Exec(ctx, "SELECT 1 FROM "+p+" LIMIT 1")
+		requireSQLState(t, err, insufficientPrivilege)
+		_, err = b.asOp.Exec(ctx, "UPDATE "+p+" SET updated_at = now()")
+		requireSQLState(t, err, insufficientPrivilege)
+		var n int
+		require.NoError(t, b.asAud.QueryRow(ctx, "SELECT count(*) FROM "+p).Scan(&n), "staff read %s", p)
+	}
+	var mine, all int
+	require.NoError(t, b.admin.QueryRow(ctx, `SELECT count(*) FILTER (WHERE rec.producer = $1), count(*)
+		FROM herald.routes rt JOIN herald.records rec USING (notification_id)`, b.nameA).Scan(&mine, &all))
+	require.Positive(t, mine)
+	require.Greater(t, all, mine)
+	require.Equal(t, mine, countAs(t, b.asA, `SELECT count(*) FROM herald.routes`), "A sees its own routes through the parent")
+	_, err = b.asA.Exec(ctx, `SELECT herald.routes_weeks_create(current_date, current_date + 30)`)
+	requireSQLState(t, err, insufficientPrivilege)
+	_, err = b.asOp.Exec(ctx, `SELECT * FROM herald.routes_weeks_drop(now())`)
+	requireSQLState(t, err, insufficientPrivilege)
+	_, err = b.asAud.Exec(ctx, `SELECT * FROM herald.routes_weeks_drop(now())`)
+	requireSQLState(t, err, insufficientPrivilege)
+}

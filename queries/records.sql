@@ -323,8 +323,7 @@ ORDER BY rec.producer;
 -- letter left behind): neither routes nor dead letters have a foreign key
 -- that would do it (migrations 00005, 00021). No route can leave a terminal state the
 -- candidates are in (replay only moves dead letters), so the checks cannot
--- be outrun. The candidate records are locked with SKIP LOCKED, so two runs
--- never wait on each other.
+-- be outrun.
 --
 -- A batch reads the next @batch_size records of records_pkey after the
 -- cursor @after_id, exclusive, oldest first: a notification id is a
@@ -340,15 +339,18 @@ ORDER BY rec.producer;
 -- next batch, so records that must stay (a dead letter, a pending route)
 -- are read once per run, not once per batch. Start with the empty id.
 --
--- A candidate is read again, locked and deleted by its tuple id (ctid),
+-- A candidate is read again, checked and deleted by its tuple id (ctid),
 -- one heap fetch each, not by a descent of records_pkey each (25 buffer
 -- hits per record deleted became 19, issue 14): no statement updates a
--- record, so the version the walk read is the one to lock and delete, and
--- the statement's snapshot keeps its tid from being reused meanwhile.
--- Were a record updated all the same, its lock would return the newer
--- version's tid, which the delete cannot see: the record would be kept,
--- and its routes with it, since they go by the records the delete
--- returned.
+-- record, so the version the walk read is the one to delete, and the
+-- statement's snapshot keeps its tid from being reused meanwhile. Were a
+-- record updated all the same, the delete would find the newer version
+-- and leave it: the record would be kept, and its routes with it, since
+-- they go by the records the delete returned. The records are not locked
+-- before the delete (FOR UPDATE wrote a lock to each row and its WAL, then
+-- the delete wrote the row again: 0.87x the WAL without it): retention
+-- runs on maintenance's elected leader, and a second run at the same time
+-- waits for the first's deletes and finds their rows gone.
 -- Returns the candidates (fewer than @batch_size: the run is over, the
 -- batch having reached the cut-off or the newest record), the records
 -- deleted, and the cursor to go on from: the last candidate's id, or the
@@ -365,29 +367,30 @@ WITH candidates AS (
     WHERE c.notification_id < herald.id_floor(@accepted_before::timestamptz)
 ),
 unfinished AS (
-    -- The candidates with a route not finished long enough, from one range
-    -- scan of routes_pkey: a batch's candidates are one run of
+    -- The candidates with a route that is not finished long enough: in
+    -- routes_live, not terminal or changed since @finished_before; or in a
+    -- finished week's partition at all, since the week is dropped whole
+    -- (routes_weeks_drop) once it ended before the cut-off, and the
+    -- record goes after its routes. From one range scan of each
+    -- partition's primary key: a batch's candidates are one run of
     -- records_pkey, so their routes (keyed by their record's id first)
-    -- are one run of routes_pkey. A probe per record cost a descent each.
-    SELECT DISTINCT rt.notification_id
+    -- are one run of each. A probe per record cost a descent each. Not
+    -- DISTINCT: the hashed NOT IN below takes duplicates as they come,
+    -- where DISTINCT merged the partitions' ranges in order.
+    SELECT rt.notification_id
     FROM herald.routes rt
     WHERE rt.notification_id >= (SELECT min(notification_id) FROM candidates)
         AND rt.notification_id <= (SELECT max(notification_id) FROM candidates)
-        AND (rt.status NOT IN ('published', 'skipped', 'canceled')
+        AND (rt.finished_at IS NOT NULL
+            OR rt.status NOT IN ('published', 'skipped', 'canceled')
             OR rt.updated_at >= @finished_before::timestamptz)
 ),
-doomed AS (
-    SELECT r.notification_id, r.ctid::tid AS tid
-    FROM herald.records r
+deleted AS (
+    DELETE FROM herald.records r
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM candidates))
         AND r.accepted_at < @accepted_before::timestamptz
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND r.notification_id NOT IN (SELECT notification_id FROM unfinished)
-    FOR UPDATE OF r SKIP LOCKED
-),
-deleted AS (
-    DELETE FROM herald.records r
-    WHERE r.ctid = ANY (ARRAY(SELECT tid FROM doomed))
     RETURNING r.notification_id
 ),
 routes_deleted AS (
@@ -400,9 +403,12 @@ routes_deleted AS (
     -- since this statement's snapshot (a late receipt) is still deleted,
     -- its newest version rechecked. A data-modifying CTE runs whether or
     -- not it is read.
+    -- Only routes_live holds any (routes from before migration 00025):
+    -- a record with a finished week's route was not deleted.
     DELETE FROM herald.routes rt
     WHERE rt.notification_id >= (SELECT min(notification_id) FROM deleted)
         AND rt.notification_id <= (SELECT max(notification_id) FROM deleted)
+        AND rt.finished_at IS NULL
         AND (rt.notification_id IN (SELECT notification_id FROM deleted)) IS TRUE
 ),
 dead_letters_deleted AS (
@@ -435,6 +441,22 @@ WITH candidates AS (
     ) AS c
     WHERE c.notification_id < herald.id_floor(@dead_before::timestamptz)
 ),
+unfinished AS (
+    -- The candidates with a route not terminal, changed since
+    -- @dead_before, or finished (in a week's partition, which goes first),
+    -- from one range scan of each partition's primary key, as
+    -- RecordDeleteFinished's: a probe per record over every partition
+    -- costed a generic plan's whole read of a partition empty when it was
+    -- planned (a week made ahead), under the engine pool's
+    -- enable_seqscan off.
+    SELECT rt.notification_id
+    FROM herald.routes rt
+    WHERE rt.notification_id >= (SELECT min(notification_id) FROM candidates)
+        AND rt.notification_id <= (SELECT max(notification_id) FROM candidates)
+        AND (rt.finished_at IS NOT NULL
+            OR rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
+            OR rt.updated_at >= @dead_before::timestamptz)
+),
 doomed AS (
     SELECT r.notification_id, r.ctid::tid AS tid
     FROM herald.records r
@@ -446,13 +468,7 @@ doomed AS (
             FROM herald.dead_letters d
             WHERE d.notification_id = r.notification_id
         )
-        AND NOT EXISTS (
-            SELECT 1
-            FROM herald.routes rt
-            WHERE rt.notification_id = r.notification_id
-                AND (rt.status NOT IN ('published', 'skipped', 'canceled', 'dead_letter')
-                    OR rt.updated_at >= @dead_before::timestamptz)
-        )
+        AND r.notification_id NOT IN (SELECT notification_id FROM unfinished)
         AND NOT EXISTS (
             SELECT 1
             FROM herald.dead_letters d
@@ -471,6 +487,7 @@ locked AS (
     FROM herald.routes rt
     WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM doomed))
         AND rt.status IN ('published', 'skipped', 'canceled', 'dead_letter')
+        AND rt.finished_at IS NULL
     FOR UPDATE OF rt SKIP LOCKED
 ),
 deleted AS (
@@ -484,6 +501,7 @@ routes_deleted AS (
     -- The routes of exactly the records deleted (all locked above).
     DELETE FROM herald.routes rt
     WHERE rt.notification_id = ANY (ARRAY(SELECT notification_id FROM deleted))
+        AND rt.finished_at IS NULL
 ),
 dead_letters_deleted AS (
     -- And their dead letters: no foreign key cascades (migration 00021).

@@ -26,6 +26,11 @@ FROM herald.notification_cancel(@notification_id::text, @actor::text, @reason::t
 -- ---------------------------------------------------------------------------
 -- Dispatcher (internal/dispatch): claim, complete, release, next due, and
 -- the wake-up hint.
+--
+-- Every statement here that reads or changes routes not finished says
+-- `finished_at IS NULL`: Postgres prunes it, when planning and so in a
+-- generic plan too, to routes' one partition routes_live (migration
+-- 00025), where routes_due_idx is, and where a tuple id names one row.
 -- ---------------------------------------------------------------------------
 
 -- name: RouteClaimDue :many
@@ -111,6 +116,7 @@ WITH due AS (
             AND lane = @lane::text
             AND priority = 0
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -125,6 +131,7 @@ WITH due AS (
             AND lane = @lane::text
             AND priority = 1
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -140,6 +147,7 @@ claimed AS (
         lease_until = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @lease_seconds::float8),
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     WHERE r.ctid = ANY (ARRAY(SELECT route_tid FROM due))
+        AND r.finished_at IS NULL
         AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.recipient_ref, r.attempt_count,
         r.lease_until, r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
@@ -175,6 +183,7 @@ WITH due AS (
             AND lane = ''
             AND priority = 0
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -189,6 +198,7 @@ WITH due AS (
             AND lane = ''
             AND priority = 1
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -205,7 +215,8 @@ SELECT
     rec.notification_type, rec.payload_json, rec.trace_id, rec.request_id, rec.accepted_at
 FROM herald.routes AS r
 JOIN herald.records AS rec ON rec.notification_id = r.notification_id
-WHERE (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due);
+WHERE (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
+    AND r.finished_at IS NULL;
 
 -- name: RouteClaimLocked :many
 -- The second half of that claim: for each route locked by RouteLockDue in
@@ -234,6 +245,7 @@ FROM (
 ) AS d
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
+    AND r.finished_at IS NULL
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_count, r.lease_until, d.park::boolean AS parked;
 
@@ -256,7 +268,8 @@ RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_cou
 WITH done AS (
     SELECT u.*, coalesce(u.route_tid, (
         SELECT x.ctid::tid FROM herald.routes AS x
-        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id)) AS tid
+        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id
+            AND x.finished_at IS NULL)) AS tid
     FROM (SELECT
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
@@ -287,6 +300,9 @@ updated AS (
             THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
             THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.skipped_at END,
+        -- A route that finishes moves to its week's partition (00025).
+        finished_at = CASE WHEN d.status IN ('published', 'skipped')
+            THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
@@ -333,6 +349,7 @@ updated AS (
     -- and a hash join would need a sequential scan of routes, which the
     -- engine's pool prices out.
     WHERE r.ctid = d.tid
+        AND r.finished_at IS NULL
         AND (r.notification_id = d.notification_id) IS TRUE
         AND (r.route_id = d.route_id) IS TRUE
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
@@ -386,7 +403,8 @@ FROM (
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.lease_until = d.lease_until;
+    AND r.lease_until = d.lease_until
+    AND r.finished_at IS NULL;
 
 -- name: RouteParkMany :execrows
 -- Moves claimed routes into a lane without an attempt, due after
@@ -415,7 +433,8 @@ FROM (
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
-    AND r.lease_until = d.lease_until;
+    AND r.lease_until = d.lease_until
+    AND r.finished_at IS NULL;
 
 -- name: RouteLaneReset :execrows
 -- Moves the waiting routes of a channel's lanes back into the channel's own
@@ -428,6 +447,7 @@ WHERE channel = @channel::text
     AND lane <> ''
     AND NOT (lane = ANY(@keep::text[]))
     AND next_attempt_at IS NOT NULL
+    AND finished_at IS NULL
     AND status <> 'claimed';
 
 -- name: RouteListByReceiptKeys :many
@@ -457,6 +477,8 @@ SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELS
     delivery_error = d.delivery_error,
     delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
     status = CASE WHEN d.retry AND r.status = 'published' THEN 'failed' ELSE r.status END,
+    -- Back to routes_live, to be delivered again (00025).
+    finished_at = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE r.finished_at END,
     next_attempt_at = CASE WHEN d.retry AND r.status = 'published'
         THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE r.next_attempt_at END,
     last_error_classification = CASE WHEN d.retry AND r.status = 'published'
@@ -501,10 +523,12 @@ WITH next AS MATERIALIZED (
     SELECT least(
         (SELECT next_attempt_at FROM herald.routes
             WHERE channel = @channel::text AND lane = @lane::text AND priority = 0 AND next_attempt_at IS NOT NULL
+                AND finished_at IS NULL
                 AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
             ORDER BY next_attempt_at LIMIT 1),
         (SELECT next_attempt_at FROM herald.routes
             WHERE channel = @channel::text AND lane = @lane::text AND priority = 1 AND next_attempt_at IS NOT NULL
+                AND finished_at IS NULL
                 AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
             ORDER BY next_attempt_at LIMIT 1)
     ) AS at
@@ -514,10 +538,12 @@ SELECT coalesce(extract(epoch FROM
     ELSE least(next.at, (
         SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
         WHERE channel = @channel::text AND lane = @lane::text AND priority = 0 AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND status = 'claimed'), (
         SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
         WHERE channel = @channel::text AND lane = @lane::text AND priority = 1 AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce(sqlc.narg('now')::timestamptz, now())
             AND status = 'claimed'))
     END - coalesce(sqlc.narg('now')::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
@@ -546,7 +572,7 @@ SELECT pg_notify('herald_routes', @channel::text);
 WITH queues AS (
     SELECT channel, lane, priority, count(*)::bigint AS routes
     FROM herald.routes
-    WHERE next_attempt_at IS NOT NULL
+    WHERE next_attempt_at IS NOT NULL AND finished_at IS NULL
     GROUP BY channel, lane, priority
 )
 SELECT
@@ -562,6 +588,7 @@ LEFT JOIN LATERAL (
     FROM herald.routes AS r
     WHERE r.channel = q.channel AND r.lane = q.lane AND r.priority = q.priority
         AND r.next_attempt_at IS NOT NULL
+        AND r.finished_at IS NULL
         AND (r.status <> 'claimed' OR coalesce(r.lease_until, r.next_attempt_at) <= coalesce(sqlc.narg('now')::timestamptz, now()))
     ORDER BY r.next_attempt_at
     LIMIT 1
@@ -587,7 +614,7 @@ FROM (
     SELECT channel, status,
         CASE WHEN status = 'claimed' THEN coalesce(lease_until, next_attempt_at) ELSE next_attempt_at END AS due_at
     FROM herald.routes
-    WHERE next_attempt_at IS NOT NULL
+    WHERE next_attempt_at IS NOT NULL AND finished_at IS NULL
 ) AS r
 GROUP BY channel, status
 ORDER BY channel, status;
@@ -611,17 +638,18 @@ ORDER BY r.channel;
 -- name: RouteBloatStats :one
 -- What the bloat check decides on, from the statistics views only (no table
 -- scan; pgstattuple is an extension that may not be installed): the routes
--- table's live and dead tuples and size, and routes_due_idx's size and the
+-- partition routes_live's (the due index's table, migration 00025) live
+-- and dead tuples and size, and routes_due_idx's size and the
 -- number of entries the planner believes it holds (reltuples, refreshed by
 -- VACUUM and ANALYZE; -1 when never analysed).
 SELECT
     coalesce(s.n_live_tup, 0)::bigint AS table_live_tuples,
     coalesce(s.n_dead_tup, 0)::bigint AS table_dead_tuples,
-    pg_relation_size('herald.routes'::regclass)::bigint AS table_bytes,
+    pg_relation_size('herald.routes_live'::regclass)::bigint AS table_bytes,
     pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS index_bytes,
     greatest(i.reltuples, 0)::bigint AS index_tuples
 FROM pg_catalog.pg_class i
-LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes'::regclass
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes_live'::regclass
 WHERE i.oid = 'herald.routes_due_idx'::regclass;
 
 -- name: RouteDueIndexLeftoverList :many
@@ -631,7 +659,7 @@ WHERE i.oid = 'herald.routes_due_idx'::regclass;
 SELECT c.relname::text AS index_name
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'herald.routes'::regclass
+WHERE i.indrelid = 'herald.routes_live'::regclass
     AND NOT i.indisvalid
     AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
 ORDER BY 1;

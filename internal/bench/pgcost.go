@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -150,6 +151,30 @@ func takeSnapshot(ctx context.Context, pool *pgxpool.Pool) (snapshot, error) {
 		return s, fmt.Errorf("read table statistics: %w", err)
 	}
 	return s, nil
+}
+
+// table returns name's counters and sizes; for routes, the sum over its
+// partitions (routes_live and the finished weeks', migration 00025).
+func (s snapshot) table(name string) TableCost {
+	if name != "routes" {
+		return s.tables[name]
+	}
+	sum := TableCost{Table: name}
+	for n, t := range s.tables {
+		if n == "routes_live" || strings.HasPrefix(n, "routes_f") {
+			sum.Inserted += t.Inserted
+			sum.Updated += t.Updated
+			sum.HOTUpdated += t.HOTUpdated
+			sum.Deleted += t.Deleted
+			sum.DeadTuples += t.DeadTuples
+			sum.TableBytes += t.TableBytes
+			sum.IndexBytes += t.IndexBytes
+			sum.IndexScans += t.IndexScans
+			sum.SeqScans += t.SeqScans
+			sum.Autovacuums += t.Autovacuums
+		}
+	}
+	return sum
 }
 
 // cost returns what happened between before and after to the tables whose

@@ -110,7 +110,7 @@ func RunXmin(ctx context.Context, db *Database, cfg *Config, hold time.Duration)
 		if err != nil {
 			return nil, err
 		}
-		s.DeadTuples = snap.tables["routes"].DeadTuples
+		s.DeadTuples = snap.table("routes").DeadTuples
 		sizes, err := q.BenchRouteSizes(ctx, db.Pool)
 		if err != nil {
 			return nil, fmt.Errorf("read sizes: %w", err)

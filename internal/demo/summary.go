@@ -65,6 +65,19 @@ type Summary struct {
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
 	Commands        []string `json:"commands"`
+	// RouteStorage is where this run's routes are stored: per partition of
+	// routes (migration 00025).
+	RouteStorage []RouteStorage `json:"route_storage"`
+	// Weeks are the finished routes' week partitions that exist, by their
+	// Monday (YYYYMMDD).
+	Weeks []string `json:"weeks"`
+}
+
+// RouteStorage is one partition of routes and this run's routes in it.
+type RouteStorage struct {
+	Partition string `json:"partition"`
+	Routes    int64  `json:"routes"`
+	Statuses  string `json:"statuses"`
 }
 
 // Count is one line of the summary's breakdowns: dead letters by channel and
@@ -216,6 +229,15 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		for _, d := range s.MalformedByCode {
 			fmt.Fprintf(tw, "  %s\t%d\n", d.Key, d.Count)
+		}
+		_ = tw.Flush()
+	}
+	if len(s.RouteStorage) > 0 {
+		fmt.Fprintf(out, "\nstorage: routes are partitioned by the week they finished in (%s); retention drops a week whole once it ended more than the retention ago\n",
+			strings.Join(s.Weeks, ", "))
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, p := range s.RouteStorage {
+			fmt.Fprintf(tw, "  %s\t%d routes\t%s\n", p.Partition, p.Routes, p.Statuses)
 		}
 		_ = tw.Flush()
 	}

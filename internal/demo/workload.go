@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -361,6 +362,20 @@ func (w *workload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *Summa
 	sum.Seconds = s.Seconds
 	if sum.Seconds > 0 {
 		sum.Throughput = float64(s.Published+s.DeadLettered+s.Skipped+s.Canceled) / sum.Seconds
+	}
+	parts, err := q.DemoRouteStorage(ctx, pool, w.runID+":")
+	if err != nil {
+		return fmt.Errorf("read demo route storage: %w", err)
+	}
+	for _, p := range parts {
+		sum.RouteStorage = append(sum.RouteStorage, RouteStorage{Partition: p.Partition, Routes: p.Routes, Statuses: p.Statuses})
+	}
+	weeks, err := store.New().RouteWeeksList(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("read week partitions: %w", err)
+	}
+	for _, wk := range weeks {
+		sum.Weeks = append(sum.Weeks, wk.Week)
 	}
 	dls, err := q.DeadLetterCountByRequestPrefix(ctx, pool, w.runID+":")
 	if err != nil {

@@ -117,6 +117,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		return ok
 	}
 	backlog := false // the last claim was full: more routes are due
+	racedLast := false
 	for ctx.Err() == nil {
 		free := cap(l.slots) - len(l.slots)
 		if free == 0 {
@@ -160,6 +161,14 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			// A claim that raced a route's move is run again at once,
+			// once: it changed nothing (raced).
+			if raced(err) && !racedLast {
+				racedLast = true
+				l.d.log.Debug("claim raced a route's move; claiming again", "channel", l.name, "lane", l.lane)
+				continue
+			}
+			racedLast = false
 			l.prog.fail(opClaim, err, errDelay)
 			if !backoff() {
 				return
@@ -190,6 +199,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 		}
 		l.prog.done()
 		errDelay = minErrDelay
+		racedLast = false
 		if backlog = len(claimed) == want; backlog {
 			continue // more may be due: claim again at once
 		}

@@ -211,12 +211,20 @@ func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, 
 		p.ReceiptKeys = append(p.ReceiptKeys, x.receiptKey)
 	}
 	delay := minCompleteDelay
+	racedOnce := false
 	for {
 		prog.begin()
 		rows, err := c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
 		if err == nil {
 			prog.done()
 			return rows, true
+		}
+		// A batch with a route a cancel finished (moved) meanwhile is
+		// written again at once, once: that route is then fenced out.
+		if raced(err) && !racedOnce && ctx.Err() == nil {
+			racedOnce = true
+			c.d.log.Debug("completion raced a route's move; writing the batch again", "routes", len(batch))
+			continue
 		}
 		if ctx.Err() != nil {
 			span.SetStatus(codes.Error, "gave up: shutting down")

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
@@ -36,7 +37,7 @@ func TestClaimIsAHOTUpdateThatLeavesTheRouteInTheDueIndex(t *testing.T) {
 	require.Len(t, rows, 20)
 	var upd, hot int64
 	require.NoError(t, tx.QueryRow(ctx, `SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables
-		WHERE relid = 'herald.routes'::regclass`).Scan(&upd, &hot))
+		WHERE relid = 'herald.routes_live'::regclass`).Scan(&upd, &hot))
 	require.EqualValues(t, 20, upd)
 	require.EqualValues(t, 20, hot, "every claim is a HOT update")
 	for _, r := range rows {
@@ -158,4 +159,102 @@ func TestLeasesWithoutLeaseUntilAndStaleLeasesAreReadByStatus(t *testing.T) {
 	require.Len(t, c, 1, "the old-style lease has ended")
 	require.Equal(t, ks[0].routeID, c[0].RouteID)
 	require.EqualValues(t, 2, c[0].AttemptCount)
+}
+
+// complete writes one completion of a claimed route by its tuple id, as
+// the completer does.
+func complete(ctx context.Context, b *testBundle, r store.RouteClaimDueRow, status string) ([]store.RouteCompleteManyRow, error) {
+	return b.q.RouteCompleteMany(ctx, b.pool, store.RouteCompleteManyParams{
+		NotificationIds: []string{r.NotificationID}, RouteIds: []string{r.RouteID},
+		RouteTids: []pgtype.TID{r.RouteTid}, Attempts: []int32{r.AttemptCount},
+		LeaseUntils: []time.Time{*r.LeaseUntil}, Statuses: []string{status}, DelaySeconds: []float64{30},
+		Classifications: []string{""}, Messages: []string{""}, RecoveryHints: []string{""},
+		MaxAttempts: []int32{5}, ResolvedEmails: []string{""}, ResolvedLocales: []string{""},
+		ProviderMessageIds: []string{""}, Providers: []string{""}, ReceiptKeys: []string{""},
+	})
+}
+
+// partitionOf names the partition of herald.routes that holds the route.
+func partitionOf(t *testing.T, b *testBundle, k routeKey) string {
+	t.Helper()
+	var p string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT tableoid::regclass::text FROM herald.routes
+		WHERE notification_id = $1 AND route_id = $2`, k.notificationID, k.routeID).Scan(&p))
+	return p
+}
+
+// A route that finishes moves to the partition of the week it finished
+// in, with finished_at set (migration 00025); a failed one stays in
+// routes_live, due again.
+func TestAFinishedRouteMovesToItsWeekAndAFailedOneStaysLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	keys := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"},
+		routeSpec{channel: channel.SMS, ref: "+33612345679"}, routeSpec{channel: channel.SMS, ref: "+33612345670"})
+	for _, k := range keys {
+		require.Equal(t, "herald.routes_live", partitionOf(t, b, k), "a new route is live")
+	}
+	rows, err := b.q.RouteClaimDue(ctx, b.pool, store.RouteClaimDueParams{LeaseSeconds: 60, Max: 3, Channel: channel.SMS})
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	var week string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT 'herald.routes_f' || to_char(date_trunc('week', now() AT TIME ZONE 'UTC'), 'YYYYMMDD')`).Scan(&week))
+	want := map[string]string{}
+	for i, status := range []string{"published", "skipped", "failed"} {
+		written, err := complete(ctx, b, rows[i], status)
+		require.NoError(t, err)
+		require.Len(t, written, 1, status)
+		k := routeKey{rows[i].NotificationID, rows[i].RouteID}
+		want[status] = partitionOf(t, b, k)
+		r := b.route(t, k)
+		require.Equal(t, status, r.Status)
+		require.Equal(t, status != "failed", r.FinishedAt != nil, status)
+	}
+	require.Equal(t, map[string]string{"published": week, "skipped": week, "failed": "herald.routes_live"}, want)
+}
+
+// A completion that waits for a route a cancel is moving (to its finished
+// week) fails with a serialization failure once the cancel commits: in
+// read committed, Postgres cannot follow a row to another partition. It
+// wrote nothing; written again, it is fenced out, and the route stays
+// canceled. The completer and the claim run such a statement again at
+// once (raced).
+func TestACompletionThatRacedACancelsMoveIsFencedOutWhenWrittenAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	rows, err := b.q.RouteClaimDue(ctx, b.pool, store.RouteClaimDueParams{LeaseSeconds: 60, Max: 1, Channel: channel.SMS})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT * FROM herald.notification_cancel($1, 'ops', 'test')`, k.notificationID)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := complete(ctx, b, rows[0], "published")
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 5*time.Millisecond, "the completion waits for the cancel's row lock")
+	require.NoError(t, tx.Commit(ctx))
+	err = <-done
+	require.Error(t, err)
+	require.True(t, raced(err), "%v", err)
+
+	written, err := complete(ctx, b, rows[0], "published")
+	require.NoError(t, err)
+	require.Empty(t, written, "fenced out")
+	r := b.route(t, k)
+	require.Equal(t, "canceled", r.Status)
+	require.NotNil(t, r.FinishedAt)
+	require.NotEqual(t, "herald.routes_live", partitionOf(t, b, k))
 }

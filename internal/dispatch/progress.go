@@ -55,6 +55,17 @@ func timeoutKind(err error) string {
 	return ""
 }
 
+// raced reports whether err is a serialization failure (40001): in read
+// committed, a statement that found a route moved to another partition of
+// herald.routes by a concurrent update (a completion or a cancel finishing
+// it, migration 00025) since its snapshot. Nothing was written; the same
+// statement run again takes a new snapshot, where the route is where it
+// now is.
+func raced(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.SerializationFailure
+}
+
 // progress tracks whether one part of the hot loop (a channel loop, a
 // completer worker) gets its statements through. Its owner calls begin
 // before each statement, fail after each failure and done once a round of

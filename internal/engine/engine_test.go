@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -416,7 +417,7 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 	var pages int32
 	var tuples float32
 	require.NoError(t, pool.QueryRow(ctx, `SELECT relpages, reltuples FROM pg_class
-		WHERE oid = 'herald.routes'::regclass`).Scan(&pages, &tuples))
+		WHERE oid = 'herald.routes_live'::regclass`).Scan(&pages, &tuples))
 	require.Equal(t, int32(0), pages, "the truncated table has no size in the statistics")
 	require.Equal(t, float32(-1), tuples, "nor a row count")
 	for _, n := range []int{1, 1000} {
@@ -461,6 +462,12 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 	// 8 days ago, each with a published route: the retention bench's
 	// history.
 	const day = 24 * time.Hour
+	_, err = store.New().RouteWeeksCreate(ctx, fill, store.RouteWeeksCreateParams{
+		FirstDay:    pgtype.Date{Time: time.Now().Add(-38 * day), Valid: true},
+		LastDay:     pgtype.Date{Time: time.Now(), Valid: true},
+		WaitSeconds: 10,
+	})
+	require.NoError(t, err)
 	require.NoError(t, benchstore.New().BenchHistoryFill(ctx, fill, benchstore.BenchHistoryFillParams{
 		Producer: "p", PayloadJson: "{}", Channel: "webhook",
 		Oldest: time.Now().Add(-38 * day), SpanSeconds: (30 * day).Seconds(), N: 20000, FromN: 0, ToN: 20000,
@@ -480,6 +487,9 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		// routes_pkey, or (dead-letter retention, which runs rarely) by a
 		// probe per record.
 		routes []string
+		// tids is how many times records are read by tuple id: to delete
+		// them, and to lock them first (dead-letter retention).
+		tids int
 	}{{
 		name: "RecordDeleteFinished",
 		run: func(ctx context.Context, db store.DBTX) error {
@@ -489,9 +499,13 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		},
 		args: `('', 1000, now() - interval '7 days', NULL, now() - interval '7 days')`,
 		routes: []string{
-			`Index Scan using routes_pkey on routes rt\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
-			`Index Scan using routes_pkey on routes rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+			// unfinished: the range in every partition.
+			`Index Scan using routes_f\d{8}_pkey on routes_f\d{8} rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+			`Index Scan using routes_pkey on routes_live rt_\d+\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+			// routes_deleted: in routes_live only (migration 00025).
+			`Delete on routes rt_\d+\n\s+Delete on routes_live rt_\d+\n`,
 		},
+		tids: 1,
 	}, {
 		name: "RecordDeleteDeadLettered",
 		run: func(ctx context.Context, db store.DBTX) error {
@@ -499,8 +513,12 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 				DeadBefore: cut, BatchSize: 1, AfterID: "g"})
 			return err
 		},
-		args:   `('', 1000, now() - interval '7 days', NULL)`,
-		routes: []string{`Index Scan using routes_pkey on routes rt\n\s+Index Cond: \(notification_id = r_1\.notification_id\)`},
+		args: `('', 1000, now() - interval '7 days', NULL)`,
+		routes: []string{
+			`Index Scan using routes_f\d{8}_pkey on routes_f\d{8} rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+			`Index Scan using routes_pkey on routes_live rt_\d+\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
+		},
+		tids: 2,
 	}} {
 		plan := explainPrepared(t, dbURL, c.name, c.run, c.args)
 		require.Contains(t, plan, "Index Scan using records_pkey on records r", c.name)
@@ -513,15 +531,18 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 			// routes_pkey is read only as the two ranges.
 			require.Equal(t, 2, strings.Count(plan, "hashed SubPlan"))
 			require.NotContains(t, plan, "Index Cond: (notification_id = r_1.notification_id)")
-			require.Equal(t, 2, strings.Count(plan, "routes_pkey"))
+			require.Equal(t, 2, strings.Count(plan, "routes_pkey"), "routes_live's, once each")
 		}
+		// No partition read whole: every read of routes has its condition
+		// in the index.
+		require.NotRegexp(t, `Index Scan using \w+ on routes\w* rt_\d+\n\s+Filter`, plan, c.name)
 		require.NotContains(t, plan, "Sort", c.name)
 		require.NotContains(t, plan, "Seq Scan", c.name)
 		require.NotContains(t, plan, "Merge", c.name)
 		require.NotContains(t, plan, "Hash", c.name)
-		// Each candidate read again, locked and deleted by its tuple id.
+		// Each candidate read again (locked) and deleted by its tuple id.
 		require.Contains(t, plan, "Tid Scan on records r_1", c.name)
-		require.Contains(t, plan, "Tid Scan on records r_2", c.name)
+		require.Equal(t, c.tids, strings.Count(plan, "Tid Scan on records"), c.name)
 		require.Equal(t, 1, strings.Count(plan, "records_pkey"), c.name)
 	}
 
@@ -544,8 +565,11 @@ func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 		_, err := store.New().RouteClaimDue(ctx, db, store.RouteClaimDueParams{Channel: "none", Max: 1, LeaseSeconds: 60})
 		return err
 	}, fmt.Sprintf(`(NULL, %d, 'webhook', '', 60)`, batch))
-	require.Contains(t, plan, "Tid Scan on routes r", mode)
+	require.Contains(t, plan, "Tid Scan on routes_live r", mode)
 	require.Contains(t, plan, "TID Cond: (ctid = ANY", mode)
+	// Pruned to routes_live when planned, generic plan included: no other
+	// partition is set up, locked or read (migration 00025).
+	require.NotContains(t, plan, "routes_f", mode)
 	require.Contains(t, plan, "Index Scan using records_pkey on records x", mode)
 	require.Contains(t, plan, "Index Cond: (notification_id = c.notification_id)", mode)
 	require.NotContains(t, plan, "routes_pkey", mode)
@@ -602,14 +626,15 @@ func requireCompletionPlan(t *testing.T, dbURL string) {
 	// The batch, with each NULL tid looked up by the primary key.
 	done, plan, ok := strings.Cut(plan, "CTE updated")
 	require.True(t, ok, plan)
-	require.Contains(t, done, "Index Scan using routes_pkey on routes x")
+	require.Contains(t, done, "Index Scan using routes_pkey on routes_live x")
 	// The routes update, before the dead letters' insert (a hash join of
 	// the batch with the routes it updated: both small).
 	plan, _, ok = strings.Cut(plan, "CTE dead_lettered")
 	require.True(t, ok, plan)
 	require.Contains(t, plan, "Nested Loop")
-	require.Contains(t, plan, "Tid Scan on routes r")
+	require.Contains(t, plan, "Tid Scan on routes_live r")
 	require.Contains(t, plan, "TID Cond: (ctid = d.tid)")
+	require.NotContains(t, done+plan, "routes_f", "pruned to routes_live (migration 00025)")
 	require.NotContains(t, plan, "routes_pkey")
 	require.NotContains(t, plan, "Seq Scan")
 	require.NotContains(t, plan, "Hash Join")

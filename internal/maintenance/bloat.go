@@ -28,11 +28,11 @@ const reindexDueIndex = "REINDEX INDEX CONCURRENTLY herald.routes_due_idx"
 
 // BloatReport is what one bloat check measured and did.
 type BloatReport struct {
-	// TableLiveTuples and TableDeadTuples are herald.routes' counts from
+	// TableLiveTuples and TableDeadTuples are herald.routes_live's counts from
 	// pg_stat_user_tables (estimates, refreshed as autovacuum runs).
 	TableLiveTuples int64 `json:"table_live_tuples"`
 	TableDeadTuples int64 `json:"table_dead_tuples"`
-	// TableBytes is herald.routes' size on disk.
+	// TableBytes is herald.routes_live's size on disk.
 	TableBytes int64 `json:"table_bytes"`
 	// IndexBytes is routes_due_idx's size on disk.
 	IndexBytes int64 `json:"index_bytes"`
@@ -52,7 +52,7 @@ type BloatReport struct {
 	DroppedLeftovers []string `json:"dropped_leftovers,omitempty"`
 }
 
-// DeadTupleRatio is the share of dead tuples in herald.routes.
+// DeadTupleRatio is the share of dead tuples in herald.routes_live.
 func (r BloatReport) DeadTupleRatio() float64 {
 	if total := r.TableLiveTuples + r.TableDeadTuples; total > 0 {
 		return float64(r.TableDeadTuples) / float64(total)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -275,12 +276,66 @@ func (m *Maintenance) Run(ctx context.Context) error {
 	return nil
 }
 
-// DeleteFinished deletes, batch by batch, the notifications whose routes are
-// all published, skipped or canceled, whose last route change is older than
-// Config.FinishedRetention, and whose idempotency window is over. It never
-// deletes a notification with a dead-lettered or non-terminal route. It
-// returns how many notifications it deleted.
+// WeeksAhead is how far ahead of now the finished-route partitions are
+// made (migration 00025): a route that finishes in a week without one is
+// refused, so maintenance may be down this long before completions fail.
+const WeeksAhead = 14 * 24 * time.Hour
+
+// weekLockWait bounds how long making or dropping a week waits for its lock
+// on routes: the engine's statements queue behind a waiting DDL lock.
+const weekLockWait = 100 * time.Millisecond
+
+// Weeks makes the finished-route partitions of the weeks from now to
+// WeeksAhead that do not exist yet, then drops, one at a time, those whose
+// week ended more than Config.FinishedRetention ago: a finished route goes
+// with its week, whole, instead of row by row. It returns how many weeks it
+// made and how many routes (the planner's estimate) the weeks it dropped
+// held. A lock it cannot get within weekLockWait fails it (55P03); the
+// next run tries again.
+func (m *Maintenance) Weeks(ctx context.Context) (made int, dropped int64, err error) {
+	now := m.cfg.NowFunc()
+	n, err := m.queries.RouteWeeksCreate(ctx, m.pool, store.RouteWeeksCreateParams{
+		FirstDay:    pgtype.Date{Time: now.UTC(), Valid: true},
+		LastDay:     pgtype.Date{Time: now.Add(WeeksAhead).UTC(), Valid: true},
+		WaitSeconds: weekLockWait.Seconds(),
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("make weeks: %w", err)
+	}
+	made = int(n)
+	cutoff := now.Add(-m.cfg.FinishedRetention)
+	for {
+		rows, err := m.queries.RouteWeeksDropOne(ctx, m.pool, store.RouteWeeksDropOneParams{
+			Before:      cutoff,
+			WaitSeconds: weekLockWait.Seconds(),
+		})
+		if err != nil {
+			return made, dropped, fmt.Errorf("drop week: %w", err)
+		}
+		if len(rows) == 0 {
+			return made, dropped, nil
+		}
+		dropped += rows[0].Routes
+		m.logger.Info("finished routes' week dropped", "job", JobFinishedRetention,
+			"week", rows[0].Week.Time.Format(time.DateOnly), "routes_about", rows[0].Routes)
+	}
+}
+
+// DeleteFinished drops the finished routes' weeks past retention (Weeks),
+// then deletes, batch by batch, the notifications whose routes are all
+// gone with their weeks, or are published, skipped or canceled and were
+// last changed longer than Config.FinishedRetention ago (routes from before
+// migration 00025), and whose idempotency window is over. It never deletes
+// a notification with a dead-lettered or non-terminal route. It returns
+// how many notifications it deleted. A week it could not drop (its lock)
+// is logged and left to the next run; the notifications go on.
 func (m *Maintenance) DeleteFinished(ctx context.Context) (int64, error) {
+	if _, _, err := m.Weeks(ctx); err != nil {
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%s: %w", JobFinishedRetention, ctx.Err())
+		}
+		m.logger.Warn("finished routes' weeks: left to the next run", "job", JobFinishedRetention, "err", err)
+	}
 	now := m.cfg.NowFunc()
 	cutoff := now.Add(-m.cfg.FinishedRetention)
 	cur := m.resumeFrom(JobFinishedRetention)

@@ -350,6 +350,7 @@ moved AS (
     WHERE r.notification_id = deleted.notification_id
         AND r.route_id = deleted.route_id
         AND r.status = 'dead_letter'
+        AND r.finished_at IS NULL
     RETURNING r.notification_id, r.route_id, r.channel
 ),
 audited AS (

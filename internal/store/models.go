@@ -315,6 +315,7 @@ type HeraldRecord struct {
 	Campaign             *string
 }
 
+// One row per channel and recipient of a record: in routes_live while it can be delivered or replayed, in its finished week's partition (routes_fYYYYMMDD) once terminal.
 type HeraldRoute struct {
 	NotificationID          string
 	RouteID                 string
@@ -349,6 +350,46 @@ type HeraldRoute struct {
 	DeliveryErrorPermanent  pgtype.Bool
 	NotifyProducer          bool
 	LeaseUntil              *time.Time
+	// When the route became terminal (published, skipped, canceled): its partition's key. NULL while it can still be delivered or replayed, and on routes finished before migration 00025.
+	FinishedAt *time.Time
+}
+
+// The routes partition of routes not finished (finished_at NULL): in flight, due, failed, dead-lettered; and every route from before migration 00025.
+type HeraldRoutesLive struct {
+	NotificationID          string
+	RouteID                 string
+	Channel                 string
+	RecipientRef            string
+	Status                  string
+	AttemptCount            int32
+	MaxAttempts             int32
+	NextAttemptAt           *time.Time
+	ResolvedEmail           string
+	ResolvedLocale          string
+	LastErrorClassification string
+	LastErrorMessage        string
+	LastErrorAt             *time.Time
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+	PublishedAt             *time.Time
+	DeadLetteredAt          *time.Time
+	SkippedAt               *time.Time
+	Priority                int16
+	ExpiresAt               *time.Time
+	SmsEncoding             string
+	SmsSegments             int16
+	ProviderMessageID       string
+	CanceledAt              *time.Time
+	Lane                    string
+	Providers               []string
+	ReceiptKey              *string
+	DeliveryStatus          *string
+	DeliveryStatusAt        *time.Time
+	DeliveryError           string
+	DeliveryErrorPermanent  pgtype.Bool
+	NotifyProducer          bool
+	LeaseUntil              *time.Time
+	FinishedAt              *time.Time
 }
 
 type HeraldRoutingRule struct {

@@ -17,7 +17,7 @@ const routeBacklogByChannel = `-- name: RouteBacklogByChannel :many
 WITH queues AS (
     SELECT channel, lane, priority, count(*)::bigint AS routes
     FROM herald.routes
-    WHERE next_attempt_at IS NOT NULL
+    WHERE next_attempt_at IS NOT NULL AND finished_at IS NULL
     GROUP BY channel, lane, priority
 )
 SELECT
@@ -33,6 +33,7 @@ LEFT JOIN LATERAL (
     FROM herald.routes AS r
     WHERE r.channel = q.channel AND r.lane = q.lane AND r.priority = q.priority
         AND r.next_attempt_at IS NOT NULL
+        AND r.finished_at IS NULL
         AND (r.status <> 'claimed' OR coalesce(r.lease_until, r.next_attempt_at) <= coalesce($1::timestamptz, now()))
     ORDER BY r.next_attempt_at
     LIMIT 1
@@ -92,7 +93,7 @@ FROM (
     SELECT channel, status,
         CASE WHEN status = 'claimed' THEN coalesce(lease_until, next_attempt_at) ELSE next_attempt_at END AS due_at
     FROM herald.routes
-    WHERE next_attempt_at IS NOT NULL
+    WHERE next_attempt_at IS NOT NULL AND finished_at IS NULL
 ) AS r
 GROUP BY channel, status
 ORDER BY channel, status
@@ -140,11 +141,11 @@ const routeBloatStats = `-- name: RouteBloatStats :one
 SELECT
     coalesce(s.n_live_tup, 0)::bigint AS table_live_tuples,
     coalesce(s.n_dead_tup, 0)::bigint AS table_dead_tuples,
-    pg_relation_size('herald.routes'::regclass)::bigint AS table_bytes,
+    pg_relation_size('herald.routes_live'::regclass)::bigint AS table_bytes,
     pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS index_bytes,
     greatest(i.reltuples, 0)::bigint AS index_tuples
 FROM pg_catalog.pg_class i
-LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes'::regclass
+LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = 'herald.routes_live'::regclass
 WHERE i.oid = 'herald.routes_due_idx'::regclass
 `
 
@@ -158,7 +159,8 @@ type RouteBloatStatsRow struct {
 
 // What the bloat check decides on, from the statistics views only (no table
 // scan; pgstattuple is an extension that may not be installed): the routes
-// table's live and dead tuples and size, and routes_due_idx's size and the
+// partition routes_live's (the due index's table, migration 00025) live
+// and dead tuples and size, and routes_due_idx's size and the
 // number of entries the planner believes it holds (reltuples, refreshed by
 // VACUUM and ANALYZE; -1 when never analysed).
 func (q *Queries) RouteBloatStats(ctx context.Context, db DBTX) (RouteBloatStatsRow, error) {
@@ -234,6 +236,7 @@ WITH due AS (
             AND lane = $4::text
             AND priority = 0
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -248,6 +251,7 @@ WITH due AS (
             AND lane = $4::text
             AND priority = 1
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -263,6 +267,7 @@ claimed AS (
         lease_until = coalesce($1::timestamptz, now()) + make_interval(secs => $5::float8),
         updated_at = coalesce($1::timestamptz, now())
     WHERE r.ctid = ANY (ARRAY(SELECT route_tid FROM due))
+        AND r.finished_at IS NULL
         AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
     RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.recipient_ref, r.attempt_count,
         r.lease_until, r.max_attempts, r.priority, r.sms_encoding, r.sms_segments, r.providers, r.expires_at
@@ -314,6 +319,11 @@ type RouteClaimDueRow struct {
 // ---------------------------------------------------------------------------
 // Dispatcher (internal/dispatch): claim, complete, release, next due, and
 // the wake-up hint.
+//
+// Every statement here that reads or changes routes not finished says
+// `finished_at IS NULL`: Postgres prunes it, when planning and so in a
+// generic plan too, to routes' one partition routes_live (migration
+// 00025), where routes_due_idx is, and where a tuple id names one row.
 // ---------------------------------------------------------------------------
 // Claims up to @max due routes of one channel's lane (” is the channel's
 // own queue; a capped provider's name is that provider's paced queue, see
@@ -455,6 +465,7 @@ FROM (
 ) AS d
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
+    AND r.finished_at IS NULL
     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
 RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_count, r.lease_until, d.park::boolean AS parked
 `
@@ -523,7 +534,8 @@ const routeCompleteMany = `-- name: RouteCompleteMany :many
 WITH done AS (
     SELECT u.notification_id, u.route_id, u.route_tid, u.attempt, u.lease_until, u.status, u.delay_seconds, u.classification, u.message, u.recovery_hint, u.max_attempts, u.resolved_email, u.resolved_locale, u.provider_message_id, u.provider, u.receipt_key, coalesce(u.route_tid, (
         SELECT x.ctid::tid FROM herald.routes AS x
-        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id)) AS tid
+        WHERE x.notification_id = u.notification_id AND x.route_id = u.route_id
+            AND x.finished_at IS NULL)) AS tid
     FROM (SELECT
         unnest($1::text[]) AS notification_id,
         unnest($2::text[]) AS route_id,
@@ -554,6 +566,9 @@ updated AS (
             THEN coalesce($17::timestamptz, now()) ELSE r.dead_lettered_at END,
         skipped_at = CASE WHEN d.status = 'skipped'
             THEN coalesce($17::timestamptz, now()) ELSE r.skipped_at END,
+        -- A route that finishes moves to its week's partition (00025).
+        finished_at = CASE WHEN d.status IN ('published', 'skipped')
+            THEN coalesce($17::timestamptz, now()) END,
         last_error_classification = CASE WHEN d.status = 'published'
             THEN r.last_error_classification ELSE d.classification END,
         last_error_message = CASE WHEN d.status = 'published'
@@ -600,6 +615,7 @@ updated AS (
     -- and a hash join would need a sequential scan of routes, which the
     -- engine's pool prices out.
     WHERE r.ctid = d.tid
+        AND r.finished_at IS NULL
         AND (r.notification_id = d.notification_id) IS TRUE
         AND (r.route_id = d.route_id) IS TRUE
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
@@ -716,6 +732,8 @@ SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELS
     delivery_error = d.delivery_error,
     delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
     status = CASE WHEN d.retry AND r.status = 'published' THEN 'failed' ELSE r.status END,
+    -- Back to routes_live, to be delivered again (00025).
+    finished_at = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE r.finished_at END,
     next_attempt_at = CASE WHEN d.retry AND r.status = 'published'
         THEN coalesce($1::timestamptz, now()) ELSE r.next_attempt_at END,
     last_error_classification = CASE WHEN d.retry AND r.status = 'published'
@@ -811,7 +829,7 @@ const routeDueIndexLeftoverList = `-- name: RouteDueIndexLeftoverList :many
 SELECT c.relname::text AS index_name
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
-WHERE i.indrelid = 'herald.routes'::regclass
+WHERE i.indrelid = 'herald.routes_live'::regclass
     AND NOT i.indisvalid
     AND starts_with(c.relname::text, 'routes_due_idx_ccnew')
 ORDER BY 1
@@ -847,6 +865,7 @@ WHERE channel = $2::text
     AND lane <> ''
     AND NOT (lane = ANY($3::text[]))
     AND next_attempt_at IS NOT NULL
+    AND finished_at IS NULL
     AND status <> 'claimed'
 `
 
@@ -870,7 +889,7 @@ func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneRese
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer, lease_until
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer, lease_until, finished_at
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -925,6 +944,7 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.DeliveryErrorPermanent,
 			&i.NotifyProducer,
 			&i.LeaseUntil,
+			&i.FinishedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -988,6 +1008,7 @@ WITH due AS (
             AND lane = ''
             AND priority = 0
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -1002,6 +1023,7 @@ WITH due AS (
             AND lane = ''
             AND priority = 1
             AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
         ORDER BY next_attempt_at
@@ -1019,6 +1041,7 @@ SELECT
 FROM herald.routes AS r
 JOIN herald.records AS rec ON rec.notification_id = r.notification_id
 WHERE (r.notification_id, r.route_id) IN (SELECT notification_id, route_id FROM due)
+    AND r.finished_at IS NULL
 `
 
 type RouteLockDueParams struct {
@@ -1096,10 +1119,12 @@ WITH next AS MATERIALIZED (
     SELECT least(
         (SELECT next_attempt_at FROM herald.routes
             WHERE channel = $2::text AND lane = $3::text AND priority = 0 AND next_attempt_at IS NOT NULL
+                AND finished_at IS NULL
                 AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
             ORDER BY next_attempt_at LIMIT 1),
         (SELECT next_attempt_at FROM herald.routes
             WHERE channel = $2::text AND lane = $3::text AND priority = 1 AND next_attempt_at IS NOT NULL
+                AND finished_at IS NULL
                 AND (status <> 'claimed' OR coalesce(lease_until, next_attempt_at) <= coalesce($1::timestamptz, now()))
             ORDER BY next_attempt_at LIMIT 1)
     ) AS at
@@ -1109,10 +1134,12 @@ SELECT coalesce(extract(epoch FROM
     ELSE least(next.at, (
         SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
         WHERE channel = $2::text AND lane = $3::text AND priority = 0 AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND status = 'claimed'), (
         SELECT min(coalesce(lease_until, next_attempt_at)) FROM herald.routes
         WHERE channel = $2::text AND lane = $3::text AND priority = 1 AND next_attempt_at IS NOT NULL
+            AND finished_at IS NULL
             AND next_attempt_at <= coalesce($1::timestamptz, now())
             AND status = 'claimed'))
     END - coalesce($1::timestamptz, now()))::float8, 'Infinity')::float8 AS seconds
@@ -1181,6 +1208,7 @@ WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     AND r.lease_until = d.lease_until
+    AND r.finished_at IS NULL
 `
 
 type RouteParkManyParams struct {
@@ -1234,6 +1262,7 @@ WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
     AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
     AND r.lease_until = d.lease_until
+    AND r.finished_at IS NULL
 `
 
 type RouteReleaseLeasesParams struct {

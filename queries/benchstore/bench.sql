@@ -101,10 +101,10 @@ TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.delivery_rec
 VACUUM (ANALYZE) herald.routes, herald.records;
 
 -- name: BenchRouteSizes :one
--- The routes table's and its due index's size: what an old snapshot makes
+-- The routes table's (all its partitions') and its due index's size: what an old snapshot makes
 -- grow in the xmin mode.
 SELECT
-    pg_relation_size('herald.routes'::regclass)::bigint AS routes_bytes,
+    (SELECT coalesce(sum(pg_relation_size(t.relid)), 0) FROM pg_partition_tree('herald.routes'::regclass) AS t)::bigint AS routes_bytes,
     pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS due_index_bytes;
 
 -- name: BenchRouteOutcomes :many

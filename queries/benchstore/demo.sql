@@ -187,3 +187,16 @@ SELECT
         WHERE starts_with(r.request_id, @run_prefix::text) AND rt.channel = 'callback'
             AND rt.status IN ('pending', 'claimed', 'failed')
     )::bigint AS callbacks_waiting;
+
+-- name: DemoRouteStorage :many
+-- Where one run's routes are stored (migration 00025): per partition of
+-- routes (routes_live, or the finished week's routes_fYYYYMMDD), how many
+-- and in which statuses, naming them.
+SELECT rt.tableoid::regclass::text AS partition,
+    count(*)::bigint AS routes,
+    string_agg(DISTINCT rt.status, ', ' ORDER BY rt.status)::text AS statuses
+FROM herald.routes rt
+JOIN herald.records r ON r.notification_id = rt.notification_id
+WHERE starts_with(r.request_id, @prefix::text) AND rt.channel <> 'callback'
+GROUP BY 1
+ORDER BY 1;

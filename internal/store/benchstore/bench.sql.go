@@ -266,7 +266,7 @@ func (q *Queries) BenchRoutePreload(ctx context.Context, db DBTX, arg BenchRoute
 
 const benchRouteSizes = `-- name: BenchRouteSizes :one
 SELECT
-    pg_relation_size('herald.routes'::regclass)::bigint AS routes_bytes,
+    (SELECT coalesce(sum(pg_relation_size(t.relid)), 0) FROM pg_partition_tree('herald.routes'::regclass) AS t)::bigint AS routes_bytes,
     pg_relation_size('herald.routes_due_idx'::regclass)::bigint AS due_index_bytes
 `
 
@@ -275,7 +275,7 @@ type BenchRouteSizesRow struct {
 	DueIndexBytes int64
 }
 
-// The routes table's and its due index's size: what an old snapshot makes
+// The routes table's (all its partitions') and its due index's size: what an old snapshot makes
 // grow in the xmin mode.
 func (q *Queries) BenchRouteSizes(ctx context.Context, db DBTX) (BenchRouteSizesRow, error) {
 	row := db.QueryRow(ctx, benchRouteSizes)

@@ -349,6 +349,46 @@ func (q *Queries) DemoReceiptCounts(ctx context.Context, db DBTX, arg DemoReceip
 	return items, nil
 }
 
+const demoRouteStorage = `-- name: DemoRouteStorage :many
+SELECT rt.tableoid::regclass::text AS partition,
+    count(*)::bigint AS routes,
+    string_agg(DISTINCT rt.status, ', ' ORDER BY rt.status)::text AS statuses
+FROM herald.routes rt
+JOIN herald.records r ON r.notification_id = rt.notification_id
+WHERE starts_with(r.request_id, $1::text) AND rt.channel <> 'callback'
+GROUP BY 1
+ORDER BY 1
+`
+
+type DemoRouteStorageRow struct {
+	Partition string
+	Routes    int64
+	Statuses  string
+}
+
+// Where one run's routes are stored (migration 00025): per partition of
+// routes (routes_live, or the finished week's routes_fYYYYMMDD), how many
+// and in which statuses, naming them.
+func (q *Queries) DemoRouteStorage(ctx context.Context, db DBTX, prefix string) ([]DemoRouteStorageRow, error) {
+	rows, err := db.Query(ctx, demoRouteStorage, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoRouteStorageRow{}
+	for rows.Next() {
+		var i DemoRouteStorageRow
+		if err := rows.Scan(&i.Partition, &i.Routes, &i.Statuses); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const intakeCount = `-- name: IntakeCount :one
 SELECT count(*) FROM herald.intake
 `

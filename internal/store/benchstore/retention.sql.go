@@ -98,7 +98,7 @@ routes_ins AS (
     INSERT INTO herald.routes (
         notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts,
         next_attempt_at, created_at, updated_at, published_at, dead_lettered_at,
-        last_error_classification, last_error_message, last_error_at
+        last_error_classification, last_error_message, last_error_at, finished_at
     )
     SELECT
         s.id, r.route_id, p.channel, r.recipient_ref,
@@ -108,7 +108,10 @@ routes_ins AS (
         CASE WHEN s.dead THEN s.at + interval '1 second' END,
         CASE WHEN s.dead THEN 'permanent' ELSE '' END,
         CASE WHEN s.dead THEN 'HTTP 410 Gone' ELSE '' END,
-        CASE WHEN s.dead THEN s.at + interval '1 second' END
+        CASE WHEN s.dead THEN s.at + interval '1 second' END,
+        -- Published routes in their finished week's partition (migration
+        -- 00025), which the caller has made; dead letters in routes_live.
+        CASE WHEN NOT s.dead THEN s.at + interval '1 second' END
     FROM src s
     CROSS JOIN p
     CROSS JOIN rt r
