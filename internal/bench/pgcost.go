@@ -112,13 +112,18 @@ const (
 	// of WAL since the cluster began and as pg_lsn text.
 	walPositionSQL = `SELECT pg_wal_lsn_diff(lsn, '0/0')::bigint, lsn::text FROM pg_current_wal_insert_lsn() AS lsn`
 	// tableStatsSQL: the cumulative counters of the herald schema's tables
-	// (herald's and River's).
+	// (herald's and River's). A table dropped while the statement runs (a
+	// finished week's partition, dropped by retention) is still in the
+	// statement's catalog snapshot, but its sizes are NULL: it is left out.
 	tableStatsSQL = `
-SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_dead_tup,
-    pg_table_size(relid), pg_indexes_size(relid),
-    coalesce(idx_scan, 0), seq_scan, autovacuum_count
-FROM pg_stat_user_tables
-WHERE schemaname = 'herald'
+SELECT * FROM (
+    SELECT relname::text, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_dead_tup,
+        pg_table_size(relid) AS table_bytes, pg_indexes_size(relid) AS index_bytes,
+        coalesce(idx_scan, 0), seq_scan, autovacuum_count
+    FROM pg_stat_user_tables
+    WHERE schemaname = 'herald'
+) AS t
+WHERE table_bytes IS NOT NULL AND index_bytes IS NOT NULL
 ORDER BY relname`
 	// flushStatsSQL flushes this backend's pending statistics; the workload's
 	// own backends flush theirs when their connections close.
