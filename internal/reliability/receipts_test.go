@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,10 +51,56 @@ providers:
 	bin := heraldBinary(t)
 	addr := freeAddr(t)
 	logs := t.TempDir()
-	serve := func(i int) *serveProcess {
-		return startServe(t, bin, dbURL, filepath.Join(logs, fmt.Sprintf("serve-%d.log", i)), "HERALD_RECEIPTS_LISTEN="+addr)
+	logPath := filepath.Join(logs, "serve.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := os.ReadFile(logPath)
+			t.Logf("serve logs (last 8 KiB):\n%s", out[max(0, len(out)-8<<10):])
+		}
+	})
+	// serve runs under a supervisor, as under systemd's Restart=always: a
+	// serve that starts while the database is down exits with an error
+	// (it pings the database before anything else), and is started again.
+	var (
+		mu       sync.Mutex
+		proc     *serveProcess
+		restarts int
+	)
+	stopSupervising := make(chan struct{})
+	supervised := make(chan struct{})
+	start := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		proc = startServe(t, bin, dbURL, logPath, "HERALD_RECEIPTS_LISTEN="+addr)
 	}
-	proc := serve(0)
+	start()
+	go func() {
+		defer close(supervised)
+		for {
+			mu.Lock()
+			done := proc.done
+			mu.Unlock()
+			select {
+			case <-stopSupervising:
+				return
+			case err := <-done:
+				done <- err
+			}
+			select {
+			case <-stopSupervising:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			restarts++
+			start()
+		}
+	}()
+	killServe := func() {
+		mu.Lock()
+		p := proc
+		mu.Unlock()
+		p.kill() // the supervisor starts it again
+	}
 
 	receipts := scale(1_500, 15_000)
 	var next, acked, refused, failed atomic.Int64
@@ -90,16 +137,16 @@ providers:
 	}
 	// serve killed and started again; the database restarted, then crashed.
 	time.Sleep(300 * time.Millisecond)
-	proc.kill()
-	proc = serve(1)
-	time.Sleep(300 * time.Millisecond)
+	killServe()
+	time.Sleep(400 * time.Millisecond)
 	require.NoError(t, c.Halt())
 	require.NoError(t, c.StartAgain(context.Background()))
 	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, c.Crash())
 	require.NoError(t, c.StartAgain(context.Background()))
 	senders.Wait()
-	_ = proc
+	close(stopSupervising)
+	<-supervised
 
 	stored := map[string]bool{}
 	rows, err := admin.Query(context.Background(),
@@ -117,8 +164,8 @@ providers:
 			lost++
 		}
 	}
-	t.Logf("receipts: sent=%d answered_2xx=%d refused_non_2xx=%d connection_failures=%d stored_distinct=%d lost=%d",
-		receipts, acked.Load(), refused.Load(), failed.Load(), len(stored), lost)
+	t.Logf("receipts: sent=%d answered_2xx=%d refused_non_2xx=%d connection_failures=%d serve_restarts=%d stored_distinct=%d lost=%d",
+		receipts, acked.Load(), refused.Load(), failed.Load(), restarts, len(stored), lost)
 	fmt.Printf("reliability receipts: sent=%d answered_2xx=%d refused=%d connection_failures=%d lost=%d\n",
 		receipts, acked.Load(), refused.Load(), failed.Load(), lost)
 	require.EqualValues(t, receipts, acked.Load(), "every receipt was answered 2xx in the end")
