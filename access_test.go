@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -847,8 +848,142 @@ func TestRoutesPartitionsAreReachedOnlyThroughRoutes(t *testing.T) {
 	require.Equal(t, mine, countAs(t, b.asA, `SELECT count(*) FROM herald.routes`), "A sees its own routes through the parent")
 	_, err = b.asA.Exec(ctx, `SELECT herald.routes_weeks_create(current_date, current_date + 30)`)
 	requireSQLState(t, err, insufficientPrivilege)
-	_, err = b.asOp.Exec(ctx, `SELECT * FROM herald.routes_weeks_drop(now())`)
+	for _, call := range []string{`SELECT * FROM herald.routes_weeks_detach(now())`, `SELECT herald.partitions_drop_gone()`} {
+		for _, as := range []*pgxpool.Pool{b.asA, b.asOp, b.asAud} {
+			_, err = as.Exec(ctx, call)
+			requireSQLState(t, err, insufficientPrivilege)
+		}
+	}
+}
+
+// Migration 00026: a producer login holds its own idempotency keys and no
+// other's: it reads and inserts its own, cannot insert, read or release
+// another's, and can neither change, delete nor lock a key row (no UPDATE
+// or DELETE, so nothing it holds blocks the sweep). It takes over its own
+// expired keys through herald.idempotency_keys_release, and an accept
+// through its login does so by itself.
+func TestAProducerHoldsItsOwnIdempotencyKeysOnly(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	short, err := herald.NewClient(b.asA, &herald.Config{IdempotencyWindow: time.Second})
+	require.NoError(t, err)
+	defer short.Close()
+	first, err := short.Submit(ctx, emailIntent(b.nameA, "k"))
+	require.NoError(t, err)
+	theirs := submit(t, b.clientB, b.nameB, "k")
+
+	require.Equal(t, 1, countAs(t, b.asA, `SELECT count(*) FROM herald.idempotency_keys`))
+	require.Equal(t, 1, countAs(t, b.asB, `SELECT count(*) FROM herald.idempotency_keys`))
+	require.Equal(t, 2, countAs(t, b.asOp, `SELECT count(*) FROM herald.idempotency_keys`))
+	require.Equal(t, 2, countAs(t, b.asAud, `SELECT count(*) FROM herald.idempotency_keys`))
+	for _, stmt := range []string{
+		`INSERT INTO herald.idempotency_keys VALUES ('` + b.nameB + `', 'forged', 'n1', now() + interval '1 day')`,
+		`UPDATE herald.idempotency_keys SET expires_at = now()`,
+		`DELETE FROM herald.idempotency_keys`,
+		`SELECT 1 FROM herald.idempotency_keys FOR KEY SHARE`,
+		`LOCK TABLE herald.idempotency_keys IN SHARE MODE`,
+	} {
+		err := pgx.BeginFunc(ctx, b.asA, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, stmt)
+			return err
+		})
+		requireSQLState(t, err, insufficientPrivilege)
+	}
+	var released int
+	require.NoError(t, b.asA.QueryRow(ctx, `SELECT herald.idempotency_keys_release(ARRAY[$1], ARRAY['k'], ARRAY[$2],
+		now() + interval '30 days')`, b.nameB, theirs.NotificationID).Scan(&released))
+	require.Zero(t, released, "another's key, expired or not, is not the caller's to release")
+	require.Equal(t, 1, countAs(t, b.asB, `SELECT count(*) FROM herald.idempotency_keys`))
+
+	// Past its window, A's own key is free: A's next accept of it, through
+	// its own login, releases it and holds it for a new notification.
+	time.Sleep(1100 * time.Millisecond)
+	again, err := short.Submit(ctx, emailIntent(b.nameA, "k"))
+	require.NoError(t, err)
+	require.False(t, again.Duplicate)
+	require.NotEqual(t, first.NotificationID, again.NotificationID)
+	var holder string
+	require.NoError(t, b.asA.QueryRow(ctx, `SELECT notification_id FROM herald.idempotency_keys`).Scan(&holder))
+	require.Equal(t, again.NotificationID, holder)
+	require.Equal(t, 2, countAs(t, b.asA, `SELECT count(*) FROM herald.records`))
+	var bHolder string
+	require.NoError(t, b.asB.QueryRow(ctx, `SELECT notification_id FROM herald.idempotency_keys`).Scan(&bHolder))
+	require.Equal(t, theirs.NotificationID, bHolder, "B's key of the same name is untouched")
+}
+
+// Migration 00027: records' partitions are reached only through records,
+// under its policies (a producer sees its own records there, kept ones
+// included); staff read them and the partitions' view; making and retiring
+// weeks is the owner's (maintenance's).
+func TestRecordsPartitionsAreReachedOnlyThroughRecords(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	mine := submit(t, b.clientA, b.nameA, "key-a")
+	submit(t, b.clientB, b.nameB, "key-b")
+	// One of A's records in a kept partition, as a week's retirement
+	// leaves one: retired through the owner's function.
+	_, err := b.admin.Exec(ctx, `SELECT herald.records_weeks_create(current_date - 70, current_date - 60)`)
+	require.NoError(t, err)
+	old := idAt(time.Now().Add(-65 * 24 * time.Hour))
+	_, err = b.admin.Exec(ctx, `INSERT INTO herald.records (notification_id, notification_type, producer, audience_kind,
+		payload_json, idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+		VALUES ($1, 't', $2, 'users', '{}', 'old', 'fp', now() - interval '65 days', now() - interval '65 days',
+			now(), now() + interval '1 day')`, old, b.nameA)
+	require.NoError(t, err)
+	for range 2 { // a week a call: the two weeks made
+		_, err = b.admin.Exec(ctx, `SELECT * FROM herald.records_week_stage(now() - interval '50 days', 1000)`)
+		require.NoError(t, err)
+		_, err = b.admin.Exec(ctx, `SELECT * FROM herald.records_week_swap()`)
+		require.NoError(t, err)
+	}
+	var kept string
+	require.NoError(t, b.admin.QueryRow(ctx, `SELECT tableoid::regclass::text FROM herald.records WHERE notification_id = $1`, old).Scan(&kept))
+	require.Regexp(t, `^herald\.records_k\d{8}$`, kept, "kept: its idempotency window is open")
+
+	rows, err := b.admin.Query(ctx, `SELECT relid::regclass::text FROM pg_partition_tree('herald.records') WHERE isleaf ORDER BY 1`)
+	require.NoError(t, err)
+	parts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, parts, "herald.records_default")
+	require.Contains(t, parts, kept)
+	for _, p := range parts {
+		_, err := b.asA.Exec(ctx, "SELECT 1 FROM "+p+" LIMIT 1")
+		requireSQLState(t, err, insufficientPrivilege)
+		_, err = b.asA.Exec(ctx, `INSERT INTO `+p+` (notification_id, notification_type, producer, audience_kind,
+			payload_json, idempotency_key, request_fingerprint, occurred_at, accepted_at, updated_at, idempotency_expires_at)
+			VALUES ('zz', 't', '`+b.nameA+`', 'users', '{}', 'zz', 'fp', now(), now(), now(), now())`)
+		requireSQLState(t, err, insufficientPrivilege)
+		_, err = b.asOp.Exec(ctx, "DELETE FROM "+p)
+		requireSQLState(t, err, insufficientPrivilege)
+		var n int
+		require.NoError(t, b.asAud.QueryRow(ctx, "SELECT count(*) FROM "+p).Scan(&n), "staff read %s", p)
+	}
+	require.Equal(t, 2, countAs(t, b.asA, `SELECT count(*) FROM herald.records`), "A's own, kept one included")
+	require.Equal(t, 1, countAs(t, b.asA, `SELECT count(*) FROM herald.records WHERE notification_id = $1`, old))
+	require.Zero(t, countAs(t, b.asB, `SELECT count(*) FROM herald.records WHERE notification_id IN ($1, $2)`, old, mine.NotificationID))
+	require.Equal(t, len(parts), countAs(t, b.asAud, `SELECT count(*) FROM herald.records_partitions_view`))
+	require.Equal(t, len(parts), countAs(t, b.asOp, `SELECT count(*) FROM herald.records_partitions_view`))
+	_, err = b.asA.Exec(ctx, `SELECT * FROM herald.records_partitions_view`)
 	requireSQLState(t, err, insufficientPrivilege)
-	_, err = b.asAud.Exec(ctx, `SELECT * FROM herald.routes_weeks_drop(now())`)
-	requireSQLState(t, err, insufficientPrivilege)
+	for _, call := range []string{
+		`SELECT herald.records_weeks_create(current_date, current_date + 30)`,
+		`SELECT * FROM herald.records_week_stage(now(), 1000)`,
+		`SELECT * FROM herald.records_week_swap()`,
+		`SELECT * FROM herald.routes_weeks_detach(now())`,
+		`SELECT herald.partitions_drop_gone()`,
+	} {
+		for _, as := range []*pgxpool.Pool{b.asA, b.asOp, b.asAud, b.asRelay, b.asDir} {
+			_, err := as.Exec(ctx, call)
+			requireSQLState(t, err, insufficientPrivilege)
+		}
+	}
+}
+
+// idAt is a UUIDv7's text made at t: its first 48 bits are t's
+// milliseconds.
+func idAt(t time.Time) string {
+	ms := t.UnixMilli()
+	return fmt.Sprintf("%08x-%04x-7000-8000-000000000000", ms>>16, ms&0xffff)
 }

@@ -153,7 +153,8 @@
 // the existing notification (errors.Is [ErrIdempotencyConflict]) from the
 // Go door, and a malformed entry with code idempotency_conflict from the
 // SQL door. A key stays reserved for Config.IdempotencyWindow (48 hours by
-// default) after acceptance, recorded as idempotency_expires_at.
+// default) after acceptance, recorded as idempotency_expires_at; after it
+// the key is free, and the same key is a new notification.
 //
 // # Errors
 //

@@ -3,21 +3,24 @@
 -- retention deletes it (with its routes and dead letters).
 
 -- name: RecordInsertMany :many
--- Accepts a batch of validated intents in ONE statement (one round trip): the
--- records, then the routes of exactly those records that were inserted, and
--- the dispatchers' wake-up hint. The UNIQUE (producer, idempotency_key)
--- constraint is the idempotency check: a record whose key exists already
--- (committed, or committed by a racing transaction this statement waited
--- for) is skipped by ON CONFLICT DO NOTHING, and so are its routes, because
--- the routes are joined to the records this statement actually inserted.
--- Routes' foreign keys are checked at the end of the statement, when their
--- records exist.
--- Returns one row per inserted record. A key that is not among them exists
+-- Accepts a batch of validated intents in ONE statement (one round trip):
+-- the idempotency keys, then the records of exactly the keys inserted, then
+-- their routes, and the dispatchers' wake-up hint. The primary key of
+-- herald.idempotency_keys (producer, idempotency_key) is the idempotency
+-- check (migration 00026): a key held already (committed, or committed by a
+-- racing transaction this statement waited for) is skipped by ON CONFLICT,
+-- and so are its record and routes, because the records are joined to the
+-- keys this statement actually inserted and the routes to those records. A
+-- key whose window is over (expires_at passed) is skipped too: the caller
+-- releases it (herald.idempotency_keys_release) and inserts it again.
+-- Returns one row per inserted record. A key that is not among them is held
 -- already (committed before, or by a racing transaction this statement
 -- waited for): the caller reads those with RecordGetByKeys, a second round
 -- trip paid only by duplicates. Looking every key up here would cost a
 -- descent of the unique index per intent on every batch, duplicates or not.
--- The producer/idempotency_key pairs must be distinct within one call.
+-- The producer/idempotency_key pairs must be distinct within one call, and
+-- in (producer, idempotency_key) order, so that two accepts sharing keys
+-- take their locks in the same order.
 -- A route's notify_producer is set when its intent has a callback_url or
 -- its producer a callback subscription: only those routes fire the status
 -- callback trigger (migration 00012).
@@ -50,6 +53,15 @@ WITH rec_in AS (
         -- partial records_campaign_idx).
         nullif(unnest(@campaigns::text[]), '') AS campaign
 ),
+keys_ins AS (
+    -- The keys, in the caller's order.
+    INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
+    SELECT producer, idempotency_key, notification_id,
+        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8)
+    FROM rec_in
+    ON CONFLICT (producer, idempotency_key) DO NOTHING
+    RETURNING k.notification_id
+),
 subscribed AS (
     -- The batch's producers that subscribed to status callbacks: one probe
     -- of callback_subscriptions' primary key per distinct producer (a
@@ -78,7 +90,7 @@ ins AS (
         callback_url,
         campaign
     FROM rec_in
-    ON CONFLICT (producer, idempotency_key) DO NOTHING
+    WHERE notification_id IN (SELECT notification_id FROM keys_ins)
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
 ),
 routes_ins AS (
@@ -133,15 +145,17 @@ FROM ins CROSS JOIN wake;
 -- insert is a speculative insertion: a descent of the unique index before
 -- each row, a heap tuple marked speculative, and a confirmation (a buffer
 -- lock and a WAL record) after its index entries; this statement writes
--- each row outright, the UNIQUE constraint checking it as the row's index
--- entry goes in, as in any insert. A key that exists already (or that a
--- racing transaction commits) fails the whole statement with a
--- unique_violation on records_idempotency_unique, and nothing is written:
--- the caller then runs RecordInsertMany. Only a caller whose statement
--- commits on its own may use it (internal/accept decides), since a failed
+-- each key outright, the primary key checking it as the row's index entry
+-- goes in, as in any insert. A key held already, expired or not (or that a
+-- racing transaction commits), fails the whole statement with a
+-- unique_violation on idempotency_keys_pkey, and nothing is written: the
+-- caller then runs RecordInsertMany. So every record's key is the
+-- statement's own, and the records are inserted from the batch itself,
+-- not joined to the keys inserted. Only a caller whose statement commits
+-- on its own may use it (internal/accept decides), since a failed
 -- statement aborts the transaction it is in. RecordInsertMany's comments
 -- say what each part does; a test in internal/store keeps the two texts
--- the same but for ON CONFLICT.
+-- the same but for ON CONFLICT and that join.
 WITH rec_in AS (
     SELECT
         unnest(@notification_ids::text[]) AS notification_id,
@@ -161,6 +175,12 @@ WITH rec_in AS (
         nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
         unnest(@callback_urls::text[]) AS callback_url,
         nullif(unnest(@campaigns::text[]), '') AS campaign
+),
+keys_ins AS (
+    INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
+    SELECT producer, idempotency_key, notification_id,
+        coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8)
+    FROM rec_in
 ),
 subscribed AS (
     SELECT s.producer
@@ -227,13 +247,32 @@ SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_finge
 FROM ins CROSS JOIN wake;
 
 -- name: RecordGetByKeys :many
--- The existing records for (producer, idempotency_key) pairs: what a
--- duplicate submit returns, or what an idempotency conflict names.
-SELECT r.notification_id, r.producer, r.idempotency_key, r.request_fingerprint, r.accepted_at
-FROM herald.records r
-JOIN (
+-- Who holds the idempotency keys (producer, idempotency_key) given: the
+-- notification named by each key's row (herald.idempotency_keys), whether
+-- the key's window ended at or before @now (NULL: now()), and that
+-- notification's fingerprint and acceptance, from its record. A key held
+-- within its window is what a duplicate submit returns or an idempotency
+-- conflict names; an expired one is free, and the caller releases it. A
+-- record must be the key's producer's, so a key row pointing elsewhere
+-- finds none (found is false).
+SELECT k.producer, k.idempotency_key, k.notification_id,
+    (k.expires_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS expired,
+    (r.notification_id IS NOT NULL)::boolean AS found,
+    coalesce(r.request_fingerprint, '')::text AS request_fingerprint,
+    coalesce(r.accepted_at, k.expires_at)::timestamptz AS accepted_at
+FROM (
     SELECT unnest(@producers::text[]) AS producer, unnest(@idempotency_keys::text[]) AS idempotency_key
-) AS k ON r.producer = k.producer AND r.idempotency_key = k.idempotency_key;
+) AS q
+JOIN herald.idempotency_keys k ON k.producer = q.producer AND k.idempotency_key = q.idempotency_key
+LEFT JOIN herald.records r ON r.notification_id = k.notification_id AND r.producer = k.producer;
+
+-- name: IdempotencyKeysRelease :one
+-- Releases the expired keys the caller met (see
+-- herald.idempotency_keys_release): those whose window ended at or before
+-- @now (NULL: now()) and that @notification_ids still hold. Returns how
+-- many it released.
+SELECT herald.idempotency_keys_release(@producers::text[], @idempotency_keys::text[],
+    @notification_ids::text[], sqlc.narg('now')::timestamptz)::integer AS released;
 
 -- name: RecordGet :one
 -- One record by id, for Get, Cancel and `herald status`.
@@ -257,8 +296,7 @@ FROM herald.notification_timeline(@notification_id::text) AS t;
 -- name: RecordCallbackList :many
 -- The status callbacks herald created about one notification's routes, for
 -- `herald status` (schema function herald.notification_callbacks, which
--- probes records' (producer, idempotency_key) index once per watched route
--- and event): oldest first, with the callback route's next attempt (NULL
+-- finds them through records_callback_of_idx, migration 00026): oldest first, with the callback route's next attempt (NULL
 -- once final).
 SELECT
     c.route_id::text AS route_id,
@@ -326,8 +364,11 @@ ORDER BY rec.producer;
 -- be outrun.
 --
 -- A batch reads the next @batch_size records of records_pkey after the
--- cursor @after_id, exclusive, oldest first: a notification id is a
--- UUIDv7, which sorts by the millisecond it was made (migration 00024).
+-- cursor @after_id, exclusive, oldest first, below @below_id: a
+-- notification id is a UUIDv7, which sorts by the millisecond it was made
+-- (migration 00024). @below_id is the lower bound of the weeks not retired
+-- yet (migration 00027), whose records go with their week, whole: the walk
+-- reads only the kept partitions, records_before and records_default.
 -- Those of them made before @accepted_before's millisecond
 -- (herald.id_floor) are the batch's candidates, deleted if they qualify
 -- (accepted_at is compared as well). The range is open at its top so that
@@ -361,6 +402,7 @@ WITH candidates AS (
         SELECT r.notification_id, r.ctid::tid AS tid
         FROM herald.records r
         WHERE r.notification_id > @after_id::text
+            AND r.notification_id < @below_id::text
         ORDER BY r.notification_id
         LIMIT @batch_size::integer
     ) AS c
@@ -370,7 +412,7 @@ unfinished AS (
     -- The candidates with a route that is not finished long enough: in
     -- routes_live, not terminal or changed since @finished_before; or in a
     -- finished week's partition at all, since the week is dropped whole
-    -- (routes_weeks_drop) once it ended before the cut-off, and the
+    -- (routes_weeks_detach) once it ended before the cut-off, and the
     -- record goes after its routes. From one range scan of each
     -- partition's primary key: a batch's candidates are one run of
     -- records_pkey, so their routes (keyed by their record's id first)
@@ -386,8 +428,13 @@ unfinished AS (
             OR rt.updated_at >= @finished_before::timestamptz)
 ),
 deleted AS (
+    -- A tuple id names a row within its partition only: the id, looked up
+    -- in a hash, names the one the walk read (ids are unique across
+    -- partitions).
     DELETE FROM herald.records r
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM candidates))
+        AND r.notification_id < @below_id::text
+        AND (r.notification_id IN (SELECT notification_id FROM candidates)) IS TRUE
         AND r.accepted_at < @accepted_before::timestamptz
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND r.notification_id NOT IN (SELECT notification_id FROM unfinished)
@@ -429,13 +476,16 @@ SELECT
 -- record), all of whose dead letters are older than @dead_before, and whose
 -- idempotency window is over. The record goes whole, with its routes and dead
 -- letters, so no orphan is left for the operator views. The cursor, the
--- result and the reads by tuple id are RecordDeleteFinished's.
+-- result, the reads by tuple id and the walk below @below_id (the weeks
+-- not retired yet: a dead letter's record is kept from its week when the
+-- week retires, and deleted from there) are RecordDeleteFinished's.
 WITH candidates AS (
     SELECT c.notification_id, c.tid
     FROM (
         SELECT r.notification_id, r.ctid::tid AS tid
         FROM herald.records r
         WHERE r.notification_id > @after_id::text
+            AND r.notification_id < @below_id::text
         ORDER BY r.notification_id
         LIMIT @batch_size::integer
     ) AS c
@@ -458,9 +508,13 @@ unfinished AS (
             OR rt.updated_at >= @dead_before::timestamptz)
 ),
 doomed AS (
+    -- By tuple id, and by id: a tuple id names a row within its partition
+    -- only (migration 00027).
     SELECT r.notification_id, r.ctid::tid AS tid
     FROM herald.records r
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM candidates))
+        AND r.notification_id < @below_id::text
+        AND (r.notification_id IN (SELECT notification_id FROM candidates)) IS TRUE
         AND r.accepted_at < @dead_before::timestamptz
         AND r.idempotency_expires_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND EXISTS (
@@ -493,6 +547,8 @@ locked AS (
 deleted AS (
     DELETE FROM herald.records r
     WHERE r.ctid = ANY (ARRAY(SELECT tid FROM doomed))
+        AND r.notification_id < @below_id::text
+        AND (r.notification_id IN (SELECT notification_id FROM doomed)) IS TRUE
         AND (SELECT count(*) FROM locked l WHERE l.notification_id = r.notification_id)
             = (SELECT count(*) FROM herald.routes rt WHERE rt.notification_id = r.notification_id)
     RETURNING r.notification_id

@@ -118,6 +118,21 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 		require.NotContains(t, p.Statuses, "dead_letter")
 	}
 	require.Equal(t, sum.Routes, stored)
+	// And the records (migration 00027): each in the partition of the week
+	// it was accepted in, which the summary names among the weeks made,
+	// each holding its idempotency key (00026), in a table of their own.
+	var records, keys int64
+	for _, p := range sum.RecordStorage {
+		records += p.Records
+		keys += p.Keys
+		week, ok := strings.CutPrefix(p.Partition, "herald.records_w")
+		require.True(t, ok, p.Partition)
+		require.Contains(t, sum.RecordWeeks, week)
+	}
+	require.Equal(t, count(`SELECT count(*) FROM herald.records WHERE request_id LIKE $1`, prefix), records)
+	require.Equal(t, records, keys)
+	require.Equal(t, keys, count(`SELECT count(*) FROM herald.idempotency_keys k JOIN herald.records r
+		USING (notification_id) WHERE r.request_id LIKE $1`, prefix))
 	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters WHERE channel <> 'callback'`))
 	require.Equal(t, sum.Malformed, count(`SELECT count(*) FROM herald.malformed_intents`))
 	require.Equal(t, sum.Retried, count(`SELECT count(*) FROM herald.routes WHERE attempt_count > 1 AND channel <> 'callback'`))

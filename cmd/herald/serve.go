@@ -42,6 +42,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if *maxConns < 0 || *maxConns > math.MaxInt32 { // the pool's size is an int32
 		return usageError{fmt.Errorf("invalid -max-conns %d: want 1 or more, or 0 for the default", *maxConns)}
 	}
+	if err := ops.validate(); err != nil {
+		return err
+	}
 	cfg, err := config.Load(*configPath, m.Getenv)
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ type serveOps struct {
 	finishedRetention   time.Duration
 	malformedRetention  time.Duration
 	deadLetterRetention time.Duration
+	retentionDuty       float64
 	noMaintenance       bool
 }
 
@@ -61,14 +62,39 @@ func (o *serveOps) bind(fs *flag.FlagSet, m *Main) error {
 		}
 		fs.DurationVar(d.dst, d.name, def, d.help+" (env "+d.env+")")
 	}
+	duty := maintenance.DefaultRetentionDuty
+	if v := m.Getenv("HERALD_RETENTION_DUTY"); v != "" {
+		parsed, err := strconv.ParseFloat(v, 64)
+		if err != nil || !validDuty(parsed) {
+			return usageError{fmt.Errorf("invalid HERALD_RETENTION_DUTY %q: want a share above 0, at most 1, such as 0.25", v)}
+		}
+		duty = parsed
+	}
+	fs.Float64Var(&o.retentionDuty, "retention-duty", duty,
+		"the share of its run finished retention spends in statements, waiting between them so the engine keeps the rest (1: flat out) (env HERALD_RETENTION_DUTY)")
+	return nil
+}
+
+// validDuty reports whether d is a retention duty: above 0, at most 1.
+func validDuty(d float64) bool { return d > 0 && d <= 1 }
+
+// validate returns a usage error for a flag value out of range, before
+// serve connects to anything.
+func (o *serveOps) validate() error {
+	if o.finishedRetention < 0 || o.malformedRetention < 0 || o.deadLetterRetention < 0 {
+		return usageError{errors.New("invalid retention: must not be negative")}
+	}
+	if !validDuty(o.retentionDuty) {
+		return usageError{fmt.Errorf("invalid -retention-duty %g: want a share above 0, at most 1", o.retentionDuty)}
+	}
 	return nil
 }
 
 // configure sets the metrics address and, unless -no-maintenance, the
 // maintenance of cfg, the engine serve runs.
 func (o *serveOps) configure(cfg *engine.Config) error {
-	if o.finishedRetention < 0 || o.malformedRetention < 0 || o.deadLetterRetention < 0 {
-		return usageError{errors.New("invalid retention: must not be negative")}
+	if err := o.validate(); err != nil {
+		return err
 	}
 	cfg.MetricsAddr = o.metricsAddr
 	if !o.noMaintenance {
@@ -76,6 +102,7 @@ func (o *serveOps) configure(cfg *engine.Config) error {
 			FinishedRetention:   o.finishedRetention,
 			MalformedRetention:  o.malformedRetention,
 			DeadLetterRetention: o.deadLetterRetention,
+			RetentionDuty:       o.retentionDuty,
 		}
 	}
 	return nil

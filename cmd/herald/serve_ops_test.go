@@ -28,10 +28,29 @@ func TestServeOpsFlagsTakeTheirDefaultsFromTheEnvironment(t *testing.T) {
 	require.Equal(t, 720*time.Hour, o.deadLetterRetention)
 	require.Equal(t, 24*time.Hour, o.finishedRetention)
 	require.Equal(t, maintenance.DefaultMalformedRetention, o.malformedRetention)
+	require.Equal(t, maintenance.DefaultRetentionDuty, o.retentionDuty)
 
 	_, _, err := run(t, map[string]string{"HERALD_FINISHED_RETENTION": "a week"}, "serve")
 	require.ErrorContains(t, err, "HERALD_FINISHED_RETENTION")
 	require.Equal(t, 2, exitCode(err))
+
+	// The retention duty: from the environment, the flag over it; a share
+	// above 0 and at most 1, anything else a usage error.
+	m, _, _ = testMain(map[string]string{"HERALD_RETENTION_DUTY": "0.5"})
+	o = serveOps{}
+	fs = flag.NewFlagSet("serve", flag.ContinueOnError)
+	require.NoError(t, o.bind(fs, m))
+	require.NoError(t, fs.Parse(nil))
+	require.Equal(t, 0.5, o.retentionDuty)
+	require.NoError(t, fs.Parse([]string{"-retention-duty", "1"}))
+	require.Equal(t, 1.0, o.retentionDuty)
+	for _, bad := range []string{"0", "-0.1", "1.5", "half"} {
+		_, _, err := run(t, map[string]string{"HERALD_RETENTION_DUTY": bad}, "serve")
+		require.ErrorContains(t, err, "HERALD_RETENTION_DUTY", bad)
+		require.Equal(t, 2, exitCode(err), bad)
+		_, _, err = run(t, nil, "serve", "-retention-duty", bad)
+		require.Equal(t, 2, exitCode(err), bad)
+	}
 }
 
 // freeAddr returns a loopback address nothing listens on right now.

@@ -1,7 +1,7 @@
 // Package accept stores validated intents: Accept writes each as one
-// record plus its routes, idempotently (the UNIQUE (producer,
-// idempotency_key) constraint decides), in one statement that may also
-// send the dispatchers' wake-up hint. It is the one way into the records
+// record plus its routes, idempotently (the primary key (producer,
+// idempotency_key) of herald.idempotency_keys decides), in one statement
+// that may also send the dispatchers' wake-up hint. It is the one way into the records
 // and routes tables, for both doors: the Go client at the module root
 // calls Accept with what package intake validated, and the Worker drains
 // the SQL intake (herald.intake), validating each entry with package
@@ -63,9 +63,8 @@ const DefaultPessimism = 10 * time.Second
 // Optimism lets Accept store a batch with RecordInsertManyFresh, a plain
 // insert, instead of RecordInsertMany's ON CONFLICT DO NOTHING, whose
 // speculative insertion costs a descent of the unique index and a
-// confirmation per record (about a quarter of the insert's buffer
-// accesses). The UNIQUE (producer, idempotency_key) constraint is the
-// check either way: a key that exists fails the plain insert as a whole,
+// confirmation per key (about a quarter of the insert's buffer
+// accesses). The primary key of idempotency_keys is the check either way: a key that exists fails the plain insert as a whole,
 // nothing written, and Accept runs the ON CONFLICT insert instead. That
 // is tried only where the failed statement aborts no transaction: db a
 // *pgxpool.Pool, or a connection (*pgx.Conn, *pgxpool.Conn) outside one.
@@ -114,7 +113,7 @@ func standalone(db store.DBTX) bool {
 func keyTaken(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.UniqueViolation &&
-		pgErr.ConstraintName == "records_idempotency_unique"
+		pgErr.ConstraintName == "idempotency_keys_pkey"
 }
 
 // Outcome is what Accept did with one validated intent.
@@ -155,12 +154,15 @@ type keyHolder struct {
 // Accept stores validated intents idempotently through db (a pool, a
 // connection or the caller's transaction), each as one record plus its
 // routes, all in one statement, and returns one Outcome per intent in the
-// order of vs. The UNIQUE (producer, idempotency_key) constraint decides:
-// the first intent with a key is stored; the others with the same key get
-// the stored notification, as a Duplicate if their fingerprint matches it
-// and as a Conflict if not. It costs one round trip, plus one more only
-// when a key exists already (a duplicate or conflict), and one more again
-// when p.Optimism tried the plain insert and the key made it fail. Under
+// order of vs. The primary key (producer, idempotency_key) of
+// herald.idempotency_keys decides: the first intent with a key is stored;
+// the others with the same key get the stored notification, as a
+// Duplicate if their fingerprint matches it and as a Conflict if not. A
+// key whose window is over is free: Accept releases it and stores the
+// intent as a new notification. It costs one round trip, plus one more
+// only when a key is held already (a duplicate or conflict), two more for
+// an expired key, and one more again when p.Optimism tried the plain
+// insert and the key made it fail. Under
 // REPEATABLE READ or SERIALIZABLE such a race fails with a serialization
 // error instead, which the caller retries. An error means
 // nothing was accepted by this call (in a transaction, the transaction is
@@ -173,9 +175,20 @@ func Accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params
 	return accept(ctx, db, vs, p)
 }
 
+// releaseRounds bounds how many times one Accept releases expired keys
+// and inserts their intents again: each round follows another accept
+// taking a key over and letting it expire in between.
+const releaseRounds = 3
+
 // accept is Accept of intents that it does not check against their
 // campaigns.
 func accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params) ([]Outcome, error) {
+	return acceptRound(ctx, db, vs, p, 0)
+}
+
+// acceptRound is accept's round round: the intents whose keys it finds
+// expired it releases and accepts again, in round round+1.
+func acceptRound(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params, round int) ([]Outcome, error) {
 	out := make([]Outcome, len(vs))
 	if len(vs) == 0 {
 		return out, nil
@@ -215,29 +228,80 @@ func accept(ctx context.Context, db store.DBTX, vs []*intake.Validated, p Params
 		}
 	}
 
-	// Keys not inserted exist already: committed before the statement, or
-	// by a racing transaction it waited for (whose row its snapshot cannot
-	// show). A new statement reads both.
-	var missing store.RecordGetByKeysParams
+	// Keys not inserted are held already: committed before the statement,
+	// or by a racing transaction it waited for (whose row its snapshot
+	// cannot show). A new statement reads both. A key whose window is over
+	// is free: it is released, and its intents go in again.
+	var now *time.Time // nil: the database's clock
+	if !p.Now.IsZero() {
+		now = &p.Now
+	}
+	missing := store.RecordGetByKeysParams{Now: now}
 	for k, h := range holders {
 		if h == nil {
 			missing.Producers = append(missing.Producers, k.producer)
 			missing.IdempotencyKeys = append(missing.IdempotencyKeys, k.key)
 		}
 	}
+	released := map[idemKey]bool{}
 	if len(missing.Producers) > 0 {
 		found, err := store.New().RecordGetByKeys(ctx, db, missing)
 		if err != nil {
 			return nil, fmt.Errorf("get records by idempotency key: %w", err)
 		}
+		release := store.IdempotencyKeysReleaseParams{Now: now}
 		for _, r := range found {
-			holders[idemKey{r.Producer, r.IdempotencyKey}] = &keyHolder{
-				id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt, insertedBy: -1,
+			k := idemKey{r.Producer, r.IdempotencyKey}
+			switch {
+			case r.Expired:
+				released[k] = true
+				release.Producers = append(release.Producers, r.Producer)
+				release.IdempotencyKeys = append(release.IdempotencyKeys, r.IdempotencyKey)
+				release.NotificationIds = append(release.NotificationIds, r.NotificationID)
+			case !r.Found:
+				return nil, fmt.Errorf("accept intent: idempotency key of producer %q is held by notification %s, which is not found",
+					r.Producer, r.NotificationID)
+			default:
+				holders[k] = &keyHolder{
+					id: r.NotificationID, fingerprint: r.RequestFingerprint, acceptedAt: r.AcceptedAt, insertedBy: -1,
+				}
 			}
+		}
+		if len(released) > 0 {
+			if round+1 >= releaseRounds {
+				return nil, fmt.Errorf("accept intent: idempotency keys found expired %d times over", releaseRounds)
+			}
+			if _, err := store.New().IdempotencyKeysRelease(ctx, db, release); err != nil {
+				return nil, fmt.Errorf("release expired idempotency keys: %w", err)
+			}
+		}
+	}
+	if len(released) > 0 {
+		// The intents of the released keys go in again, with ON CONFLICT: a
+		// key another accept took meanwhile is its duplicate or conflict.
+		var again []*intake.Validated
+		var at []int
+		for i, v := range vs {
+			if released[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}] {
+				again = append(again, v)
+				at = append(at, i)
+			}
+		}
+		q := p
+		q.Optimism = nil
+		outs, err := acceptRound(ctx, db, again, q, round+1)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range at {
+			out[i] = outs[j]
 		}
 	}
 
 	for i, v := range vs {
+		if released[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}] {
+			continue
+		}
 		h := holders[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}]
 		if h == nil {
 			return nil, fmt.Errorf("accept intent: idempotency key of producer %q neither inserted nor found", v.Intent.Producer)

@@ -174,15 +174,18 @@ func TestOptimismReturnsAnotherUniqueViolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
-	_, err := pool.Exec(ctx, `CREATE UNIQUE INDEX records_one_payload ON herald.records (payload_json)`)
+	// Records are partitioned by id (migration 00027), and a unique index
+	// of a partitioned table must hold its key: a unique index of the
+	// routes in flight instead, which both intents' routes share.
+	_, err := pool.Exec(ctx, `CREATE UNIQUE INDEX routes_one_recipient ON herald.routes_live (channel, recipient_ref)`)
 	require.NoError(t, err)
 	var o Optimism
 
-	_, err = Accept(ctx, pool, keyed(t, "a", "b"), Params{Optimism: &o}) // same payload, two keys
+	_, err = Accept(ctx, pool, keyed(t, "a", "b"), Params{Optimism: &o}) // the same recipients, two keys
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	require.Equal(t, pgerrcode.UniqueViolation, pgErr.Code)
-	require.Equal(t, "records_one_payload", pgErr.ConstraintName)
+	require.Equal(t, "routes_one_recipient", pgErr.ConstraintName)
 	require.Equal(t, [2]int64{0, 0}, counts(&o))
 	records, routes := stored(t, pool)
 	require.Zero(t, records)

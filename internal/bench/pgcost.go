@@ -158,15 +158,23 @@ func takeSnapshot(ctx context.Context, pool *pgxpool.Pool) (snapshot, error) {
 	return s, nil
 }
 
-// table returns name's counters and sizes; for routes, the sum over its
-// partitions (routes_live and the finished weeks', migration 00025).
+// table returns name's counters and sizes; for routes and records, the
+// sum over their partitions (routes_live and the finished weeks',
+// migration 00025; the accepted weeks', the kept ones' and
+// records_default, migration 00027).
 func (s snapshot) table(name string) TableCost {
-	if name != "routes" {
+	var part func(string) bool
+	switch name {
+	case "routes":
+		part = func(n string) bool { return n == "routes_live" || strings.HasPrefix(n, "routes_f") }
+	case "records":
+		part = func(n string) bool { return strings.HasPrefix(n, "records_") }
+	default:
 		return s.tables[name]
 	}
 	sum := TableCost{Table: name}
 	for n, t := range s.tables {
-		if n == "routes_live" || strings.HasPrefix(n, "routes_f") {
+		if part(n) {
 			sum.Inserted += t.Inserted
 			sum.Updated += t.Updated
 			sum.HOTUpdated += t.HOTUpdated

@@ -29,13 +29,16 @@ const (
 	DefaultWindow = 10 * time.Second
 )
 
-// The history's shape: accepted over 30 days that ended 8 days ago (past
-// maintenance's default seven days of finished retention and the 48-hour
-// idempotency window), one record in historyDeadEvery dead-lettered and
-// kept, as dead letters are until an operator acts.
+// The history's shape: accepted over 30 days that ended 22 days ago, one
+// record in historyDeadEvery dead-lettered and kept, as dead letters are
+// until an operator acts. 22 days: past maintenance's default seven days
+// of finished retention, counted from the end of the week a route
+// finished in (routes go by that week, whole, migration 00025), and the
+// seven more after which the records of the week they were accepted in
+// are retired (migration 00027), and the 48-hour idempotency window.
 const (
 	historyProducer  = "herald-bench-history"
-	historyAge       = 38 * 24 * time.Hour
+	historyAge       = 52 * 24 * time.Hour
 	historySpan      = 30 * 24 * time.Hour
 	historyDeadEvery = 100
 	// historyChunk is the records one fill statement inserts.
@@ -72,7 +75,9 @@ type RetentionPhase struct {
 
 // HistoryCount is the history's rows at one moment, counted with SQL.
 type HistoryCount struct {
-	Records     int64 `json:"records"`
+	Records int64 `json:"records"`
+	// Keys are the history's idempotency keys (migration 00026).
+	Keys        int64 `json:"keys"`
 	Routes      int64 `json:"routes"`
 	Published   int64 `json:"published"`
 	DeadLetters int64 `json:"dead_letters"`
@@ -259,7 +264,7 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range []string{"records", "routes", "dead_letters"} {
+	for _, t := range []string{"records", "routes", "dead_letters", "idempotency_keys"} {
 		b, a := sizesBefore.table(t), sizesAfter.table(t)
 		rep.Sizes = append(rep.Sizes, RetentionSize{Table: t,
 			TableBytesBefore: b.TableBytes, IndexBytesBefore: b.IndexBytes,
@@ -280,7 +285,7 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 	rep.Headroom = rep.RoutesDeletedPerSec / without.DeliveredPerSec
 	rep.EngineCost = 1 - with.DeliveredPerSec/without.DeliveredPerSec
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("history: %d records of %d route(s) each, accepted evenly over 30 days that ended 8 days ago, published; one record in %d dead-lettered (kept: dead-letter retention is off by default); filled with generate_series in statements of %d records, then VACUUM ANALYZEd and CHECKPOINTed",
+		fmt.Sprintf("history: %d records of %d route(s) each, with their idempotency keys (long expired), accepted evenly over 30 days that ended 22 days ago (routes go by the week they finished in, records by the week they were accepted in, seven days after it: 22 days is past both), published; one record in %d dead-lettered (kept: dead-letter retention is off by default); filled with generate_series in statements of %d records, then VACUUM ANALYZEd and CHECKPOINTed",
 			records, c.RoutesPerIntent, historyDeadEvery, historyChunk),
 		fmt.Sprintf("retention: internal/maintenance's DeleteFinished with the default 7-day finished retention, on a pool of its own while the engine delivers, in windows of %s alternating with windows without it (so that the machine's drift falls on both alike), each run cut short at its window's end (its last batch rolled back) and the next going on from where it stood, as the periodic job's next run does after one cut short; producers keep about 20,000 routes ahead of the deliveries", p.Window),
 		"headroom: routes deleted per second (over the windows with retention) over the engine's routes delivered per second without it (issue 14: at least 2); engine cost: 1 - delivered/s with retention over without (issue 14: at most 0.10); autovacuum runs whenever it will, in either",
@@ -389,14 +394,20 @@ func fillHistory(ctx context.Context, db *Database, c *Config, n int64, oldest t
 		arg.RecipientRefs = append(arg.RecipientRefs, r.RecipientRef)
 	}
 	// The finished weeks' partitions the history's published routes go to
-	// (migration 00025), as maintenance makes them ahead of time on a live
-	// system.
+	// (migration 00025), and the accepted weeks' its records go to
+	// (migration 00027), as maintenance makes them ahead of time on a
+	// live system.
+	first := pgtype.Date{Time: oldest.UTC(), Valid: true}
+	last := pgtype.Date{Time: oldest.Add(historySpan + 24*time.Hour).UTC(), Valid: true}
 	if _, err := store.New().RouteWeeksCreate(ctx, db.Pool, store.RouteWeeksCreateParams{
-		FirstDay:    pgtype.Date{Time: oldest.UTC(), Valid: true},
-		LastDay:     pgtype.Date{Time: oldest.Add(historySpan + 24*time.Hour).UTC(), Valid: true},
-		WaitSeconds: 10,
+		FirstDay: first, LastDay: last, WaitSeconds: 10,
 	}); err != nil {
 		return 0, fmt.Errorf("make the history's weeks: %w", err)
+	}
+	if _, err := store.New().RecordWeeksCreate(ctx, db.Pool, store.RecordWeeksCreateParams{
+		FirstDay: first, LastDay: last, WaitSeconds: 10,
+	}); err != nil {
+		return 0, fmt.Errorf("make the history's record weeks: %w", err)
 	}
 	q := benchstore.New()
 	start := time.Now()

@@ -71,6 +71,20 @@ type Summary struct {
 	// Weeks are the finished routes' week partitions that exist, by their
 	// Monday (YYYYMMDD).
 	Weeks []string `json:"weeks"`
+	// RecordStorage is where this run's records are stored: per partition
+	// of records (migration 00027), with their idempotency keys (00026).
+	RecordStorage []RecordStorage `json:"record_storage"`
+	// RecordWeeks are records' week partitions that exist, by their Monday
+	// (YYYYMMDD).
+	RecordWeeks []string `json:"record_weeks"`
+}
+
+// RecordStorage is one partition of records, this run's records in it, and
+// how many of them hold their idempotency key.
+type RecordStorage struct {
+	Partition string `json:"partition"`
+	Records   int64  `json:"records"`
+	Keys      int64  `json:"keys"`
 }
 
 // RouteStorage is one partition of routes and this run's routes in it.
@@ -238,6 +252,15 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		for _, p := range s.RouteStorage {
 			fmt.Fprintf(tw, "  %s\t%d routes\t%s\n", p.Partition, p.Routes, p.Statuses)
+		}
+		_ = tw.Flush()
+	}
+	if len(s.RecordStorage) > 0 {
+		fmt.Fprintf(out, "storage: records are partitioned by the week they were accepted in (%s); retention retires a week whole a week after its routes' weeks, keeping what must stay; idempotency keys are rows of their own, swept when their window ends\n",
+			strings.Join(s.RecordWeeks, ", "))
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for _, p := range s.RecordStorage {
+			fmt.Fprintf(tw, "  %s\t%d records\t%d idempotency keys held\n", p.Partition, p.Records, p.Keys)
 		}
 		_ = tw.Flush()
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -376,6 +377,22 @@ func (w *workload) summarize(ctx context.Context, pool *pgxpool.Pool, sum *Summa
 	}
 	for _, wk := range weeks {
 		sum.Weeks = append(sum.Weeks, wk.Week)
+	}
+	recs, err := q.DemoRecordStorage(ctx, pool, w.runID+":")
+	if err != nil {
+		return fmt.Errorf("read demo record storage: %w", err)
+	}
+	for _, p := range recs {
+		sum.RecordStorage = append(sum.RecordStorage, RecordStorage{Partition: p.Partition, Records: p.Records, Keys: p.Keys})
+	}
+	rparts, err := store.New().RecordPartitionsList(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("read record partitions: %w", err)
+	}
+	for _, p := range rparts {
+		if week, ok := strings.CutPrefix(p.Partition, "records_w"); ok && p.Kind == "week" {
+			sum.RecordWeeks = append(sum.RecordWeeks, week)
+		}
 	}
 	dls, err := q.DeadLetterCountByRequestPrefix(ctx, pool, w.runID+":")
 	if err != nil {

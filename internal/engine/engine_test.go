@@ -443,8 +443,9 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 	}
 }
 
-// Retention and the API's list walk records_pkey in id order (migration
-// 00024 dropped records_listing_idx), in the engine pool's generic plans:
+// Retention and the API's list walk records in id order through their
+// partitions' primary keys (migration 00024 dropped records_listing_idx;
+// 00027 partitioned records by week), in the engine pool's generic plans:
 // over a month of finished history, a retention batch reads records_pkey
 // from its cursor in order to the batch's LIMIT, with no sort and no scan
 // of the table, reads each candidate again and deletes it by its tuple
@@ -477,6 +478,11 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 	require.NoError(t, err)
 
 	cut := time.Now().Add(-7 * day)
+	// The history is older than every week made (the migration's, from
+	// this week on): it is in records_default, walked row by row below the
+	// weeks (migration 00027).
+	below, err := store.New().RecordWeeksFloor(ctx, fill, "g")
+	require.NoError(t, err)
 	// Each prepared by a run that finds nothing (the cursor is past every
 	// id), then explained for a batch of 1,000 from the first id.
 	for _, c := range []struct {
@@ -494,10 +500,10 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		name: "RecordDeleteFinished",
 		run: func(ctx context.Context, db store.DBTX) error {
 			_, err := store.New().RecordDeleteFinished(ctx, db, store.RecordDeleteFinishedParams{
-				AcceptedBefore: cut, FinishedBefore: cut, BatchSize: 1, AfterID: "g"})
+				AcceptedBefore: cut, FinishedBefore: cut, BatchSize: 1, AfterID: "g", BelowID: "h"})
 			return err
 		},
-		args: `('', 1000, now() - interval '7 days', NULL, now() - interval '7 days')`,
+		args: fmt.Sprintf(`('', '%s', 1000, now() - interval '7 days', now() - interval '7 days', NULL)`, below),
 		routes: []string{
 			// unfinished: the range in every partition.
 			`Index Scan using routes_f\d{8}_pkey on routes_f\d{8} rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
@@ -510,10 +516,10 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		name: "RecordDeleteDeadLettered",
 		run: func(ctx context.Context, db store.DBTX) error {
 			_, err := store.New().RecordDeleteDeadLettered(ctx, db, store.RecordDeleteDeadLetteredParams{
-				DeadBefore: cut, BatchSize: 1, AfterID: "g"})
+				DeadBefore: cut, BatchSize: 1, AfterID: "g", BelowID: "h"})
 			return err
 		},
-		args: `('', 1000, now() - interval '7 days', NULL)`,
+		args: fmt.Sprintf(`('', '%s', 1000, now() - interval '7 days', NULL)`, below),
 		routes: []string{
 			`Index Scan using routes_f\d{8}_pkey on routes_f\d{8} rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
 			`Index Scan using routes_pkey on routes_live rt_\d+\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
@@ -521,37 +527,47 @@ func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
 		tids: 2,
 	}} {
 		plan := explainPrepared(t, dbURL, c.name, c.run, c.args)
-		require.Contains(t, plan, "Index Scan using records_pkey on records r", c.name)
-		require.Contains(t, plan, "Index Cond: (notification_id > $1)", c.name)
+		// The weeks pruned away as the statement starts: only
+		// records_default is walked, read again and deleted.
+		require.Contains(t, plan, "Index Scan using records_default_pkey on records_default r", c.name)
+		require.Contains(t, plan, "Index Cond: ((notification_id > $1) AND (notification_id < $2))", c.name)
+		require.Contains(t, plan, "Subplans Removed", c.name)
+		require.NotRegexp(t, `Scan[^\n]* on records_w`, plan, c.name)
+		require.Contains(t, plan, "Tid Scan on records_default r", c.name)
+		require.Equal(t, c.tids, strings.Count(plan, "Tid Scan on records"), c.name)
+		require.Equal(t, 1, strings.Count(plan, "_pkey on records"), c.name)
 		for _, re := range c.routes {
 			require.Regexp(t, re, plan, c.name)
 		}
 		if c.name == "RecordDeleteFinished" {
-			// No descent per record: the ids are looked up in hashes, and
-			// routes_pkey is read only as the two ranges.
-			require.Equal(t, 2, strings.Count(plan, "hashed SubPlan"))
+			// No descent per record: the ids are looked up in hashes (the
+			// candidates', to check a tuple id's record, and the unfinished
+			// and deleted ones), and routes_pkey is read only as the two
+			// ranges.
+			require.Equal(t, 3, strings.Count(plan, "hashed SubPlan"))
 			require.NotContains(t, plan, "Index Cond: (notification_id = r_1.notification_id)")
 			require.Equal(t, 2, strings.Count(plan, "routes_pkey"), "routes_live's, once each")
 		}
 		// No partition read whole: every read of routes has its condition
 		// in the index.
 		require.NotRegexp(t, `Index Scan using \w+ on routes\w* rt_\d+\n\s+Filter`, plan, c.name)
-		require.NotContains(t, plan, "Sort", c.name)
+		// No sort: a Merge Append's "Sort Key" merges ordered scans.
+		require.NotRegexp(t, `->  (Incremental )?Sort`, plan, c.name)
 		require.NotContains(t, plan, "Seq Scan", c.name)
-		require.NotContains(t, plan, "Merge", c.name)
+		require.NotContains(t, plan, "Merge Join", c.name)
 		require.NotContains(t, plan, "Hash", c.name)
-		// Each candidate read again (locked) and deleted by its tuple id.
-		require.Contains(t, plan, "Tid Scan on records r_1", c.name)
-		require.Equal(t, c.tids, strings.Count(plan, "Tid Scan on records"), c.name)
-		require.Equal(t, 1, strings.Count(plan, "records_pkey"), c.name)
 	}
 
 	plan := explainPrepared(t, dbURL, "RecordListPage", func(ctx context.Context, db store.DBTX) error {
 		_, err := store.New().RecordListPage(ctx, db, store.RecordListPageParams{PageSize: 1})
 		return err
 	}, `(NULL, 50)`)
-	require.Contains(t, plan, "Index Scan Backward using records_pkey on records")
-	require.NotContains(t, plan, "Sort")
+	// Every partition's primary key read backwards from the cursor,
+	// merged in order.
+	require.Contains(t, plan, "Merge Append")
+	require.Contains(t, plan, "Index Scan Backward using records_default_pkey on records_default")
+	require.Equal(t, strings.Count(plan, " on records_"), strings.Count(plan, "Index Scan Backward using records_"))
+	require.NotRegexp(t, `->  (Incremental )?Sort`, plan)
 	require.NotContains(t, plan, "Seq Scan")
 }
 
@@ -570,8 +586,11 @@ func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 	// Pruned to routes_live when planned, generic plan included: no other
 	// partition is set up, locked or read (migration 00025).
 	require.NotContains(t, plan, "routes_f", mode)
-	require.Contains(t, plan, "Index Scan using records_pkey on records x", mode)
-	require.Contains(t, plan, "Index Cond: (notification_id = c.notification_id)", mode)
+	// Each claimed route's record: a probe of the primary key of the one
+	// partition its id falls in (migration 00027), chosen per route as the
+	// claim runs; every partition read through its primary key.
+	require.Regexp(t, `Index Scan using records_w\d{8}_pkey on records_w\d{8} x_\d+\n\s+Index Cond: \(notification_id = c\.notification_id\)`, plan, mode)
+	require.Equal(t, strings.Count(plan, " on records_"), strings.Count(plan, "Index Cond: (notification_id = c.notification_id)"), mode)
 	require.NotContains(t, plan, "routes_pkey", mode)
 	require.NotContains(t, plan, "Seq Scan", mode)
 	require.NotContains(t, plan, "Hash Join", mode)

@@ -71,7 +71,8 @@ LEFT JOIN LATERAL (
             interval '0')) AS wait_seconds
     FROM herald.records e
     JOIN herald.routes er ON er.notification_id = e.notification_id
-    WHERE e.producer = cb.producer
+    WHERE e.callback_of = cb.callback_of
+        AND e.producer = cb.producer
         AND e.idempotency_key = ANY (ARRAY(
             SELECT substring(cb.idempotency_key FROM '^(callback:.*:)[^:]*$') || ev
             FROM unnest(ARRAY['published', 'delivered', 'undelivered', 'dead_lettered', 'skipped',
@@ -95,10 +96,12 @@ type CallbackSubscriptionGetForDeliveryRow struct {
 // the producer has no subscription), and whether an earlier callback of the
 // same source route is still to be delivered (pending, claimed or failed),
 // with how long until that one's next attempt (zero while it is being
-// delivered). Earlier callbacks are found by their idempotency keys
-// ("callback:<notification_id>:<route_id>:<event>", one per event), each an
-// exact probe of records' (producer, idempotency_key) index; "earlier" is
-// (accepted_at, notification_id) order, the order the trigger created them.
+// delivered). Earlier callbacks are the callbacks about the same
+// notification (records_callback_of_idx, migration 00026) whose
+// idempotency keys name the same route
+// ("callback:<notification_id>:<route_id>:<event>", one per event);
+// "earlier" is (accepted_at, notification_id) order, the order the trigger
+// created them.
 // Run by the engine's login only: the secret is readable by nobody else.
 func (q *Queries) CallbackSubscriptionGetForDelivery(ctx context.Context, db DBTX, notificationID string) (CallbackSubscriptionGetForDeliveryRow, error) {
 	row := db.QueryRow(ctx, callbackSubscriptionGetForDelivery, notificationID)

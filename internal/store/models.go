@@ -178,6 +178,15 @@ type HeraldHeldIntent struct {
 	HeldAt           time.Time
 }
 
+// One row per idempotency key held: the notification that holds it and until when. Its primary key is the idempotency check of every door.
+type HeraldIdempotencyKey struct {
+	Producer       string
+	IdempotencyKey string
+	NotificationID string
+	// When the key's window ends (the record's idempotency_expires_at): after it the key is free, and maintenance deletes the row.
+	ExpiresAt time.Time
+}
+
 type HeraldInboundMessage struct {
 	ID         int64
 	Provider   string
@@ -292,6 +301,7 @@ type HeraldRecipient struct {
 	Owner      string
 }
 
+// One row per accepted notification, in the partition of the week it was accepted in (records_wYYYYMMDD) until retention retires the week; then, if it must stay, in a kept partition (records_kYYYYMMDD).
 type HeraldRecord struct {
 	NotificationID       string
 	NotificationType     string
@@ -313,6 +323,69 @@ type HeraldRecord struct {
 	ExpiresAt            *time.Time
 	CallbackUrl          string
 	Campaign             *string
+	// For a status callback (channels {callback}): the notification whose route it is about. NULL otherwise.
+	CallbackOf *string
+}
+
+type HeraldRecordsBefore struct {
+	NotificationID       string
+	NotificationType     string
+	Producer             string
+	AudienceKind         string
+	RecipientUserIds     []byte
+	PayloadJson          string
+	IdempotencyKey       string
+	RequestFingerprint   string
+	RequestID            string
+	TraceID              string
+	OccurredAt           time.Time
+	AcceptedAt           time.Time
+	UpdatedAt            time.Time
+	IdempotencyExpiresAt time.Time
+	Channels             []string
+	Priority             int16
+	SendAt               *time.Time
+	ExpiresAt            *time.Time
+	CallbackUrl          string
+	Campaign             *string
+	// For a status callback (channels {callback}): the notification whose route it is about. NULL otherwise.
+	CallbackOf *string
+}
+
+// The records partition of ids no range holds: ids not made by herald, or from a clock far off. Retention deletes its rows one by one.
+type HeraldRecordsDefault struct {
+	NotificationID       string
+	NotificationType     string
+	Producer             string
+	AudienceKind         string
+	RecipientUserIds     []byte
+	PayloadJson          string
+	IdempotencyKey       string
+	RequestFingerprint   string
+	RequestID            string
+	TraceID              string
+	OccurredAt           time.Time
+	AcceptedAt           time.Time
+	UpdatedAt            time.Time
+	IdempotencyExpiresAt time.Time
+	Channels             []string
+	Priority             int16
+	SendAt               *time.Time
+	ExpiresAt            *time.Time
+	CallbackUrl          string
+	Campaign             *string
+	// For a status callback (channels {callback}): the notification whose route it is about. NULL otherwise.
+	CallbackOf *string
+}
+
+// records' partitions: week (accepted that week), kept (kept past their week's retirement), default; their id range [lo, hi) (NULL: unbounded), the planner's row estimate and size.
+type HeraldRecordsPartitionsView struct {
+	Partition    string
+	Kind         string
+	Lo           interface{}
+	Hi           interface{}
+	RowsEstimate int64
+	TotalBytes   int64
 }
 
 // One row per channel and recipient of a record: in routes_live while it can be delivered or replayed, in its finished week's partition (routes_fYYYYMMDD) once terminal.

@@ -12,6 +12,194 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const partitionsDropGone = `-- name: PartitionsDropGone :one
+SELECT herald.partitions_drop_gone(make_interval(secs => $1::float8))::integer AS dropped
+`
+
+// Drops the partitions detached by RouteWeeksDetachOne and
+// RecordWeekSwapOne (their names end in _gone), and stale staged ones,
+// each lock waited for @wait_seconds at most; returns how many it dropped.
+func (q *Queries) PartitionsDropGone(ctx context.Context, db DBTX, waitSeconds float64) (int32, error) {
+	row := db.QueryRow(ctx, partitionsDropGone, waitSeconds)
+	var dropped int32
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
+const recordPartitionsList = `-- name: RecordPartitionsList :many
+SELECT p.partition::text AS partition, p.kind::text AS kind, coalesce(p.lo, '')::text AS lo,
+    coalesce(p.hi, '')::text AS hi, p.rows_estimate::bigint AS rows_estimate, p.total_bytes::bigint AS total_bytes
+FROM herald.records_partitions_view p
+ORDER BY p.kind = 'default', p.lo NULLS FIRST
+`
+
+type RecordPartitionsListRow struct {
+	Partition    string
+	Kind         string
+	Lo           string
+	Hi           string
+	RowsEstimate int64
+	TotalBytes   int64
+}
+
+// The records partitions (week, kept, default) with their id ranges, oldest
+// first, the planner's row estimate and size: for `herald stats`, the demo
+// and the tests.
+func (q *Queries) RecordPartitionsList(ctx context.Context, db DBTX) ([]RecordPartitionsListRow, error) {
+	rows, err := db.Query(ctx, recordPartitionsList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordPartitionsListRow{}
+	for rows.Next() {
+		var i RecordPartitionsListRow
+		if err := rows.Scan(
+			&i.Partition,
+			&i.Kind,
+			&i.Lo,
+			&i.Hi,
+			&i.RowsEstimate,
+			&i.TotalBytes,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordWeekStageOne = `-- name: RecordWeekStageOne :many
+SELECT r.week::date AS week, r.records::bigint AS records, r.kept::bigint AS kept, r.merged::bigint AS merged
+FROM herald.records_week_stage($1::timestamptz, $2::bigint,
+    make_interval(secs => $3::float8)) AS r
+`
+
+type RecordWeekStageOneParams struct {
+	Before      time.Time
+	MergeBelow  int64
+	WaitSeconds float64
+}
+
+type RecordWeekStageOneRow struct {
+	Week    pgtype.Date
+	Records int64
+	Kept    int64
+	Merged  int64
+}
+
+// Stages the retirement of the oldest week of records if it ended at or
+// before @before (herald.records_week_stage): its kept partition, made
+// and filled, not attached yet, merged with the kept partition below the
+// week when that held fewer than @merge_below rows. Its Monday, how many
+// records it held, how many it keeps, how many it merged; no row when
+// there is no week to retire. Locks are waited for @wait_seconds at most.
+func (q *Queries) RecordWeekStageOne(ctx context.Context, db DBTX, arg RecordWeekStageOneParams) ([]RecordWeekStageOneRow, error) {
+	rows, err := db.Query(ctx, recordWeekStageOne, arg.Before, arg.MergeBelow, arg.WaitSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordWeekStageOneRow{}
+	for rows.Next() {
+		var i RecordWeekStageOneRow
+		if err := rows.Scan(
+			&i.Week,
+			&i.Records,
+			&i.Kept,
+			&i.Merged,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordWeekSwapOne = `-- name: RecordWeekSwapOne :many
+SELECT r.week::date AS week, r.records::bigint AS records, r.kept::bigint AS kept, r.merged::bigint AS merged
+FROM herald.records_week_swap(make_interval(secs => $1::float8)) AS r
+`
+
+type RecordWeekSwapOneRow struct {
+	Week    pgtype.Date
+	Records int64
+	Kept    int64
+	Merged  int64
+}
+
+// Puts the oldest week's staged kept partition in its place
+// (herald.records_week_swap), renaming the week and the kept partition it
+// merged for PartitionsDropGone: the stage's figures, brought up to date;
+// no row when there is none staged. Each lock is waited for @wait_seconds
+// at most (55P03 past that: try again).
+func (q *Queries) RecordWeekSwapOne(ctx context.Context, db DBTX, waitSeconds float64) ([]RecordWeekSwapOneRow, error) {
+	rows, err := db.Query(ctx, recordWeekSwapOne, waitSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordWeekSwapOneRow{}
+	for rows.Next() {
+		var i RecordWeekSwapOneRow
+		if err := rows.Scan(
+			&i.Week,
+			&i.Records,
+			&i.Kept,
+			&i.Merged,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recordWeeksCreate = `-- name: RecordWeeksCreate :one
+SELECT herald.records_weeks_create($1::date, $2::date,
+    make_interval(secs => $3::float8))::integer AS made
+`
+
+type RecordWeeksCreateParams struct {
+	FirstDay    pgtype.Date
+	LastDay     pgtype.Date
+	WaitSeconds float64
+}
+
+// Makes the record partitions of the weeks holding @first_day through
+// @last_day that do not exist yet (migration 00027); returns how many it
+// made. Each lock is waited for @wait_seconds at most (55P03 past that).
+func (q *Queries) RecordWeeksCreate(ctx context.Context, db DBTX, arg RecordWeeksCreateParams) (int32, error) {
+	row := db.QueryRow(ctx, recordWeeksCreate, arg.FirstDay, arg.LastDay, arg.WaitSeconds)
+	var made int32
+	err := row.Scan(&made)
+	return made, err
+}
+
+const recordWeeksFloor = `-- name: RecordWeeksFloor :one
+SELECT coalesce((SELECT min(p.lo) FROM herald.records_partitions_view p WHERE p.kind = 'week'),
+    $1::text)::text AS floor
+`
+
+// The least id of the weeks not retired yet (the oldest week partition's
+// lower bound), or @otherwise when there is none: the records below it
+// are those retention deletes one by one.
+func (q *Queries) RecordWeeksFloor(ctx context.Context, db DBTX, otherwise string) (string, error) {
+	row := db.QueryRow(ctx, recordWeeksFloor, otherwise)
+	var floor string
+	err := row.Scan(&floor)
+	return floor, err
+}
+
 const routeWeeksCreate = `-- name: RouteWeeksCreate :one
 
 SELECT herald.routes_weeks_create($1::date, $2::date,
@@ -36,33 +224,34 @@ func (q *Queries) RouteWeeksCreate(ctx context.Context, db DBTX, arg RouteWeeksC
 	return made, err
 }
 
-const routeWeeksDropOne = `-- name: RouteWeeksDropOne :many
+const routeWeeksDetachOne = `-- name: RouteWeeksDetachOne :many
 SELECT d.week::date AS week, d.routes::bigint AS routes
-FROM herald.routes_weeks_drop($1::timestamptz, make_interval(secs => $2::float8)) AS d
+FROM herald.routes_weeks_detach($1::timestamptz, make_interval(secs => $2::float8)) AS d
 `
 
-type RouteWeeksDropOneParams struct {
+type RouteWeeksDetachOneParams struct {
 	Before      time.Time
 	WaitSeconds float64
 }
 
-type RouteWeeksDropOneRow struct {
+type RouteWeeksDetachOneRow struct {
 	Week   pgtype.Date
 	Routes int64
 }
 
-// Drops the oldest finished-route partition if its week ended at or before
-// @before: its Monday and about how many routes it held, or no row. Its
-// lock on routes is waited for @wait_seconds at most (55P03 past that).
-func (q *Queries) RouteWeeksDropOne(ctx context.Context, db DBTX, arg RouteWeeksDropOneParams) ([]RouteWeeksDropOneRow, error) {
-	rows, err := db.Query(ctx, routeWeeksDropOne, arg.Before, arg.WaitSeconds)
+// Detaches the oldest finished-route partition if its week ended at or
+// before @before, renaming it for PartitionsDropGone: its Monday and about
+// how many routes it held, or no row. Its lock on routes is waited for
+// @wait_seconds at most (55P03 past that).
+func (q *Queries) RouteWeeksDetachOne(ctx context.Context, db DBTX, arg RouteWeeksDetachOneParams) ([]RouteWeeksDetachOneRow, error) {
+	rows, err := db.Query(ctx, routeWeeksDetachOne, arg.Before, arg.WaitSeconds)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []RouteWeeksDropOneRow{}
+	items := []RouteWeeksDetachOneRow{}
 	for rows.Next() {
-		var i RouteWeeksDropOneRow
+		var i RouteWeeksDetachOneRow
 		if err := rows.Scan(&i.Week, &i.Routes); err != nil {
 			return nil, err
 		}

@@ -92,13 +92,13 @@ FROM rec, p;
 -- Empties herald's notification tables (and the receipts inbox) between
 -- phases and the scale mode's runs, so each starts from a table of exactly
 -- what it measures.
-TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.delivery_receipts;
+TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.idempotency_keys, herald.delivery_receipts;
 
 -- name: BenchAnalyze :exec
 -- Vacuums and analyzes after a preload, as autovacuum would have while a
 -- real backlog built up, so no autovacuum of the fresh rows runs during
 -- the measurement.
-VACUUM (ANALYZE) herald.routes, herald.records;
+VACUUM (ANALYZE) herald.routes, herald.records, herald.idempotency_keys;
 
 -- name: BenchRouteSizes :one
 -- The routes table's (all its partitions') and its due index's size: what an old snapshot makes

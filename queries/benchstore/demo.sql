@@ -200,3 +200,18 @@ JOIN herald.records r ON r.notification_id = rt.notification_id
 WHERE starts_with(r.request_id, @prefix::text) AND rt.channel <> 'callback'
 GROUP BY 1
 ORDER BY 1;
+
+-- name: DemoRecordStorage :many
+-- Where one run's records are stored (migration 00027): per partition of
+-- records (the week it was accepted in, records_wYYYYMMDD), how many, and
+-- how many of them hold their idempotency key in herald.idempotency_keys
+-- (migration 00026).
+SELECT r.tableoid::regclass::text AS partition,
+    count(*)::bigint AS records,
+    count(k.notification_id)::bigint AS keys
+FROM herald.records r
+LEFT JOIN herald.idempotency_keys k
+    ON k.producer = r.producer AND k.idempotency_key = r.idempotency_key AND k.notification_id = r.notification_id
+WHERE starts_with(r.request_id, @prefix::text)
+GROUP BY 1
+ORDER BY 1;

@@ -4,7 +4,7 @@
 
 -- name: BenchHistoryFill :exec
 -- Fills history records [@from_n, @to_n) of @n in one statement: finished
--- notifications of @producer, accepted evenly between @oldest and
+-- notifications of @producer, with their idempotency keys, accepted evenly between @oldest and
 -- @oldest + @span_seconds (record g of n at oldest + span * g / n), each
 -- with one route per element of @route_ids (one channel, recipients
 -- @recipient_refs), all published a second after acceptance, except every
@@ -47,6 +47,13 @@ src AS (
         LATERAL (SELECT p.oldest + p.span * (g::float8 / p.n) AS at) AS t,
         LATERAL (SELECT lpad(to_hex((extract(epoch FROM t.at) * 1000)::bigint), 12, '0')
             || lpad(to_hex(g), 20, '0') AS hex) AS h
+),
+keys_ins AS (
+    -- Their idempotency keys (migration 00026), long expired: a history
+    -- whose keys no sweep has deleted yet.
+    INSERT INTO herald.idempotency_keys (producer, idempotency_key, notification_id, expires_at)
+    SELECT p.producer, 'history-' || s.g, s.id, s.at + interval '48 hours'
+    FROM src s, p
 ),
 rec AS (
     INSERT INTO herald.records (
@@ -94,13 +101,15 @@ CROSS JOIN rt r
 WHERE s.dead;
 
 -- name: BenchHistoryCount :one
--- The history's rows as they are: the records of @producer (an index-only
--- scan of records' idempotency key), the routes created before
--- @created_before (the history's, the live workload's are newer), those of
--- them published, and all dead letters. What the retention mode's report
--- gives before and after retention, and its test checks.
+-- The history's rows as they are: the records of @producer, their
+-- idempotency keys (an index-only scan of the keys' primary key), the
+-- routes created before @created_before (the history's, the live
+-- workload's are newer), those of them published, and all dead letters.
+-- What the retention mode's report gives before and after retention, and
+-- its test checks.
 SELECT
     (SELECT count(*) FROM herald.records WHERE producer = @producer::text)::bigint AS records,
+    (SELECT count(*) FROM herald.idempotency_keys WHERE producer = @producer::text)::bigint AS keys,
     count(*)::bigint AS routes,
     count(*) FILTER (WHERE status = 'published')::bigint AS published,
     (SELECT count(*) FROM herald.dead_letters)::bigint AS dead_letters

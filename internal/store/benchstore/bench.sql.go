@@ -11,7 +11,7 @@ import (
 )
 
 const benchAnalyze = `-- name: BenchAnalyze :exec
-VACUUM (ANALYZE) herald.routes, herald.records
+VACUUM (ANALYZE) herald.routes, herald.records, herald.idempotency_keys
 `
 
 // Vacuums and analyzes after a preload, as autovacuum would have while a
@@ -79,7 +79,7 @@ func (q *Queries) BenchReceiptSummary(ctx context.Context, db DBTX, producer str
 }
 
 const benchReset = `-- name: BenchReset :exec
-TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.delivery_receipts
+TRUNCATE herald.dead_letters, herald.routes, herald.records, herald.idempotency_keys, herald.delivery_receipts
 `
 
 // Empties herald's notification tables (and the receipts inbox) between

@@ -349,6 +349,48 @@ func (q *Queries) DemoReceiptCounts(ctx context.Context, db DBTX, arg DemoReceip
 	return items, nil
 }
 
+const demoRecordStorage = `-- name: DemoRecordStorage :many
+SELECT r.tableoid::regclass::text AS partition,
+    count(*)::bigint AS records,
+    count(k.notification_id)::bigint AS keys
+FROM herald.records r
+LEFT JOIN herald.idempotency_keys k
+    ON k.producer = r.producer AND k.idempotency_key = r.idempotency_key AND k.notification_id = r.notification_id
+WHERE starts_with(r.request_id, $1::text)
+GROUP BY 1
+ORDER BY 1
+`
+
+type DemoRecordStorageRow struct {
+	Partition string
+	Records   int64
+	Keys      int64
+}
+
+// Where one run's records are stored (migration 00027): per partition of
+// records (the week it was accepted in, records_wYYYYMMDD), how many, and
+// how many of them hold their idempotency key in herald.idempotency_keys
+// (migration 00026).
+func (q *Queries) DemoRecordStorage(ctx context.Context, db DBTX, prefix string) ([]DemoRecordStorageRow, error) {
+	rows, err := db.Query(ctx, demoRecordStorage, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoRecordStorageRow{}
+	for rows.Next() {
+		var i DemoRecordStorageRow
+		if err := rows.Scan(&i.Partition, &i.Records, &i.Keys); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const demoRouteStorage = `-- name: DemoRouteStorage :many
 SELECT rt.tableoid::regclass::text AS partition,
     count(*)::bigint AS routes,

@@ -13,6 +13,7 @@ import (
 const benchHistoryCount = `-- name: BenchHistoryCount :one
 SELECT
     (SELECT count(*) FROM herald.records WHERE producer = $1::text)::bigint AS records,
+    (SELECT count(*) FROM herald.idempotency_keys WHERE producer = $1::text)::bigint AS keys,
     count(*)::bigint AS routes,
     count(*) FILTER (WHERE status = 'published')::bigint AS published,
     (SELECT count(*) FROM herald.dead_letters)::bigint AS dead_letters
@@ -27,21 +28,24 @@ type BenchHistoryCountParams struct {
 
 type BenchHistoryCountRow struct {
 	Records     int64
+	Keys        int64
 	Routes      int64
 	Published   int64
 	DeadLetters int64
 }
 
-// The history's rows as they are: the records of @producer (an index-only
-// scan of records' idempotency key), the routes created before
-// @created_before (the history's, the live workload's are newer), those of
-// them published, and all dead letters. What the retention mode's report
-// gives before and after retention, and its test checks.
+// The history's rows as they are: the records of @producer, their
+// idempotency keys (an index-only scan of the keys' primary key), the
+// routes created before @created_before (the history's, the live
+// workload's are newer), those of them published, and all dead letters.
+// What the retention mode's report gives before and after retention, and
+// its test checks.
 func (q *Queries) BenchHistoryCount(ctx context.Context, db DBTX, arg BenchHistoryCountParams) (BenchHistoryCountRow, error) {
 	row := db.QueryRow(ctx, benchHistoryCount, arg.Producer, arg.CreatedBefore)
 	var i BenchHistoryCountRow
 	err := row.Scan(
 		&i.Records,
+		&i.Keys,
 		&i.Routes,
 		&i.Published,
 		&i.DeadLetters,
@@ -81,6 +85,13 @@ src AS (
         LATERAL (SELECT p.oldest + p.span * (g::float8 / p.n) AS at) AS t,
         LATERAL (SELECT lpad(to_hex((extract(epoch FROM t.at) * 1000)::bigint), 12, '0')
             || lpad(to_hex(g), 20, '0') AS hex) AS h
+),
+keys_ins AS (
+    -- Their idempotency keys (migration 00026), long expired: a history
+    -- whose keys no sweep has deleted yet.
+    INSERT INTO herald.idempotency_keys (producer, idempotency_key, notification_id, expires_at)
+    SELECT p.producer, 'history-' || s.g, s.id, s.at + interval '48 hours'
+    FROM src s, p
 ),
 rec AS (
     INSERT INTO herald.records (
@@ -146,7 +157,7 @@ type BenchHistoryFillParams struct {
 // finished history it fills, and the counts its report is checked against.
 // None of them is on the engine's path.
 // Fills history records [@from_n, @to_n) of @n in one statement: finished
-// notifications of @producer, accepted evenly between @oldest and
+// notifications of @producer, with their idempotency keys, accepted evenly between @oldest and
 // @oldest + @span_seconds (record g of n at oldest + span * g / n), each
 // with one route per element of @route_ids (one channel, recipients
 // @recipient_refs), all published a second after acceptance, except every
