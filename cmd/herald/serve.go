@@ -65,9 +65,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	ecfg := engine.FromConfig(cfg)
 	ecfg.Logger, ecfg.GetenvFunc, ecfg.Registry = logger, m.Getenv, prometheus.NewRegistry()
-	if err := ops.configure(ecfg); err != nil {
-		return err
-	}
+	ops.configure(ecfg)
 	apiPool, err := engine.ConnectAPI(ctx, cfg, ecfg, m.Getenv)
 	if err != nil {
 		return err

@@ -91,11 +91,8 @@ func (o *serveOps) validate() error {
 }
 
 // configure sets the metrics address and, unless -no-maintenance, the
-// maintenance of cfg, the engine serve runs.
-func (o *serveOps) configure(cfg *engine.Config) error {
-	if err := o.validate(); err != nil {
-		return err
-	}
+// maintenance of cfg, the engine serve runs. validate has passed.
+func (o *serveOps) configure(cfg *engine.Config) {
 	cfg.MetricsAddr = o.metricsAddr
 	if !o.noMaintenance {
 		cfg.Maintenance = &maintenance.Config{
@@ -105,5 +102,4 @@ func (o *serveOps) configure(cfg *engine.Config) error {
 			RetentionDuty:       o.retentionDuty,
 		}
 	}
-	return nil
 }

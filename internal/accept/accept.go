@@ -274,35 +274,35 @@ func acceptRound(ctx context.Context, db store.DBTX, vs []*intake.Validated, p P
 			if _, err := store.New().IdempotencyKeysRelease(ctx, db, release); err != nil {
 				return nil, fmt.Errorf("release expired idempotency keys: %w", err)
 			}
-		}
-	}
-	if len(released) > 0 {
-		// The intents of the released keys go in again, with ON CONFLICT: a
-		// key another accept took meanwhile is its duplicate or conflict.
-		var again []*intake.Validated
-		var at []int
-		for i, v := range vs {
-			if released[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}] {
-				again = append(again, v)
-				at = append(at, i)
+			// The intents of the released keys go in again, with ON
+			// CONFLICT: a key another accept took meanwhile is its
+			// duplicate or conflict.
+			var again []*intake.Validated
+			var at []int
+			for i, v := range vs {
+				if released[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}] {
+					again = append(again, v)
+					at = append(at, i)
+				}
 			}
-		}
-		q := p
-		q.Optimism = nil
-		outs, err := acceptRound(ctx, db, again, q, round+1)
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range at {
-			out[i] = outs[j]
+			q := p
+			q.Optimism = nil
+			outs, err := acceptRound(ctx, db, again, q, round+1)
+			if err != nil {
+				return nil, err
+			}
+			for j, i := range at {
+				out[i] = outs[j]
+			}
 		}
 	}
 
 	for i, v := range vs {
-		if released[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}] {
+		k := idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}
+		if released[k] {
 			continue
 		}
-		h := holders[idemKey{v.Intent.Producer, v.Intent.IdempotencyKey}]
+		h := holders[k]
 		if h == nil {
 			return nil, fmt.Errorf("accept intent: idempotency key of producer %q neither inserted nor found", v.Intent.Producer)
 		}
