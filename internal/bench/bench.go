@@ -199,6 +199,14 @@ type Row struct {
 	EndToEndSeconds float64 `json:"end_to_end_seconds"`
 	AcceptedPerSec  float64 `json:"accepted_per_sec"`
 	DeliveredPerSec float64 `json:"delivered_per_sec"`
+	// DeliveredWhileAccepting is how many deliveries the bench channel had
+	// taken when the last submit returned: the end-to-end figure is the
+	// phase while producers submit (the engine sharing the machine with
+	// them) and the tail after (the engine alone, draining its backlog),
+	// and the two rates show which one bounds it. nil when the channel
+	// does not see the deliveries (herald serve processes with the
+	// discard driver).
+	DeliveredWhileAccepting *int64 `json:"delivered_while_accepting,omitempty"`
 	// Latency from accept (commit of the submit) to published, in ms.
 	P50ms float64 `json:"p50_ms"`
 	P95ms float64 `json:"p95_ms"`

@@ -70,6 +70,11 @@ func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 		require.Equal(t, int64(2_000), r.Published, r.Engine)
 		require.Positive(t, r.DeliveredPerSec, r.Engine)
 		require.Positive(t, r.AcceptedPerSec, r.Engine)
+		// The phase splits at the last submit: what the channel had taken
+		// by then, never more than was published in all.
+		require.NotNil(t, r.DeliveredWhileAccepting, r.Engine)
+		require.GreaterOrEqual(t, *r.DeliveredWhileAccepting, int64(0), r.Engine)
+		require.LessOrEqual(t, *r.DeliveredWhileAccepting, r.Published, r.Engine)
 		require.Positive(t, r.Cost.WALBytes, r.Engine)
 		require.Positive(t, r.Cost.Rows(), r.Engine)
 		require.NotEmpty(t, r.PeakRSS, r.Engine)
@@ -86,6 +91,7 @@ func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, WriteTable(&out, rep))
 	require.Contains(t, out.String(), "herald/river")
+	require.Contains(t, out.String(), "routes delivered/s after accepting")
 	require.Contains(t, out.String(), "FetchCooldown 2ms")
 	t.Log("\n" + out.String())
 }

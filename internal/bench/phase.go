@@ -113,7 +113,11 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		return row, err
 	}
 	row.AcceptSeconds = time.Since(start).Seconds()
-	log.Info("bench: accepted", "seconds", row.AcceptSeconds, "delivered_meanwhile", sk.delivered.Load())
+	meanwhile := sk.delivered.Load()
+	if s.name() != "herald" || !cfg.ServeDiscard {
+		row.DeliveredWhileAccepting = &meanwhile
+	}
+	log.Info("bench: accepted", "seconds", row.AcceptSeconds, "delivered_meanwhile", meanwhile)
 
 	if err := waitDone(ctx, s, sk, int64(cfg.Intents*cfg.RoutesPerIntent)); err != nil {
 		return row, err

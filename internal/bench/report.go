@@ -30,6 +30,14 @@ func perRoute(r *Row, v int64) float64 {
 var metrics = []metric{
 	{"intents accepted/s", "", func(r *Row) float64 { return r.AcceptedPerSec }, "higher", nil},
 	{"routes delivered/s (end to end)", "", func(r *Row) float64 { return r.DeliveredPerSec }, "higher", nil},
+	{"routes delivered/s while accepting", "", func(r *Row) float64 {
+		return float64(*r.DeliveredWhileAccepting) / r.AcceptSeconds
+	}, "higher", func(r *Row) bool { return r.DeliveredWhileAccepting == nil || r.AcceptSeconds <= 0 }},
+	{"routes delivered/s after accepting", "", func(r *Row) float64 {
+		return float64(r.Published-*r.DeliveredWhileAccepting) / (r.EndToEndSeconds - r.AcceptSeconds)
+	}, "higher", func(r *Row) bool {
+		return r.DeliveredWhileAccepting == nil || r.EndToEndSeconds <= r.AcceptSeconds
+	}},
 	{"accept→published p50", "ms", func(r *Row) float64 { return r.P50ms }, "lower", nil},
 	{"accept→published p95", "ms", func(r *Row) float64 { return r.P95ms }, "lower", nil},
 	{"accept→published p99", "ms", func(r *Row) float64 { return r.P99ms }, "lower", nil},
