@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -695,6 +696,42 @@ func TestShutdownGraceCancelsStuckDeliveriesAsTransientFailures(t *testing.T) {
 	r := b.route(t, k)
 	require.Equal(t, "failed", r.Status)
 	require.Equal(t, channel.ClassCanceled, r.LastErrorClassification)
+}
+
+// A completion slower than the grace period is still written at
+// shutdown: an operator holds the route's row for half a second after its
+// delivery, five grace periods, and the outcome is there once Run returns
+// instead of the route coming due again (a second delivery) when its lease
+// ends.
+func TestShutdownWritesAnOutcomeSlowerThanTheGrace(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
+	locked := make(chan pgx.Tx, 1)
+	deliver := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
+		tx, err := b.pool.Begin(ctx)
+		if err == nil {
+			// A row lock, as an operator's UPDATE in a transaction takes.
+			_, err = tx.Exec(ctx, `SELECT 1 FROM herald.routes WHERE notification_id = $1 FOR UPDATE`, k.notificationID)
+		}
+		if err != nil {
+			return channel.Outcome{Class: channel.Permanent, Message: err.Error()}
+		}
+		locked <- tx
+		return channel.Outcome{Class: channel.Delivered}
+	})
+	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: deliver}},
+		ShutdownTimeout: 100 * time.Millisecond})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	tx := <-locked
+	cancel()
+	time.Sleep(500 * time.Millisecond)
+	require.NoError(t, tx.Rollback(ctx))
+	require.NoError(t, <-done)
+	require.Equal(t, "published", b.route(t, k).Status)
 }
 
 func TestNewRefusesBadConfigNamingTheField(t *testing.T) {

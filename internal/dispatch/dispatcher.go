@@ -69,7 +69,8 @@
 // flight get ShutdownTimeout to finish (then their contexts are canceled,
 // and they are recorded as transient failures), routes claimed but not yet
 // started are released (due again at once, their attempt handed back), and
-// the completion buffer is flushed.
+// the completion buffer is flushed, within ShutdownTimeout or
+// StatementTimeout, whichever is longer.
 package dispatch
 
 import (
@@ -155,7 +156,8 @@ type Config struct {
 	PollInterval time.Duration
 	// ShutdownTimeout is how long deliveries in flight may run on after
 	// Run's context is canceled, before their own contexts are canceled.
-	// Default 20s.
+	// The outcomes are then written within ShutdownTimeout or
+	// StatementTimeout, whichever is longer. Default 20s.
 	ShutdownTimeout time.Duration
 	// CompletionBuffer bounds the outcomes waiting to be written. Default
 	// 4 × BatchSize.
@@ -454,9 +456,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	listener.Wait()
 
-	// Every delivery has handed its outcome over: flush them.
+	// Every delivery has handed its outcome over: flush them. The flush
+	// has the grace period, but never less than a statement may take: an
+	// outcome dropped here is a delivery made again once its lease ends,
+	// so a short grace (for fast deploys) must not cut off a completion
+	// that a slow moment of the database would have written.
 	d.completer.close()
-	flush := time.NewTimer(d.grace)
+	flush := time.NewTimer(max(d.grace, d.statementTimeout))
 	defer flush.Stop()
 	select {
 	case <-completerDone:
