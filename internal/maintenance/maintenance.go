@@ -426,12 +426,8 @@ func (m *Maintenance) tries(ctx context.Context, n int, fn func(context.Context)
 	var err error
 	for try := 0; try < n; try++ {
 		if try > 0 {
-			t := time.NewTimer(lockRetryPause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			case <-t.C:
+			if err := sleep(ctx, lockRetryPause); err != nil {
+				return err
 			}
 		}
 		var pgErr *pgconn.PgError
@@ -485,7 +481,12 @@ func (m *Maintenance) rest(ctx context.Context) error {
 	if wait <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(wait)
+	return sleep(ctx, wait)
+}
+
+// sleep waits d, or until ctx ends, and then returns ctx's error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
