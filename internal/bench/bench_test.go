@@ -383,3 +383,18 @@ func TestTracingIsOffByDefaultAndTheNotesSaySo(t *testing.T) {
 	require.NotContains(t, out.String(), "spans exported")
 	require.Contains(t, out.String(), "tracing off")
 }
+
+// A run whose deliveries bypass the bench channel (serve's discard
+// driver) has no split: the table says n/a rather than a rate of zero.
+func TestTableSaysNAForASplitTheChannelDidNotSee(t *testing.T) {
+	t.Parallel()
+	seen := int64(400)
+	rep := &Report{Rows: []Row{
+		{Engine: "herald", Published: 1_000, AcceptSeconds: 1, EndToEndSeconds: 2},
+		{Engine: "river", Published: 1_000, AcceptSeconds: 1, EndToEndSeconds: 3, DeliveredWhileAccepting: &seen},
+	}}
+	var out bytes.Buffer
+	require.NoError(t, WriteTable(&out, rep))
+	require.Regexp(t, `routes delivered/s while accepting +n/a +400 `, out.String())
+	require.Regexp(t, `routes delivered/s after accepting +n/a +300 `, out.String())
+}
