@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -68,6 +69,11 @@ type channelLoop struct {
 	// prog tracks the loop's rounds: a claim, then the recipient lookup of
 	// what it claimed.
 	prog *progress
+	// turn and claimTime are running means (nanoseconds) of how long a
+	// launched delivery holds its slot and how long a claim takes; gather
+	// compares them (see quick).
+	turn      atomic.Int64
+	claimTime time.Duration
 }
 
 func newChannelLoop(d *Dispatcher, name, lane string, cfg ChannelConfig) *channelLoop {
@@ -128,8 +134,11 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			}
 			continue
 		}
-		if backlog && free < l.lowWater() {
-			free = l.gather(ctx)
+		switch {
+		case backlog && free < l.full() && l.quick():
+			free = l.gather(ctx, l.full(), min(l.claimTime/quickShare, gatherWait))
+		case backlog && free < l.lowWater():
+			free = l.gather(ctx, l.lowWater(), gatherWait)
 		}
 		want := min(free, l.d.batchSize)
 		// The claim is not canceled with ctx: a claim interrupted by
@@ -157,6 +166,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			})
 		}
 		cancel()
+		l.claimTime = ewma(l.claimTime, time.Since(began))
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -211,6 +221,42 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 // free before it claims for the few it has.
 const gatherWait = 5 * time.Millisecond
 
+// full is the most one claim can take: the channel's concurrency, at most
+// a batch.
+func (l *channelLoop) full() int {
+	return min(cap(l.slots), l.d.batchSize)
+}
+
+// quick reports whether the channel's deliveries give their slots back
+// in less than a quarter of a claim's time (running means): then a
+// saturated loop waits, up to that quarter, for a full claim's worth of
+// slots (gather) rather than claiming for the slots that happen to be
+// free. With deliveries that fast, the slots a claim finds taken are held
+// by the batch the loop has just launched, whose deliveries are about to
+// end: claiming at once took about half a batch per statement (the
+// loop's claims alternated between the two halves of its slots), and
+// every claim and completion statement pays a fixed cost (the due scan's
+// walk over routes in flight, the round trip, the commit) that a full one
+// shares among twice the routes. With slower deliveries (a provider's
+// round trip), waiting would leave the slots already free idle while
+// the deliveries it waits for still run: the loop gathers only a quarter
+// of its slots (lowWater), claiming while the rest deliver.
+func (l *channelLoop) quick() bool {
+	return l.claimTime > 0 && time.Duration(l.turn.Load()) < l.claimTime/quickShare
+}
+
+// quickShare is the share of a claim's time (its inverse) under which
+// deliveries are quick, and the longest a loop waits for them.
+const quickShare = 4
+
+// ewma moves a running mean an eighth of the way to sample.
+func ewma(mean, sample time.Duration) time.Duration {
+	if mean == 0 {
+		return sample
+	}
+	return mean + (sample-mean)/8
+}
+
 // lowWater is how many free slots a saturated loop gathers before
 // claiming: a quarter of its concurrency (at most a batch), so a slow
 // channel under a backlog claims a few routes per statement rather than one
@@ -219,14 +265,14 @@ func (l *channelLoop) lowWater() int {
 	return max(1, min(cap(l.slots)/4, l.d.batchSize))
 }
 
-// gather waits until lowWater slots are free, gatherWait has passed or ctx
-// ends, and returns the free slots.
-func (l *channelLoop) gather(ctx context.Context) int {
-	t := time.NewTimer(gatherWait)
+// gather waits until want slots are free, wait has passed or ctx ends,
+// and returns the free slots.
+func (l *channelLoop) gather(ctx context.Context, want int, wait time.Duration) int {
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
 		free := cap(l.slots) - len(l.slots)
-		if free >= l.lowWater() {
+		if free >= want {
 			return free
 		}
 		select {
@@ -280,6 +326,8 @@ type job struct {
 	park *parking
 	// slotAt is when a capped provider's paced send may go (lane loops).
 	slotAt time.Time
+	// launched is when the job took its slot.
+	launched time.Time
 	// claim is the span of the claim that took the route (trace.go).
 	claim trace.SpanContext
 }
@@ -347,6 +395,7 @@ func (l *channelLoop) launch(ctx, deliverCtx context.Context, jobs []job) error 
 			continue
 		}
 		l.slots <- struct{}{} // never blocks: the claim took at most the free slots
+		j.launched = time.Now()
 		l.inflight.Add(1)
 		l.handOff(deliverCtx, j)
 	}
@@ -606,6 +655,9 @@ func (l *channelLoop) worker(ctx context.Context, j *job) {
 // to the completer.
 func (l *channelLoop) deliver(ctx context.Context, j *job) {
 	defer func() {
+		// A lost update of this running mean (two deliveries ending at
+		// once) only drops a sample.
+		l.turn.Store(int64(ewma(time.Duration(l.turn.Load()), time.Since(j.launched))))
 		<-l.slots
 		select {
 		case l.freed <- struct{}{}:

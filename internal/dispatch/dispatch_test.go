@@ -876,3 +876,90 @@ func TestRoutesInFlightCountsClaimedRoutesUntilTheirOutcomeIsWritten(t *testing.
 	require.Eventually(t, func() bool { return testutil.ToFloat64(gauge) == 0 }, 5*time.Second, 5*time.Millisecond)
 	require.Zero(t, d.Stats().InHand)
 }
+
+// TestQuickDeliveriesAreClaimedInFullBatches: a channel whose deliveries
+// end long before a claim does (here, at once) claims full batches under
+// a backlog; it used to claim for the slots free the moment it had
+// launched the last batch, about half of them, so that its claims
+// alternated between the two halves of its slots. A slow channel keeps
+// claiming for the slots it has (TestOnlyQuickDeliveriesAreWaitedFor).
+func TestQuickDeliveriesAreClaimedInFullBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const routes, full = 2400, 40
+	specs := make([]routeSpec, routes)
+	for i := range specs {
+		specs[i] = routeSpec{channel: channel.SMS, ref: "+33612345678"}
+	}
+	b.insert(t, specs...)
+	var mu sync.Mutex
+	var sizes []int
+	d := b.newDispatcher(t, &Config{
+		Channels:  map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard, Concurrency: full}},
+		BatchSize: full,
+	})
+	d.afterClaim = func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n > 0 {
+			sizes = append(sizes, n)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	b.waitPublished(t, routes)
+	cancel()
+	require.NoError(t, <-done)
+
+	mu.Lock()
+	defer mu.Unlock()
+	// The first claims run before the loop has timed a claim and a
+	// delivery, and a loaded machine (or the race detector) delays some
+	// deliveries past a quarter of a claim: a claim is not always full,
+	// but claims average most of one. Claiming for the slots free at once
+	// averaged half of one (the loop alternated between a quarter and
+	// three quarters of its slots).
+	mean := float64(routes) / float64(len(sizes))
+	require.GreaterOrEqual(t, mean, 0.75*full, "claim sizes: %v", sizes)
+}
+
+// TestOnlyQuickDeliveriesAreWaitedFor: a saturated loop waits for a full
+// claim's worth of slots only while its deliveries hold their slots less
+// than a quarter of a claim's time, and then for at most that quarter;
+// otherwise it claims for the slots it has, down to a quarter of them.
+func TestOnlyQuickDeliveriesAreWaitedFor(t *testing.T) {
+	t.Parallel()
+	l := newChannelLoop(&Dispatcher{batchSize: 100}, channel.SMS, "", ChannelConfig{Concurrency: 40})
+	require.False(t, l.quick(), "no claim timed yet")
+	l.claimTime = 2 * time.Millisecond
+	l.turn.Store(int64(100 * time.Microsecond))
+	require.True(t, l.quick(), "deliveries of 100µs against claims of 2ms")
+	l.turn.Store(int64(time.Millisecond))
+	require.False(t, l.quick(), "deliveries of 1ms against claims of 2ms: waiting would idle the free slots")
+	l.turn.Store(int64(30 * time.Millisecond))
+	require.False(t, l.quick(), "a provider's round trip")
+	require.Equal(t, 40, l.full(), "a claim takes at most the concurrency")
+	require.Equal(t, 10, l.lowWater())
+
+	// gather returns as soon as the slots it wants are free, and with
+	// what is free when its wait ends.
+	for range 30 {
+		l.slots <- struct{}{}
+	}
+	go func() {
+		for range 20 {
+			<-l.slots
+			l.freed <- struct{}{}
+		}
+	}()
+	require.Equal(t, 30, l.gather(context.Background(), 30, time.Minute))
+	require.Equal(t, 30, l.gather(context.Background(), 40, time.Millisecond))
+}
+
+func TestEWMAMovesAnEighthOfTheWay(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 8*time.Millisecond, ewma(0, 8*time.Millisecond), "the first sample is the mean")
+	require.Equal(t, 9*time.Millisecond, ewma(8*time.Millisecond, 16*time.Millisecond))
+	require.Equal(t, 7*time.Millisecond, ewma(8*time.Millisecond, 0))
+}
