@@ -134,11 +134,12 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 			}
 			continue
 		}
-		switch {
-		case backlog && free < l.full() && l.quick():
-			free = l.gather(ctx, l.full(), min(l.claimTime/quickShare, gatherWait))
-		case backlog && free < l.lowWater():
-			free = l.gather(ctx, l.lowWater(), gatherWait)
+		if backlog {
+			want, wait := l.lowWater(), gatherWait
+			if l.quick() {
+				want, wait = l.full(), min(l.claimTime/quickShare, gatherWait)
+			}
+			free = l.gather(ctx, want, wait)
 		}
 		want := min(free, l.d.batchSize)
 		// The claim is not canceled with ctx: a claim interrupted by
@@ -268,6 +269,9 @@ func (l *channelLoop) lowWater() int {
 // gather waits until want slots are free, wait has passed or ctx ends,
 // and returns the free slots.
 func (l *channelLoop) gather(ctx context.Context, want int, wait time.Duration) int {
+	if free := cap(l.slots) - len(l.slots); free >= want {
+		return free
+	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
