@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/heraldhq/herald/internal/pause"
 )
 
 // summary is what the database says about a phase's finished work.
@@ -219,12 +221,12 @@ func waitDone(ctx context.Context, s subject, sk *sink, want int64) error {
 			if n == 0 {
 				return nil
 			}
-			if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			if err := pause.For(ctx, 5*time.Millisecond); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := pause.For(ctx, 50*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -237,7 +239,7 @@ func idleProbes(ctx context.Context, s subject, sk *sink, n int) ([]time.Duratio
 	for i := range n {
 		// A pause between probes, so each finds the engine idle (its
 		// claim loop asleep) rather than still polling from the last one.
-		if err := sleep(ctx, time.Duration(50+rand.IntN(100))*time.Millisecond); err != nil {
+		if err := pause.For(ctx, time.Duration(50+rand.IntN(100))*time.Millisecond); err != nil {
 			return nil, err
 		}
 		sk.drainPicked()
@@ -269,17 +271,6 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // once wraps a stop function so it runs at most once.
 func once(f func() error) func() error {
 	var o sync.Once
@@ -310,7 +301,7 @@ func waitBackendsGone(ctx context.Context, pool *pgxpool.Pool, own int) error {
 		if n <= int64(pool.Stat().TotalConns())+int64(own) || time.Now().After(deadline) {
 			return nil
 		}
-		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+		if err := pause.For(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/routing"
 )
@@ -206,7 +207,7 @@ func (rs *receiptSender) run(ctx context.Context) {
 				return
 			}
 		}
-		if err := sleep(ctx, time.Until(p.due)); err != nil {
+		if err := pause.For(ctx, time.Until(p.due)); err != nil {
 			return
 		}
 		if rs.post(ctx, p.id) {

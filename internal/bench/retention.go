@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
@@ -239,7 +240,7 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 	pctx, stopProducers := context.WithCancel(ctx)
 	defer stopProducers()
 	prodErr := steadyProducer(pctx, h, sk, &c)
-	if err := sleep(ctx, retentionWarmup); err != nil {
+	if err := pause.For(ctx, retentionWarmup); err != nil {
 		return nil, err
 	}
 
@@ -322,7 +323,7 @@ func retentionWindows(ctx context.Context, db *Database, c *Config, m *maintenan
 			case !errors.Is(err, context.DeadlineExceeded):
 				return nil, first, last, fmt.Errorf("retention: %w", err)
 			}
-		} else if err := sleep(ctx, window); err != nil {
+		} else if err := pause.For(ctx, window); err != nil {
 			return nil, first, last, err
 		}
 		win.Seconds, win.Delivered = time.Since(start).Seconds(), sk.delivered.Load()-d0

@@ -9,6 +9,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -162,7 +163,7 @@ func scaleThroughput(ctx context.Context, db *Database, c *Config, n, windows in
 			from = now
 			continue
 		}
-		if err := sleep(ctx, time.Millisecond); err != nil {
+		if err := pause.For(ctx, time.Millisecond); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/pause"
 )
 
 // IndexCost is the entries one index gained during a phase.
@@ -152,7 +154,7 @@ func (w *walInspector) btreeTuples(ctx context.Context, from, to string) (map[st
 		if i == 100 {
 			return nil, errors.New("wal not flushed after 5s")
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := pause.For(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -191,7 +192,7 @@ func steadyProducer(ctx context.Context, h *heraldSubject, sk *sink, c *Config) 
 		var submitted int64
 		for i := 0; ctx.Err() == nil; {
 			if submitted-sk.delivered.Load() > xminBacklog {
-				if sleep(ctx, 5*time.Millisecond) != nil {
+				if pause.For(ctx, 5*time.Millisecond) != nil {
 					break
 				}
 				continue

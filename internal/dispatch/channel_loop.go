@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -118,7 +119,7 @@ const (
 func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 	errDelay := minErrDelay
 	backoff := func() bool {
-		ok := sleep(ctx, errDelay)
+		ok := pause.For(ctx, errDelay) == nil
 		errDelay = min(2*errDelay, maxErrDelay)
 		return ok
 	}

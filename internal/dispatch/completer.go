@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -233,7 +234,7 @@ func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, 
 			return nil, false
 		}
 		prog.fail(opComplete, err, delay, batchChannels(batch)...)
-		if !sleep(ctx, delay) {
+		if pause.For(ctx, delay) != nil {
 			return nil, false
 		}
 		delay = min(2*delay, maxCompleteDelay)

@@ -519,15 +519,3 @@ func (d *Dispatcher) now() *time.Time {
 	t := d.nowFunc()
 	return &t
 }
-
-// sleep waits for dur or ctx, and reports whether ctx is still live.
-func sleep(ctx context.Context, dur time.Duration) bool {
-	t := time.NewTimer(dur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

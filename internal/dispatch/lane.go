@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -276,7 +277,7 @@ func (l *channelLoop) reserve(ctx context.Context, provider string, n int, spaci
 // returns false if ctx ended first.
 func (l *channelLoop) waitSlot(ctx context.Context, j *job) bool {
 	for {
-		if wait := time.Until(j.slotAt); wait > 0 && !sleep(ctx, wait) {
+		if wait := time.Until(j.slotAt); wait > 0 && pause.For(ctx, wait) != nil {
 			return false
 		}
 		if time.Since(j.slotAt) <= lateSlot {
@@ -285,7 +286,7 @@ func (l *channelLoop) waitSlot(ctx context.Context, j *job) bool {
 		at, err := l.reserve(ctx, j.provider.Name, 1, l.spacing(j.provider))
 		if err != nil {
 			l.prog.fail(opPace, err, time.Second)
-			if !sleep(ctx, time.Second) {
+			if pause.For(ctx, time.Second) != nil {
 				return false
 			}
 			continue

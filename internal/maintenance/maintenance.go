@@ -29,6 +29,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/pause"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/schema"
 )
@@ -426,7 +427,7 @@ func (m *Maintenance) tries(ctx context.Context, n int, fn func(context.Context)
 	var err error
 	for try := 0; try < n; try++ {
 		if try > 0 {
-			if err := sleep(ctx, lockRetryPause); err != nil {
+			if err := pause.For(ctx, lockRetryPause); err != nil {
 				return err
 			}
 		}
@@ -481,19 +482,7 @@ func (m *Maintenance) rest(ctx context.Context) error {
 	if wait <= 0 {
 		return ctx.Err()
 	}
-	return sleep(ctx, wait)
-}
-
-// sleep waits d, or until ctx ends, and then returns ctx's error.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return pause.For(ctx, wait)
 }
 
 // retireTimeout bounds one week's stage, which runs to its end when the

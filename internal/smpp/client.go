@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/heraldhq/herald/internal/pause"
 )
 
 // Defaults for the zero values of ClientConfig, and limits.
@@ -450,7 +452,7 @@ func (s *session) run() {
 			}
 			s.down(nil, err)
 			s.logger().Warn("smpp bind failed", "addr", cfg.Addr, "retry_in", backoff, "err", err)
-			if !sleep(s.c.ctx, jitter(backoff)) {
+			if pause.For(s.c.ctx, jitter(backoff)) != nil {
 				return
 			}
 			backoff = min(2*backoff, cfg.ReconnectMax)
@@ -466,7 +468,7 @@ func (s *session) run() {
 			return
 		}
 		s.logger().Warn("smpp connection ended", "outstanding_lost", lost, "err", err)
-		if !sleep(s.c.ctx, jitter(cfg.ReconnectMin)) {
+		if pause.For(s.c.ctx, jitter(cfg.ReconnectMin)) != nil {
 			return
 		}
 	}
@@ -474,17 +476,6 @@ func (s *session) run() {
 
 func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // connect dials and binds as a transceiver.
@@ -610,7 +601,7 @@ func (s *session) submit(ctx context.Context, buf []byte) (SubmitResult, error) 
 		s.c.notify()
 	}()
 	res := SubmitResult{Bind: s.idx}
-	if d := s.pace(); d > 0 && !sleep(ctx, d) {
+	if d := s.pace(); d > 0 && pause.For(ctx, d) != nil {
 		return res, ctx.Err()
 	}
 	s.mu.Lock()
