@@ -66,20 +66,16 @@ ALTER FUNCTION herald.delivery_receipts_notify() SECURITY DEFINER;
 DO $$
 DECLARE
     f record;
-    def text;
-    n integer := 0;
+    done text[] := '{}';
 BEGIN
-    FOR f IN SELECT p.oid FROM pg_proc p
+    FOR f IN SELECT p.oid, p.proname FROM pg_proc p
         WHERE p.pronamespace = 'herald'::regnamespace AND p.prosrc ~ $re$pg_notify\('herald_[a-z]+'$re$ LOOP
-        def := regexp_replace(pg_get_functiondef(f.oid),
+        EXECUTE regexp_replace(pg_get_functiondef(f.oid),
             $re$pg_notify\('(herald_[a-z]+)'$re$, $re$pg_notify(herald.notify_topic('\1')$re$, 'g');
-        EXECUTE def;
-        n := n + 1;
+        done := done || f.proname::text;
     END LOOP;
-    -- intake_notify, routing_apply, delivery_receipts_notify and
-    -- routes_callback_enqueue.
-    IF n <> 4 THEN
-        RAISE EXCEPTION 'expected 4 functions sending NOTIFY, found %', n;
+    IF NOT done @> ARRAY['intake_notify', 'routing_apply', 'delivery_receipts_notify', 'routes_callback_enqueue'] THEN
+        RAISE EXCEPTION 'functions sending NOTIFY rewritten: %, not the four expected', done;
     END IF;
 END;
 $$;
