@@ -14,6 +14,8 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 func TestNewClientRefusesBadConfigNamingTheField(t *testing.T) {
@@ -615,13 +617,16 @@ func TestUpsertRecipientStoresNormalizedEntryAndReplacesIt(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM herald.recipients"))
 }
 
-// listener LISTENs on herald_routes on a connection of its own.
+// listener LISTENs on the dispatchers' topic (herald_routes and the
+// database's secret) on a connection of its own, as the engine does.
 func listener(t *testing.T, b *testBundle) *pgx.Conn {
 	t.Helper()
 	conn, err := pgx.Connect(context.Background(), b.dbURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	_, err = conn.Exec(context.Background(), "LISTEN herald_routes")
+	topic, err := store.New().NotifyTopic(context.Background(), conn, wake.RoutesTopic)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "LISTEN "+pgx.Identifier{topic}.Sanitize())
 	require.NoError(t, err)
 	return conn
 }

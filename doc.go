@@ -200,7 +200,10 @@
 // Two NOTIFY topics wake herald's processes: herald_intake, sent once per
 // INSERT statement into herald.intake, wakes the intake worker, and
 // herald_routes, sent by the accept path with the delivery channel of the
-// new routes as payload ("" when several), wakes the dispatchers. The
+// new routes as payload ("" when several), wakes the dispatchers. Each
+// topic's name ends in a random secret of the database that producers
+// cannot read (herald.notify_topic), so a producer's LISTEN hears nothing;
+// Submit notifies through herald.routes_wake, which knows the name. The
 // herald_routes hint of Submit and SubmitMany is debounced in each client:
 // the first submit of a quiet period sends it inside its own statement,
 // submits in the following Config.NotifyDebounce (5 ms) send none, and one

@@ -20,3 +20,17 @@ SELECT (
 -- The login of the session: whose templates `herald templates apply`
 -- publishes when a file names no producer.
 SELECT session_user::text AS login;
+
+-- name: NotifyTopic :one
+-- The name of the NOTIFY topic @base (wake.RoutesTopic and the like): the
+-- base, an underscore and the database's secret (herald.notify_secret),
+-- which only the engine's login and staff may read. What the engine
+-- LISTENs on.
+SELECT herald.notify_topic(@base::text)::text AS topic;
+
+-- name: LockHolders :one
+-- Who holds a lock on any of @rels right now, other than this session: a
+-- line naming each one's login, pid, lock mode and relation, and how long
+-- its transaction has been open when the caller may see that. What an
+-- action that gave up on a lock says about who held it.
+SELECT herald.lock_holders((@rels::text[])::regclass[])::text AS holders;

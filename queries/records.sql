@@ -125,13 +125,14 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    -- The dispatchers' wake-up hint on NOTIFY topic herald_routes, sent
-    -- only when the caller asks (the leading edge of its debounce window;
-    -- NULL means no hint). Postgres delivers it at commit, so it rides the
+    -- The dispatchers' wake-up hint on their NOTIFY topic (through
+    -- herald.routes_wake, which alone knows its name), sent only when the
+    -- caller asks (the leading edge of its debounce window; NULL means no
+    -- hint). Postgres delivers it at commit, so it rides the
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
     -- final SELECT joins it.
-    SELECT count(pg_notify('herald_routes', sqlc.narg('hint_payload')::text)) AS hints
+    SELECT count(herald.routes_wake(sqlc.narg('hint_payload')::text)) AS hints
     FROM (
         SELECT 1 WHERE sqlc.narg('hint_payload')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
@@ -238,7 +239,7 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    SELECT count(pg_notify('herald_routes', sqlc.narg('hint_payload')::text)) AS hints
+    SELECT count(herald.routes_wake(sqlc.narg('hint_payload')::text)) AS hints
     FROM (
         SELECT 1 WHERE sqlc.narg('hint_payload')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked

@@ -551,10 +551,11 @@ FROM next;
 
 -- name: RouteNotifyDispatchers :exec
 -- The trailing wake-up hint of the accept path's debounce window, on the
--- NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
+-- NOTIFY topic dispatchers LISTEN on (herald.routes_wake knows its name:
+-- herald_routes and the database's secret); the payload is the
 -- delivery channel of the new routes, or '' for several. (The leading hint
 -- rides RecordInsertMany.)
-SELECT pg_notify('herald_routes', @channel::text);
+SELECT herald.routes_wake(@channel::text);
 
 -- ---------------------------------------------------------------------------
 -- Backlog and health: metrics, `herald stats`, maintenance.

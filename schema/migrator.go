@@ -20,12 +20,19 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// lockID is the advisory lock key that serialises whole migrate runs
-// (hashtext('herald.migrate') would do as well; a constant is greppable).
+// lockID is the row of lockTable that serialises whole migrate runs.
 const lockID int64 = 0x6865_7261_6c64 // "herald"
 
 // versionTable is goose's history table, kept inside the herald schema.
 const versionTable = Name + ".goose_db_version"
+
+// lockTable is goose's lock table (its table locker), kept inside the
+// herald schema: a migrate run holds its row lockID by a lease it renews.
+// It is a table and not an advisory lock because any login may take any
+// advisory key, a producer's included, and a migrate waiting on one would
+// wait for ever; only the migrating login may write this table (staff
+// read it), so no other can take or hold the lock.
+const lockTable = Name + ".goose_lock"
 
 // MigratorConfig configures a Migrator.
 type MigratorConfig struct {
@@ -38,8 +45,8 @@ type MigratorConfig struct {
 // migrations (FS), then River's, all inside the Postgres schema Name. It is
 // what `herald migrate` runs, for a Go service that migrates at start-up
 // instead, as River's rivermigrate is for River. It is safe to run from many
-// processes at once: one advisory lock serialises whole runs, and goose's
-// session locker guards its own steps.
+// processes at once: one lock, a leased row of goose's lock table that only
+// the migrating login may write, serialises whole runs.
 type Migrator struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
@@ -253,55 +260,56 @@ func (m *Migrator) river() (*rivermigrate.Migrator[pgx.Tx], error) {
 	return rm, nil
 }
 
-// locked runs fn with a goose provider while holding the migrate advisory
-// lock on a dedicated connection, after making sure the herald schema exists.
+// locked runs fn with a goose provider while holding the migrate lock, after
+// making sure the herald schema (where the lock's table lives) exists.
 func (m *Migrator) locked(ctx context.Context, fn func(*goose.Provider) error) error {
-	// The lock's session is a connection of its own, outside the pool: runs
-	// waiting for the lock must not hold pool connections the running one
-	// needs.
-	conn, err := pgx.ConnectConfig(ctx, m.pool.Config().ConnConfig.Copy())
-	if err != nil {
-		return fmt.Errorf("connect for migrate lock: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockID); err != nil {
-		return fmt.Errorf("take migrate lock: %w", err)
-	}
-	// Closing the session (deferred above) releases the lock, whatever
-	// happened to ctx.
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+Name); err != nil {
+	if _, err := m.pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+Name); err != nil {
 		var pgErr *pgconn.PgError
-		// Another process may create it between the check and the create
-		// when it does not hold our lock (a hand-run psql, say).
+		// Two runs may both find it missing; one creates it.
 		if !errors.As(err, &pgErr) || (pgErr.Code != pgerrcode.DuplicateSchema && pgErr.Code != pgerrcode.UniqueViolation) {
 			return fmt.Errorf("create schema %s: %w", Name, err)
 		}
 	}
-	return m.withProvider(ctx, fn)
-}
-
-func (m *Migrator) withProvider(ctx context.Context, fn func(*goose.Provider) error) error {
-	locker, err := lock.NewPostgresSessionLocker(
-		// Poll every second for up to five minutes (goose polls every 5 s by
-		// default, which makes a waiting migrate needlessly slow).
-		lock.WithLockTimeout(1, 300),
+	locker, err := lock.NewPostgresTableLocker(
+		lock.WithTableName(lockTable),
+		lock.WithTableLockID(lockID),
+		// Poll every second for up to five minutes (goose polls every 5 s
+		// by default, which makes a waiting migrate needlessly slow).
+		lock.WithTableLockTimeout(time.Second, 300),
 	)
 	if err != nil {
 		return fmt.Errorf("goose locker: %w", err)
 	}
 	db := stdlib.OpenDBFromPool(m.pool)
 	defer db.Close()
-	p, err := newProvider(db, locker, m.logger)
+	if err := locker.Lock(ctx, db); err != nil {
+		return fmt.Errorf("take migrate lock: %w", err)
+	}
+	defer func() {
+		// A lock not released (the process died, the database went away)
+		// is free again when its lease ends.
+		if uerr := locker.Unlock(context.WithoutCancel(ctx), db); uerr != nil {
+			m.logger.Warn("release migrate lock", slog.Any("err", uerr))
+		}
+	}()
+	return m.withProvider(ctx, fn)
+}
+
+// withProvider runs fn with a goose provider that takes no lock of its own:
+// the runs that change the schema hold the migrate lock around it (locked).
+func (m *Migrator) withProvider(ctx context.Context, fn func(*goose.Provider) error) error {
+	db := stdlib.OpenDBFromPool(m.pool)
+	defer db.Close()
+	p, err := newProvider(db, m.logger)
 	if err != nil {
 		return err
 	}
 	return fn(p)
 }
 
-func newProvider(db *sql.DB, locker lock.SessionLocker, logger *slog.Logger) (*goose.Provider, error) {
+func newProvider(db *sql.DB, logger *slog.Logger) (*goose.Provider, error) {
 	p, err := goose.NewProvider(goose.DialectPostgres, db, FS,
 		goose.WithTableName(versionTable),
-		goose.WithSessionLocker(locker),
 		goose.WithSlog(logger),
 		goose.WithDisableGlobalRegistry(true),
 	)

@@ -180,7 +180,9 @@ func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
 	conn, err := pgx.Connect(context.Background(), b.dbURL)
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(context.Background(), "LISTEN "+wake.RoutesTopic)
+	topic, err := store.New().NotifyTopic(context.Background(), conn, wake.RoutesTopic)
+	require.NoError(t, err)
+	_, err = conn.Exec(context.Background(), "LISTEN "+pgx.Identifier{topic}.Sanitize())
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -144,7 +144,10 @@ type CancelResult struct {
 // route is either delivered or canceled, never both.
 //
 // It returns ErrNotFound for a campaign that does not exist or that the
-// caller may not cancel. When ctx ends, or a batch fails, it returns what
+// caller may not cancel. An accept that joined the campaign holds its row
+// until it commits, in its producer's transaction; a cancel waits for it
+// about 5 s at most, then fails with an error that names the sessions
+// holding it (login, pid, lock). When ctx ends, or a batch fails, it returns what
 // it did so far with the error; the cancel is resumable: calling Cancel
 // again goes on where it stopped. Canceling a canceled campaign changes
 // nothing.
@@ -158,6 +161,7 @@ func Cancel(ctx context.Context, db store.DBTX, producer, campaign string, opts 
 	}
 	pause := cmp.Or(opts.InFlightPause, DefaultInFlightPause)
 	res := &CancelResult{}
+	locked := 0 // batches in a row that gave up on the campaign's row lock
 	for {
 		p := store.CampaignCancelBatchParams{
 			Producer: producer, Campaign: campaign, Actor: opts.Actor, Reason: opts.Reason, BatchSize: int32(batch),
@@ -167,13 +171,27 @@ func Cancel(ctx context.Context, db store.DBTX, producer, campaign string, opts 
 			p.Now = &now
 		}
 		row, err := store.New().CampaignCancelBatch(ctx, db, p)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable {
+			// The campaign's row is held by accepts that joined it (in their
+			// producers' own transactions): each batch waits for it a
+			// bounded time (its lock_timeout), tried lockTries times.
+			if locked++; locked < lockTries {
+				continue
+			}
+			holders, herr := store.New().LockHolders(ctx, db, []string{"herald.campaigns"})
+			if herr != nil {
+				holders = "holders unknown: " + herr.Error()
+			}
+			return res, fmt.Errorf("cancel campaign %s: its row stayed locked for %d tries: %s: %w", campaign, locked, holders, err)
+		}
 		if err != nil {
-			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.NoDataFound {
 				return res, ErrNotFound
 			}
 			return res, fmt.Errorf("cancel campaign %s: batch %d: %w", campaign, res.Batches+1, err)
 		}
+		locked = 0
 		res.Batches++
 		res.Canceled += row.Canceled
 		if opts.BatchFunc != nil {
@@ -195,6 +213,11 @@ func Cancel(ctx context.Context, db store.DBTX, producer, campaign string, opts 
 		}
 	}
 }
+
+// lockTries is how many batches in a row Cancel lets give up on the
+// campaign's row lock (each waits for it 1 s, campaign_cancel_batch's
+// lock_timeout) before it fails naming who holds it.
+const lockTries = 5
 
 // deref returns *s, or "" for nil.
 func deref(s *string) string {

@@ -436,8 +436,19 @@ func (m *Maintenance) tries(ctx context.Context, n int, fn func(context.Context)
 			return err
 		}
 	}
-	return err
+	// Say who held the partitioned tables: a session's open transaction (a
+	// producer's read of its routes, say) holds the default partitions,
+	// which attaching or detaching a week locks in ACCESS EXCLUSIVE mode.
+	holders, herr := m.queries.LockHolders(ctx, m.pool, partitionedTables)
+	if herr != nil {
+		holders = "holders unknown: " + herr.Error()
+	}
+	return fmt.Errorf("gave up after %d tries: %s: %w", n, holders, err)
 }
+
+// partitionedTables are the tables, and their default partitions, whose
+// locks making and retiring weeks wait for.
+var partitionedTables = []string{"herald.routes", "herald.routes_live", "herald.records", "herald.records_default"}
 
 // dropGone drops the partitions detached so far (PartitionsDropGone), in a
 // transaction of their own: a drop goes over the whole buffer cache and

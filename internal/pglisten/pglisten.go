@@ -6,9 +6,12 @@ package pglisten
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // Config configures Run.
@@ -16,9 +19,12 @@ type Config struct {
 	// ConnConfig is the connection to open, outside any pool: a LISTEN
 	// connection is held for the process's life and must not starve a pool.
 	ConnConfig *pgx.ConnConfig
-	// Topic is the NOTIFY topic to LISTEN on (what PostgreSQL calls a
-	// channel; herald keeps that word for delivery channels), e.g.
-	// wake.RoutesTopic.
+	// Topic is the base name of the NOTIFY topic to LISTEN on (what
+	// PostgreSQL calls a channel; herald keeps that word for delivery
+	// channels), e.g. wake.RoutesTopic. The name listened on is the one
+	// herald.notify_topic makes of it, the base and the database's secret,
+	// which only the engine's login (and staff) may read: the connection
+	// must be the engine's.
 	Topic string
 	// NotifyFunc is called with each notification's payload.
 	NotifyFunc func(payload string)
@@ -75,9 +81,13 @@ func listenOnce(ctx context.Context, cfg Config, connected func()) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	topic, err := store.New().NotifyTopic(ctx, conn, cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("name of NOTIFY topic %s: %w", cfg.Topic, err)
+	}
 	// SQL in Go, the commented exception: LISTEN takes an identifier, not a
 	// parameter, so sqlc has nothing to generate for it.
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{cfg.Topic}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{topic}.Sanitize()); err != nil {
 		return err
 	}
 	connected()

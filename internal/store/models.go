@@ -228,6 +228,12 @@ type HeraldMalformedView struct {
 	RawFields        []byte
 }
 
+// The random token the NOTIFY topics' names end in (herald.notify_topic): unknown to producers, so they cannot LISTEN on or NOTIFY them.
+type HeraldNotifySecret struct {
+	Token   string
+	OnlyRow bool
+}
+
 type HeraldProvider struct {
 	Name                string
 	Channel             string

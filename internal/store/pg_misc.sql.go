@@ -26,6 +26,21 @@ func (q *Queries) DatabaseNow(ctx context.Context, db DBTX) (time.Time, error) {
 	return now, err
 }
 
+const lockHolders = `-- name: LockHolders :one
+SELECT herald.lock_holders(($1::text[])::regclass[])::text AS holders
+`
+
+// Who holds a lock on any of @rels right now, other than this session: a
+// line naming each one's login, pid, lock mode and relation, and how long
+// its transaction has been open when the caller may see that. What an
+// action that gave up on a lock says about who held it.
+func (q *Queries) LockHolders(ctx context.Context, db DBTX, rels []string) (string, error) {
+	row := db.QueryRow(ctx, lockHolders, rels)
+	var holders string
+	err := row.Scan(&holders)
+	return holders, err
+}
+
 const loginActsForAPIKeys = `-- name: LoginActsForAPIKeys :one
 SELECT (
     pg_has_role(session_user, 'herald_api', 'USAGE')
@@ -42,6 +57,21 @@ func (q *Queries) LoginActsForAPIKeys(ctx context.Context, db DBTX) (bool, error
 	var ok bool
 	err := row.Scan(&ok)
 	return ok, err
+}
+
+const notifyTopic = `-- name: NotifyTopic :one
+SELECT herald.notify_topic($1::text)::text AS topic
+`
+
+// The name of the NOTIFY topic @base (wake.RoutesTopic and the like): the
+// base, an underscore and the database's secret (herald.notify_secret),
+// which only the engine's login and staff may read. What the engine
+// LISTENs on.
+func (q *Queries) NotifyTopic(ctx context.Context, db DBTX, base string) (string, error) {
+	row := db.QueryRow(ctx, notifyTopic, base)
+	var topic string
+	err := row.Scan(&topic)
+	return topic, err
 }
 
 const sessionUser = `-- name: SessionUser :one

@@ -1175,11 +1175,12 @@ func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDuePar
 }
 
 const routeNotifyDispatchers = `-- name: RouteNotifyDispatchers :exec
-SELECT pg_notify('herald_routes', $1::text)
+SELECT herald.routes_wake($1::text)
 `
 
 // The trailing wake-up hint of the accept path's debounce window, on the
-// NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
+// NOTIFY topic dispatchers LISTEN on (herald.routes_wake knows its name:
+// herald_routes and the database's secret); the payload is the
 // delivery channel of the new routes, or ” for several. (The leading hint
 // rides RecordInsertMany.)
 func (q *Queries) RouteNotifyDispatchers(ctx context.Context, db DBTX, channel string) error {

@@ -10,8 +10,11 @@
 // notification delays work but never strands it.
 package wake
 
-// NOTIFY topics. Dispatchers LISTEN on RoutesTopic, the intake worker on
-// IntakeTopic.
+// NOTIFY topics' base names. Dispatchers LISTEN on RoutesTopic, the intake
+// worker on IntakeTopic. The name notified and listened on is the base, an
+// underscore and the database's secret (herald.notify_topic, which only
+// the engine's login may run), so that a producer's LISTEN on a base name
+// hears nothing; a producer's accept notifies through herald.routes_wake.
 const (
 	// RoutesTopic carries the accept path's wake-up hint: new routes may
 	// be due. The payload is the delivery channel of the new routes ("sms",
