@@ -242,7 +242,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 		}
 		return refuseT("template.name", heraldtype.CodeUnknownTemplate, msg)
 	case err != nil && isParseError(err):
-		return refuseT("template.name", heraldtype.CodeInvalidField, "the stored template does not parse: "+err.Error())
+		return refuseT("template.name", heraldtype.CodeInvalidField, "the stored template is refused: "+err.Error())
 	case err != nil:
 		return nil, nil, err
 	}

@@ -15,9 +15,10 @@ import (
 // a version of it) the producer does not have, or the login may not read.
 var ErrTemplateNotFound = errors.New("template not found")
 
-// ParseError is TemplateCache.Get's error for a stored version that does
-// not parse: one inserted with SQL by hand, which `herald templates apply`
-// would have refused.
+// ParseError is TemplateCache.Get's error for a stored version Parse
+// refuses: one a producer INSERTed that does not parse or does what a
+// template may not (`herald templates apply` parses first, and publishes
+// nothing it refuses).
 type ParseError struct{ Err error }
 
 func (e *ParseError) Error() string { return e.Err.Error() }
@@ -41,18 +42,25 @@ type templateKey struct {
 // concurrent use; the zero value is ready.
 type TemplateCache struct {
 	mu     sync.Mutex
-	parsed map[templateKey]*Template
+	parsed map[templateKey]parsed
+}
+
+// parsed is one version parsed, or Parse's refusal of it: a version is
+// immutable, so a refused one is not parsed again.
+type parsed struct {
+	t   *Template
+	err error
 }
 
 // Get returns version of producer's template name, parsed; version 0
 // means the current (highest) one, which costs a query each call (a new
 // version may have been published), as a version not yet cached does. It
-// returns ErrTemplateNotFound if there is none, and a parse error for a
-// stored version that does not parse (one inserted with SQL by hand).
+// returns ErrTemplateNotFound if there is none, and a *ParseError for a
+// stored version Parse refuses (kept, as a parsed one is).
 func (c *TemplateCache) Get(ctx context.Context, db store.DBTX, producer, name string, version int) (*Template, error) {
 	if version > 0 {
-		if t := c.cached(templateKey{producer, name, version}); t != nil {
-			return t, nil
+		if p, ok := c.cached(templateKey{producer, name, version}); ok {
+			return p.t, p.err
 		}
 	}
 	var (
@@ -73,24 +81,25 @@ func (c *TemplateCache) Get(ctx context.Context, db store.DBTX, producer, name s
 		return nil, fmt.Errorf("get template %s: %w", name, err)
 	}
 	key := templateKey{row.Producer, row.Name, int(row.Version)}
-	if t := c.cached(key); t != nil {
-		return t, nil
+	if p, ok := c.cached(key); ok {
+		return p.t, p.err
 	}
-	t, err := Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales))
-	if err != nil {
-		return nil, &ParseError{Err: err}
+	var p parsed
+	if p.t, p.err = Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales)); p.err != nil {
+		p.t, p.err = nil, &ParseError{Err: p.err}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.parsed == nil || len(c.parsed) >= maxCachedTemplates {
-		c.parsed = map[templateKey]*Template{}
+		c.parsed = map[templateKey]parsed{}
 	}
-	c.parsed[key] = t
-	return t, nil
+	c.parsed[key] = p
+	return p.t, p.err
 }
 
-func (c *TemplateCache) cached(k templateKey) *Template {
+func (c *TemplateCache) cached(k templateKey) (parsed, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.parsed[k]
+	p, ok := c.parsed[k]
+	return p, ok
 }
