@@ -26,9 +26,16 @@ func (e *ParseError) Error() string { return e.Err.Error() }
 // Unwrap returns the parse error.
 func (e *ParseError) Unwrap() error { return e.Err }
 
-// maxCachedTemplates bounds a TemplateCache; past it the cache starts
-// again empty (versions are immutable, so a reload only costs a query).
-const maxCachedTemplates = 4096
+// maxCachedTemplates and maxCachedNodes bound a TemplateCache: past
+// either (the number of versions, their parse nodes in all) the cache
+// starts again empty (versions are immutable, so a reload only costs a
+// query and a parse). A parsed version holds about 250 bytes a node, so
+// the nodes bound the cache to about 128 MiB whatever producers publish;
+// a template of a few dozen actions is a few hundred nodes.
+const (
+	maxCachedTemplates = 4096
+	maxCachedNodes     = 500_000
+)
 
 // templateKey identifies one version of one producer's template.
 type templateKey struct {
@@ -43,6 +50,7 @@ type templateKey struct {
 type TemplateCache struct {
 	mu     sync.Mutex
 	parsed map[templateKey]parsed
+	nodes  int // of the versions in parsed
 }
 
 // parsed is one version parsed, or Parse's refusal of it: a version is
@@ -88,12 +96,17 @@ func (c *TemplateCache) Get(ctx context.Context, db store.DBTX, producer, name s
 	if p.t, p.err = Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales)); p.err != nil {
 		p.t, p.err = nil, &ParseError{Err: p.err}
 	}
+	n := 1
+	if p.t != nil {
+		n = max(p.t.nodes, 1)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.parsed == nil || len(c.parsed) >= maxCachedTemplates {
-		c.parsed = map[templateKey]parsed{}
+	if c.parsed == nil || len(c.parsed) >= maxCachedTemplates || c.nodes+n > maxCachedNodes {
+		c.parsed, c.nodes = map[templateKey]parsed{}, 0
 	}
 	c.parsed[key] = p
+	c.nodes += n
 	return p.t, p.err
 }
 
