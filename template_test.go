@@ -3,7 +3,11 @@ package herald_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -144,4 +148,55 @@ func TestTemplatesArePublishedByTheirProducerReadByStaffAndChangedByNobody(t *te
 	var by string
 	require.NoError(t, b.admin.QueryRow(ctx, `SELECT created_by FROM herald.templates WHERE producer = $1`, b.nameA).Scan(&by))
 	require.Equal(t, b.nameA, by)
+}
+
+func TestTemplatedSubmitNamingAHostileTemplateIsRefusedAndAnotherProducersSubmitsGoThrough(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	ins := `INSERT INTO herald.templates (name, version, default_locale, locales) VALUES ($1, 1, 'en', $2)`
+	_, err := b.asB.Exec(ctx, ins, "order", orderTemplate)
+	require.NoError(t, err)
+	// A publishes templates that would loop without end, build gigabytes
+	// or recurse, and one that amplifies its data.
+	hostile := map[string]struct{ body, field, msg string }{
+		"loop":    {`{{range 100000000000}}{{end}}`, "template.name", "the stored template is refused: template loop/en/sms.body: line 1:8: {{range 100000000000}} is not allowed"},
+		"printf":  {`{{$a := printf "%999999999s" ""}}{{len $a}}`, "template.name", "a width over 99 is not allowed"},
+		"recurse": {`{{define "x"}}{{template "x" .}}{{end}}{{template "x" .}}`, "template.name", "{{define}} is not allowed"},
+		"amplify": {`{{range .a}}{{range $.a}}{{range $.a}}x{{end}}{{end}}{{end}}`, "data", "template amplify/en/sms.body: over the template's budget"},
+	}
+	for name, h := range hostile {
+		_, err := b.asA.Exec(ctx, ins, name, `{"en":{"sms":{"body":`+strconv.Quote(h.body)+`}}}`)
+		require.NoError(t, err, "publishing is an INSERT: the template is refused when it is first used")
+	}
+	a := make([]any, 30_000) // 60 KB of data, within intake's limits
+	for i := range a {
+		a[i] = 0
+	}
+
+	// B submits while A's intents are checked.
+	var wg sync.WaitGroup
+	var bDone atomic.Int32
+	bErr := make(chan error, 1)
+	wg.Go(func() {
+		for i := range 20 {
+			if _, err := b.clientB.Submit(ctx, templatedIntent(b.nameB, fmt.Sprintf("b-%d", i), map[string]any{"name": "Ana", "order": i})); err != nil {
+				bErr <- err
+				return
+			}
+			bDone.Add(1)
+		}
+	})
+	for name, h := range hostile {
+		in := templatedIntent(b.nameA, name, map[string]any{"a": a})
+		in.Template.Name = name
+		_, err := b.clientA.Submit(ctx, in)
+		requireFieldError(t, err, h.field, herald.CodeInvalidField)
+		require.ErrorContains(t, err, h.msg)
+	}
+	wg.Wait()
+	close(bErr)
+	require.NoError(t, <-bErr)
+	require.EqualValues(t, 20, bDone.Load())
+	require.Zero(t, countAs(t, b.asA, `SELECT count(*) FROM herald.records`), "nothing of A's was accepted")
 }

@@ -46,6 +46,11 @@ func TestTemplatesApplyPublishesOnlyWhatChangedAndShowsAndRendersIt(t *testing.T
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"default_locale":"en","locales":{"en":{"sms":{"body":"{{.x"}}}}`), 0o600))
 	_, _, err = run(t, b.env, "templates", "apply", "-f", dir)
 	require.ErrorContains(t, err, "bad.json")
+	// So does one that does what a template may not, saying what.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(`{"default_locale":"en","locales":{"en":{"sms":{"body":"{{range 100000000000}}{{end}}"}}}}`), 0o600))
+	_, _, err = run(t, b.env, "templates", "apply", "-f", dir)
+	require.ErrorContains(t, err, "bad.json")
+	require.ErrorContains(t, err, "template bad/en/sms.body: line 1:8: {{range 100000000000}} is not allowed")
 	_, _, err = run(t, b.env, "templates", "apply")
 	require.Error(t, err)
 }

@@ -34,3 +34,25 @@ func TestSubmitOverHTTPMeetsTheContentBlocklistAndCannotBeHeld(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.records`))
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.held_intents`))
 }
+
+func TestSubmitOverHTTPNamingAHostileTemplateIsRefusedNamingWhatIsNotAllowed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	// The SQL is the test's own: shop publishing a template that would
+	// loop without end.
+	_, err := b.admin.Exec(t.Context(), `INSERT INTO herald.templates (producer, name, version, default_locale, locales)
+		VALUES ('shop', 'loop', 1, 'en', '{"en": {"sms": {"body": "{{range 100000000000}}x{{end}}"}}}')`)
+	require.NoError(t, err)
+	in := intent("shop", "loop")
+	delete(in, "content")
+	in["channels"] = []string{"sms"}
+	in["template"] = map[string]any{"name": "loop"}
+	in["data"] = map[string]any{}
+	a := b.do(t, "POST", "/v1/notifications", in, b.shopKey)
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	p := a.problem(t)
+	require.Equal(t, heraldtype.CodeInvalidField, p.Code)
+	require.Equal(t, "template.name", p.Field)
+	require.Contains(t, string(a.body), "template loop/en/sms.body: line 1:8: {{range 100000000000}} is not allowed")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.records`))
+}

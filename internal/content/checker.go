@@ -242,7 +242,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 		}
 		return refuseT("template.name", heraldtype.CodeUnknownTemplate, msg)
 	case err != nil && isParseError(err):
-		return refuseT("template.name", heraldtype.CodeInvalidField, "the stored template does not parse: "+err.Error())
+		return refuseT("template.name", heraldtype.CodeInvalidField, "the stored template is refused: "+err.Error())
 	case err != nil:
 		return nil, nil, err
 	}
@@ -264,15 +264,18 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 
 	// Render every locale the intent could be delivered in, now: a
 	// rendering that fails at delivery would be a message lost after it
-	// was accepted.
+	// was accepted. All of them share one budget, so the check of one
+	// intent costs at most one budget, and each rendering at delivery
+	// (the same template, the same data) fits in it.
 	var plan struct {
 		encoding string
 		segments int
 	}
 	var texts []text
+	b := &budget{}
 	for _, loc := range t.Locales() {
 		for _, ch := range in.Channels {
-			r, err := t.Render(loc, ch, in.Data)
+			r, err := t.render(loc, ch, in.Data, b)
 			if err != nil {
 				return refuseT("data", heraldtype.CodeInvalidField, fmt.Sprintf("template %s version %d, locale %s: %v", t.Name, t.Version, loc, err))
 			}

@@ -12,9 +12,14 @@
 // standard library's: maintained with Go itself, no dependency, and their
 // data is only ever values: a template is parsed from the template's text
 // alone, and the intent's data (decoded JSON: strings, numbers, booleans,
-// arrays, objects) is what it executes on, never parsed itself. No
-// functions are added to the templates, and missing keys are errors
-// (missingkey=error), so a message is never rendered half-filled.
+// arrays, objects) is what it executes on, never parsed itself. Missing
+// keys are errors (missingkey=error), so a message is never rendered
+// half-filled.
+//
+// A template is a producer's code run by the engine: Parse accepts only a
+// small part of the language, and every rendering runs on a fixed budget
+// of steps, built bytes and output (template_budget.go says what and
+// why).
 //
 // Render picks the locale along a fallback chain (pt-BR, then pt, then the
 // template's default) per channel, and says which it used: the dispatcher
@@ -27,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
-	"io"
 	"regexp"
 	"slices"
 	"sort"
@@ -41,8 +45,7 @@ import (
 )
 
 // MaxRenderedBytes bounds what one rendering of one part (a body, a
-// subject, a webhook string) may produce: a template that loops (range
-// over a large number) fails instead of filling memory.
+// subject, a webhook string) may produce.
 const MaxRenderedBytes = 256 << 10
 
 // localeRE is what a locale name may be, as the directory's locale column.
@@ -76,27 +79,33 @@ type Template struct {
 	locales map[string]*localeTemplates // by normalized locale name
 	names   []string                    // locale names as written, sorted
 	vars    []string
+	nodes   int // parse nodes of every part
 }
 
 // localeTemplates is one locale's parsed templates.
 type localeTemplates struct {
-	name          string // as written
-	sms           *template.Template
-	subject, text *template.Template
-	html          *htmltemplate.Template
-	hasEmail      bool
-	webhook       any // the decoded JSON, each string replaced by a *template.Template
+	name                string // as written
+	sms                 *part
+	subject, text, html *part
+	hasEmail            bool
+	webhook             any // the decoded JSON, each string replaced by a *part
 }
 
 // Parse compiles one version of a template from its stored form: the
 // JSON object of herald.templates.locales. It returns an error naming the
 // locale and part that is wrong: an unknown field, a locale name that is
-// not one, a channel without its text, text that does not parse, or a
-// {{template}}/{{block}}/{{define}} action (one template per part; no
-// sharing between them).
+// not one, a channel without its text, text that does not parse, or
+// anything a template may not do (template_budget.go): a function or
+// action outside the allowed ones, a {{range}} over anything but a field
+// or variable, a printf format that could write more than its arguments,
+// text over MaxTemplateBytes, more than MaxTemplateNodes parse nodes, or
+// nesting deeper than MaxTemplateDepth.
 func Parse(producer, name string, version int, defaultLocale string, locales []byte) (*Template, error) {
 	if !NameRE.MatchString(name) {
 		return nil, fmt.Errorf("template name %q is not 1 to 128 letters, digits or . _ : -", name)
+	}
+	if len(locales) > MaxTemplateBytes {
+		return nil, fmt.Errorf("template %s: the locales are %d bytes; the limit is %d", name, len(locales), MaxTemplateBytes)
 	}
 	var src map[string]LocaleSource
 	dec := json.NewDecoder(bytes.NewReader(locales))
@@ -118,7 +127,7 @@ func Parse(producer, name string, version int, defaultLocale string, locales []b
 		if _, dup := t.locales[key]; dup {
 			return nil, fmt.Errorf("template %s: locale %q is given twice", name, loc)
 		}
-		lt, err := parseLocale(name+"/"+loc, ls, vars)
+		lt, err := parseLocale(name+"/"+loc, ls, vars, &t.nodes)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +145,7 @@ func Parse(producer, name string, version int, defaultLocale string, locales []b
 
 // parseLocale parses one locale's parts, adding the root variables they
 // use to vars.
-func parseLocale(where string, ls LocaleSource, vars map[string]bool) (*localeTemplates, error) {
+func parseLocale(where string, ls LocaleSource, vars map[string]bool, nodes *int) (*localeTemplates, error) {
 	lt := &localeTemplates{}
 	var err error
 	if ls.SMS == nil && ls.Email == nil && len(ls.Webhook) == 0 {
@@ -146,7 +155,7 @@ func parseLocale(where string, ls LocaleSource, vars map[string]bool) (*localeTe
 		if strings.TrimSpace(ls.SMS.Body) == "" {
 			return nil, fmt.Errorf("template %s/sms: body is empty", where)
 		}
-		if lt.sms, err = parseText(where+"/sms.body", ls.SMS.Body, vars); err != nil {
+		if lt.sms, err = parseText(where+"/sms.body", ls.SMS.Body, vars, nodes); err != nil {
 			return nil, err
 		}
 	}
@@ -158,23 +167,18 @@ func parseLocale(where string, ls LocaleSource, vars map[string]bool) (*localeTe
 		if strings.TrimSpace(e.Text) == "" && strings.TrimSpace(e.HTML) == "" {
 			return nil, fmt.Errorf("template %s/email: needs a text or html body", where)
 		}
-		if lt.subject, err = parseText(where+"/email.subject", e.Subject, vars); err != nil {
+		if lt.subject, err = parseText(where+"/email.subject", e.Subject, vars, nodes); err != nil {
 			return nil, err
 		}
 		if e.Text != "" {
-			if lt.text, err = parseText(where+"/email.text", e.Text, vars); err != nil {
+			if lt.text, err = parseText(where+"/email.text", e.Text, vars, nodes); err != nil {
 				return nil, err
 			}
 		}
 		if e.HTML != "" {
-			h, err := htmltemplate.New(where + "/email.html").Option("missingkey=error").Parse(e.HTML)
-			if err != nil {
-				return nil, fmt.Errorf("template %s/email.html: %w", where, err)
-			}
-			if err := checkTree(where+"/email.html", h.Tree, vars); err != nil {
+			if lt.html, err = parseHTML(where+"/email.html", e.HTML, vars, nodes); err != nil {
 				return nil, err
 			}
-			lt.html = h
 		}
 	}
 	if len(ls.Webhook) > 0 {
@@ -184,7 +188,7 @@ func parseLocale(where string, ls LocaleSource, vars map[string]bool) (*localeTe
 		if err := d.Decode(&doc); err != nil {
 			return nil, fmt.Errorf("template %s/webhook: %w", where, err)
 		}
-		if lt.webhook, err = parseJSONStrings(where+"/webhook", doc, vars); err != nil {
+		if lt.webhook, err = parseJSONStrings(where+"/webhook", doc, vars, nodes); err != nil {
 			return nil, err
 		}
 	}
@@ -192,27 +196,47 @@ func parseLocale(where string, ls LocaleSource, vars map[string]bool) (*localeTe
 }
 
 // parseText parses one text/template part.
-func parseText(where, text string, vars map[string]bool) (*template.Template, error) {
+func parseText(where, text string, vars map[string]bool, nodes *int) (*part, error) {
 	t, err := template.New(where).Option("missingkey=error").Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("template %s: %w", where, err)
 	}
-	if err := checkTree(where, t.Tree, vars); err != nil {
+	if len(t.Templates()) > 1 {
+		return nil, fmt.Errorf("template %s: {{define}} is not allowed: each part is one template", where)
+	}
+	p := &part{where: where, text: t}
+	if p.steps, err = checkTree(where, t.Tree, vars, nodes, false); err != nil {
 		return nil, err
 	}
-	return t, nil
+	return p, nil
+}
+
+// parseHTML parses one html/template part.
+func parseHTML(where, text string, vars map[string]bool, nodes *int) (*part, error) {
+	h, err := htmltemplate.New(where).Option("missingkey=error").Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("template %s: %w", where, err)
+	}
+	if len(h.Templates()) > 1 {
+		return nil, fmt.Errorf("template %s: {{define}} is not allowed: each part is one template", where)
+	}
+	p := &part{where: where, html: h}
+	if p.steps, err = checkTree(where, h.Tree, vars, nodes, true); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // parseJSONStrings replaces every string of the decoded JSON v (object keys
 // excepted) by its parsed template.
-func parseJSONStrings(where string, v any, vars map[string]bool) (any, error) {
+func parseJSONStrings(where string, v any, vars map[string]bool, nodes *int) (any, error) {
 	switch x := v.(type) {
 	case string:
-		return parseText(where, x, vars)
+		return parseText(where, x, vars, nodes)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			p, err := parseJSONStrings(fmt.Sprintf("%s[%d]", where, i), e, vars)
+			p, err := parseJSONStrings(fmt.Sprintf("%s[%d]", where, i), e, vars, nodes)
 			if err != nil {
 				return nil, err
 			}
@@ -222,7 +246,7 @@ func parseJSONStrings(where string, v any, vars map[string]bool) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			p, err := parseJSONStrings(where+"."+k, e, vars)
+			p, err := parseJSONStrings(where+"."+k, e, vars, nodes)
 			if err != nil {
 				return nil, err
 			}
@@ -234,78 +258,20 @@ func parseJSONStrings(where string, v any, vars map[string]bool) (any, error) {
 	}
 }
 
-// checkTree refuses the actions that would let one part reach another
-// ({{template}}, and so {{block}}; a {{define}} leaves an associated
-// template, refused too) and collects the root variables the part uses.
-func checkTree(where string, tree *parse.Tree, vars map[string]bool) error {
+// checkTree checks one part's parse tree against what a template may do
+// (template_budget.go), counting its nodes into nodes and collecting the
+// root variables it uses, and returns the steps one execution costs
+// before its ranges.
+func checkTree(where string, tree *parse.Tree, vars map[string]bool, nodes *int, html bool) (int, error) {
+	c := &treeCheck{where: where, tree: tree, vars: vars, nodes: nodes, html: html}
+	if err := c.count(nil); err != nil { // the part itself
+		return 0, err
+	}
 	if tree == nil || tree.Root == nil {
-		return nil
+		return 1, nil
 	}
-	return walk(where, tree.Root, true, vars)
-}
-
-// walk visits n, collecting into vars the first name of every field
-// reached from the root data: .name while dot is the root, and $.name
-// anywhere. Inside {{with}} and {{range}} dot is something else, so their
-// bodies' .fields are not the root's.
-func walk(where string, n parse.Node, rootDot bool, vars map[string]bool) error {
-	switch x := n.(type) {
-	case nil:
-		return nil
-	case *parse.ListNode:
-		if x == nil {
-			return nil
-		}
-		for _, c := range x.Nodes {
-			if err := walk(where, c, rootDot, vars); err != nil {
-				return err
-			}
-		}
-	case *parse.ActionNode:
-		return walk(where, x.Pipe, rootDot, vars)
-	case *parse.PipeNode:
-		if x == nil {
-			return nil
-		}
-		for _, c := range x.Cmds {
-			for _, a := range c.Args {
-				if err := walk(where, a, rootDot, vars); err != nil {
-					return err
-				}
-			}
-		}
-	case *parse.FieldNode:
-		if rootDot && len(x.Ident) > 0 {
-			vars[x.Ident[0]] = true
-		}
-	case *parse.VariableNode:
-		if len(x.Ident) > 1 && x.Ident[0] == "$" {
-			vars[x.Ident[1]] = true
-		}
-	case *parse.ChainNode:
-		return walk(where, x.Node, rootDot, vars)
-	case *parse.IfNode:
-		return walkBranch(where, &x.BranchNode, rootDot, rootDot, vars)
-	case *parse.WithNode:
-		return walkBranch(where, &x.BranchNode, false, rootDot, vars)
-	case *parse.RangeNode:
-		return walkBranch(where, &x.BranchNode, false, rootDot, vars)
-	case *parse.TemplateNode:
-		return fmt.Errorf("template %s: {{template}} and {{block}} are not allowed: each part is one template", where)
-	}
-	return nil
-}
-
-// walkBranch walks an if/with/range: its pipeline and else branch see the
-// outer dot, its body bodyRoot's.
-func walkBranch(where string, b *parse.BranchNode, bodyRoot, rootDot bool, vars map[string]bool) error {
-	if err := walk(where, b.Pipe, rootDot, vars); err != nil {
-		return err
-	}
-	if err := walk(where, b.List, bodyRoot, vars); err != nil {
-		return err
-	}
-	return walk(where, b.ElseList, rootDot, vars)
+	s, err := c.list(tree.Root, true)
+	return 1 + s, err
 }
 
 // Variables returns the names of the data's top-level keys the template
@@ -454,43 +420,49 @@ func (r *Rendered) Texts(fn func(part, text string)) {
 
 // Render renders the template's ch part for a recipient whose locale is
 // want (falling back along Fallbacks(want), then the default locale), with
-// data. Rendered.Locale says which locale it used. An error names the part
-// and what failed (a missing key, a value of the wrong kind, a rendering
-// over MaxRenderedBytes, a subject with a line break); it wraps
-// ErrNoChannel for a channel the template has no text for.
+// data, on a budget of its own (template_budget.go). Rendered.Locale says
+// which locale it used. An error names the part and what failed (a
+// missing key, a value of the wrong kind, a budget exceeded, wrapping
+// ErrOverBudget, a subject with a line break); it wraps ErrNoChannel for a
+// channel the template has no text for.
 func (t *Template) Render(want, ch string, data map[string]any) (*Rendered, error) {
+	return t.render(want, ch, data, &budget{})
+}
+
+// render is Render on budget b: intake's check renders every locale of
+// an intent on one.
+func (t *Template) render(want, ch string, data map[string]any, b *budget) (*Rendered, error) {
 	lt := t.pick(want, ch)
 	if lt == nil {
 		return nil, fmt.Errorf("template %s version %d, channel %s: %w", t.Name, t.Version, ch, ErrNoChannel)
 	}
+	b.out = 0
 	r := &Rendered{Channel: ch, Locale: lt.name}
 	var err error
 	switch ch {
 	case channel.SMS:
-		if r.Body, err = execText(lt.sms, data); err != nil {
+		if r.Body, err = lt.sms.exec(data, b); err != nil {
 			return nil, err
 		}
 	case channel.Email:
-		if r.Subject, err = execText(lt.subject, data); err != nil {
+		if r.Subject, err = lt.subject.exec(data, b); err != nil {
 			return nil, err
 		}
 		if strings.ContainsAny(r.Subject, "\r\n") {
-			return nil, fmt.Errorf("template %s: the rendered subject contains a line break", lt.subject.Name())
+			return nil, fmt.Errorf("template %s: the rendered subject contains a line break", lt.subject.where)
 		}
 		if lt.text != nil {
-			if r.Text, err = execText(lt.text, data); err != nil {
+			if r.Text, err = lt.text.exec(data, b); err != nil {
 				return nil, err
 			}
 		}
 		if lt.html != nil {
-			w := &limitWriter{}
-			if err := lt.html.Execute(w, data); err != nil {
+			if r.HTML, err = lt.html.exec(data, b); err != nil {
 				return nil, err
 			}
-			r.HTML = w.String()
 		}
 	case channel.Webhook:
-		v, err := execJSON(lt.webhook, data)
+		v, err := execJSON(lt.webhook, data, b)
 		if err != nil {
 			return nil, err
 		}
@@ -506,24 +478,15 @@ func (t *Template) Render(want, ch string, data map[string]any) (*Rendered, erro
 	return r, nil
 }
 
-// execText executes one text part into a string, at most MaxRenderedBytes.
-func execText(t *template.Template, data map[string]any) (string, error) {
-	w := &limitWriter{}
-	if err := t.Execute(w, data); err != nil {
-		return "", err
-	}
-	return w.String(), nil
-}
-
 // execJSON renders every template of a parsed webhook value.
-func execJSON(v any, data map[string]any) (any, error) {
+func execJSON(v any, data map[string]any, b *budget) (any, error) {
 	switch x := v.(type) {
-	case *template.Template:
-		return execText(x, data)
+	case *part:
+		return x.exec(data, b)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := execJSON(e, data)
+			r, err := execJSON(e, data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -533,7 +496,7 @@ func execJSON(v any, data map[string]any) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := execJSON(e, data)
+			r, err := execJSON(e, data, b)
 			if err != nil {
 				return nil, err
 			}
@@ -544,18 +507,3 @@ func execJSON(v any, data map[string]any) (any, error) {
 		return v, nil
 	}
 }
-
-// errTooLong is limitWriter's refusal.
-var errTooLong = fmt.Errorf("the rendering is longer than %d bytes", MaxRenderedBytes)
-
-// limitWriter is a buffer that refuses to grow past MaxRenderedBytes.
-type limitWriter struct{ bytes.Buffer }
-
-func (w *limitWriter) Write(p []byte) (int, error) {
-	if w.Len()+len(p) > MaxRenderedBytes {
-		return 0, errTooLong
-	}
-	return w.Buffer.Write(p)
-}
-
-var _ io.Writer = (*limitWriter)(nil)
