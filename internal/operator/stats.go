@@ -61,6 +61,13 @@ type ProviderHealth struct {
 	// the last five minutes; nil when there was none.
 	MeanLatencySeconds *float64 `json:"mean_latency_seconds_5m"`
 	MaxLatencySeconds  *float64 `json:"max_latency_seconds_5m"`
+	// Unavailable counts the last five minutes' health rounds (a second
+	// each, per serve process) in which the provider could not send at
+	// all, and UnavailableReason says why, while it lasts (the SMSC
+	// refused the bind: ESME_RINVPASWD); its routes wait meanwhile,
+	// spending no attempts.
+	Unavailable       int64  `json:"unavailable_5m"`
+	UnavailableReason string `json:"unavailable_reason,omitempty"`
 }
 
 // CircuitEvent is a circuit opening or closing (herald.provider_events).
@@ -209,6 +216,7 @@ func (o *Operator) providerStats(ctx context.Context, st *Stats) error {
 			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
 			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
 			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
+			Unavailable: p.Unavailable5m, UnavailableReason: p.UnavailableReason,
 		}
 		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
 			h.MeanLatencySeconds, h.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m

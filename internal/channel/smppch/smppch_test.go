@@ -77,14 +77,18 @@ func TestATenPartUCS2MessageArrivesAsTenPartsThatReassemble(t *testing.T) {
 			}
 			subs := b.smsc.Submits()
 			require.Len(t, subs, wantSubmits)
-			for i, s := range subs {
+			var ids []string
+			for _, s := range subs {
 				require.Equal(t, uint8(smpp.CodingUCS2), s.SM.DataCoding)
 				require.Equal(t, "254711000001", s.SM.DestinationAddr)
-				want := uint8(smpp.ReceiptsFinal)
-				if i > 0 {
-					want = 0 // one receipt per message: the first part's
-				}
-				require.Equal(t, want, s.SM.RegisteredDelivery)
+				require.Equal(t, uint8(smpp.ReceiptsFinal), s.SM.RegisteredDelivery,
+					"every part asks for a receipt: SMSCs differ in which part's they read")
+				ids = append(ids, s.MessageID)
+			}
+			if wantSubmits > 1 {
+				require.Equal(t, ids, out.PartMessageIDs, "every part's id, in part order")
+			} else {
+				require.Nil(t, out.PartMessageIDs)
 			}
 			msgs := b.smsc.Messages()
 			require.Len(t, msgs, 1)
