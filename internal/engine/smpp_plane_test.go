@@ -318,3 +318,42 @@ func TestSMPPReplacedProviderUnbindsItsOldBindsOnceIdle(t *testing.T) {
 	require.Eventually(t, func() bool { return smsc.Bound() == 2 }, 10*time.Second, 20*time.Millisecond,
 		"the old binds were closed")
 }
+
+// TestSMPPRetriedRouteShowsEachReceiptWithItsAttempt: an SMPP provider's
+// receipts settings (retry_temporary, temporary_errors: no HTTP token) send
+// a route whose receipt says undelivered with a temporary code back for a
+// second attempt; the timeline (herald status) shows each receipt with the
+// attempt it was about.
+func TestSMPPRetriedRouteShowsEachReceiptWithItsAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	smsc, _ := startSMPPEngineWith(t, b, smppEngineOpts{
+		plan:     &smsctest.ReceiptPlan{Stat: "UNDELIV", Err: "088"},
+		provider: `    receipts: {retry_temporary: true, temporary_errors: ["088"]}`,
+	})
+	b.submitSMSBody(t, "retry-1", "+254712345678", "hello", "")
+	require.Eventually(t, func() bool { return len(smsc.Submits()) >= 1 }, 15*time.Second, 5*time.Millisecond)
+	smsc.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD"})
+	require.Eventually(t, func() bool {
+		r, err := b.smsRoute(t, "retry-1")
+		return err == nil && r.Attempts == 2 && r.DeliveryStatus != nil && *r.DeliveryStatus == "delivered"
+	}, 20*time.Second, 20*time.Millisecond, "retried once, then delivered")
+
+	rows, err := b.pool.Query(ctx, `
+		SELECT t.attempt, t.detail FROM herald.records rec, herald.notification_timeline(rec.notification_id) t
+		WHERE rec.idempotency_key = 'retry-1' AND t.event = 'receipt' ORDER BY t.at`)
+	require.NoError(t, err)
+	var got []string
+	for rows.Next() {
+		var a int32
+		var d string
+		require.NoError(t, rows.Scan(&a, &d))
+		got = append(got, fmt.Sprintf("%d %s", a, d))
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{
+		"1 UNDELIV from sms/smsc: undelivered, error 088, matched",
+		"2 DELIVRD from sms/smsc: delivered, error 000, matched",
+	}, got)
+}
