@@ -11,9 +11,12 @@
 //
 // Outcomes follow the HTTP SMS driver's rule: what is about the message
 // (an invalid destination, source or data) is Permanent with a recovery
-// hint; what is about herald's settings or the SMSC's state (a refused
-// bind, a protocol disagreement, throttling, a lost connection) is
-// Transient, so fixing it lets the retries succeed. Every command_status
+// hint; what is about herald's settings or the SMSC's state (a protocol
+// disagreement, throttling, a lost connection) is Transient, so fixing it
+// lets the retries succeed. Throttling is marked Throttled. With no bind
+// up (refused, or the SMSC unreachable) nothing is sent: the outcome is
+// Transient and Unsent, and Ready says so before any attempt, so routes
+// wait for a bind without spending attempts. Every command_status
 // has a classification: "smpp_throttled", "smpp_queue_full", or
 // "smpp_0x" and the status in eight hex digits ("smpp_0x0000000b").
 package smppch
@@ -43,7 +46,7 @@ const (
 	// ClassQueueFull: ESME_RMSGQFUL (Transient, RetryAfter set).
 	ClassQueueFull = "smpp_queue_full"
 	// ClassNotBound: no bind to the SMSC is up; nothing was sent
-	// (Transient).
+	// (Transient, Unsent).
 	ClassNotBound = "smpp_not_bound"
 	// ClassConnectionLost: the connection ended with the submit_sm
 	// outstanding; the SMSC may have accepted it (Transient).
