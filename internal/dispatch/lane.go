@@ -193,7 +193,7 @@ func (l *channelLoop) untilFirstClose(p *Plane) time.Duration {
 	wait := time.Minute
 	open := *l.d.plane.open.Load()
 	for _, name := range p.channelProviders(l.name) {
-		if until, ok := open[name]; ok && time.Now().Before(until) {
+		if until, ok := open[name]; ok {
 			wait = min(wait, time.Until(until))
 		} else if l.d.unready(name) != nil {
 			wait = min(wait, unavailableWait)
