@@ -77,8 +77,10 @@ $$;
 ALTER TABLE herald.provider_health
     ADD COLUMN unavailable bigint NOT NULL DEFAULT 0,
     ADD COLUMN unavailable_reason text NOT NULL DEFAULT '';
+COMMENT ON COLUMN herald.provider_health.throttled IS
+    'Routes that waited for the provider''s cap, and attempts the provider answered with a request to slow down (SMPP ESME_RTHROTTLED or ESME_RMSGQFUL, HTTP 429): never counted as transient failures.';
 COMMENT ON COLUMN herald.provider_health.unavailable IS
-    'Seconds of serve processes (one per process and health round) in which the provider could not send, plus the routes that waited for it.';
+    'Health rounds (one a second per serve process) in which the provider could not send at all.';
 COMMENT ON COLUMN herald.provider_health.unavailable_reason IS
     'Why the provider could not send, as last seen in the bucket (e.g. the SMSC refused the bind: ESME_RINVPASWD).';
 
@@ -138,6 +140,7 @@ LEFT JOIN herald.provider_health h ON h.provider = p.name AND h.bucket >= now() 
 GROUP BY p.name, p.channel, p.driver, p.cap_per_second, c.state, c.open_until, c.reason;
 GRANT SELECT ON herald.provider_health_view TO herald_operator, herald_auditor;
 ALTER TABLE herald.provider_health DROP COLUMN unavailable, DROP COLUMN unavailable_reason;
+COMMENT ON COLUMN herald.provider_health.throttled IS NULL;
 
 -- +goose StatementBegin
 DO $$

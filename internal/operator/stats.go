@@ -51,8 +51,9 @@ type ProviderHealth struct {
 	Circuit       string     `json:"circuit"`
 	OpenUntil     *time.Time `json:"open_until,omitempty"`
 	CircuitReason string     `json:"circuit_reason,omitempty"`
-	// The last five minutes' attempts by outcome, and the routes that
-	// waited for the cap.
+	// The last five minutes' attempts by outcome; Throttled adds the
+	// routes that waited for the cap to the attempts the provider asked
+	// to slow down.
 	Delivered int64 `json:"delivered_5m"`
 	Transient int64 `json:"transient_5m"`
 	Permanent int64 `json:"permanent_5m"`
