@@ -460,35 +460,19 @@ WHERE channel = @channel::text
     AND status <> 'claimed';
 
 -- name: RouteListByReceiptKeys :many
--- For each receipt of the matcher's batch (its key, "<provider> <provider
--- message id>", and when it arrived), the route it belongs to: of the
--- routes that were given that id (as their only key, receipt_key, or as
--- one part's, receipt_parts) by an attempt claimed at or before the
--- receipt arrived, the most recent. A provider's ids repeat (an SMSC's
--- counter restarts), so older routes with the key are passed over, and a
--- receipt that arrived before a newer route got the id stays with the
--- older one. Each receipt's lookup probes routes_receipt_key_idx and
--- routes_receipt_parts_idx (multi-part routes only) of each partition;
--- nothing is scanned. ord is the receipt's place in the arrays, from 1.
-SELECT k.ord::integer AS ord, r.notification_id, r.route_id, r.delivery_status, r.created_at, r.attempt_count,
-    coalesce(array_position(r.receipt_parts, k.receipt_key), 1)::integer AS part,
-    coalesce(cardinality(r.receipt_parts), 1)::integer AS parts,
-    coalesce(array_to_string(r.part_delivery_statuses, ',', ''), '')::text AS part_statuses
-FROM (
-    SELECT
-        unnest(@receipt_keys::text[]) AS receipt_key,
-        unnest(@received_ats::timestamptz[]) AS received_at,
-        generate_subscripts(@receipt_keys::text[], 1) AS ord
-) AS k
-CROSS JOIN LATERAL (
-    SELECT x.notification_id, x.route_id, x.delivery_status, x.created_at, x.attempt_count,
-        x.receipt_parts, x.part_delivery_statuses
-    FROM herald.routes AS x
-    WHERE (x.receipt_key = k.receipt_key OR x.receipt_parts @> ARRAY[k.receipt_key])
-        AND coalesce(x.receipt_keyed_at, '-infinity') <= k.received_at
-    ORDER BY x.receipt_keyed_at DESC NULLS LAST
-    LIMIT 1
-) AS r;
+-- The routes that were given any of the receipt keys of the matcher's
+-- batch ("<provider> <provider message id>"), as their only key
+-- (receipt_key) or as one part's (receipt_parts), with when the attempt
+-- that got them was claimed: one scan of routes_receipt_key_idx and
+-- routes_receipt_parts_idx (multi-part routes only) per partition for the
+-- whole batch, nothing else read. A provider's ids repeat (an SMSC's
+-- counter restarts), so a key may name several routes; the matcher gives
+-- each receipt the most recent one keyed at or before it arrived.
+SELECT receipt_key::text AS receipt_key, coalesce(receipt_parts, '{}')::text[] AS receipt_parts,
+    receipt_keyed_at, notification_id, route_id, delivery_status, attempt_count,
+    coalesce(array_to_string(part_delivery_statuses, ',', ''), '')::text AS part_statuses
+FROM herald.routes
+WHERE receipt_key = ANY(@receipt_keys::text[]) OR receipt_parts && @receipt_keys::text[];
 
 -- name: RouteDeliveryStatusSetMany :many
 -- Records receipts' verdicts on their routes. A route of one part with no

@@ -225,8 +225,8 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BatchSize.Int(n)))
 		}
 		ds := make([]decision, len(rows))
-		var look store.RouteListByReceiptKeysParams
-		var asked []int // look's i-th key is ds[asked[i]]'s
+		var keys []string
+		var asked []int // the receipts with a key, in order
 		for i, r := range rows {
 			d := &ds[i]
 			d.row = r
@@ -239,18 +239,14 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			d.errCode = r.ErrorCode
 			d.permanent = rc.Permanent(r.ErrorCode)
 			d.resend = rc.Retries(d.status, r.ErrorCode)
-			look.ReceiptKeys = append(look.ReceiptKeys, key(r.Provider, r.ProviderMessageID))
-			look.ReceivedAts = append(look.ReceivedAts, r.ReceivedAt)
+			keys = append(keys, key(r.Provider, r.ProviderMessageID))
 			asked = append(asked, i)
 		}
-		found, err := m.q.RouteListByReceiptKeys(ctx, tx, look)
+		found, err := m.q.RouteListByReceiptKeys(ctx, tx, keys)
 		if err != nil {
 			return fmt.Errorf("find routes by receipt key: %w", err)
 		}
-		byReceipt := make(map[int]store.RouteListByReceiptKeysRow, len(found))
-		for _, r := range found {
-			byReceipt[asked[r.Ord-1]] = r
-		}
+		byKey := keyedRoutes(found)
 		// Per route, the receipts in arrival order: each that moves its
 		// status (or, for a route of several parts, its part's status) is
 		// matched; the others change nothing.
@@ -258,7 +254,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		var order []*routeState
 		for _, i := range asked {
 			d := &ds[i]
-			rt, ok := byReceipt[i]
+			rt, ok := newestBefore(byKey[key(d.row.Provider, d.row.ProviderMessageID)], d.row.ReceivedAt)
 			if !ok {
 				window := m.cfg.ReceiptsFunc(d.row.Provider).WindowOrDefault()
 				if clock.Sub(d.row.ReceivedAt) >= window {
@@ -270,12 +266,13 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			}
 			d.notificationID, d.route, d.attempt = rt.NotificationID, rt.RouteID, rt.AttemptCount
 			rk := rt.NotificationID + "\x00" + rt.RouteID
+			parts := len(rt.ReceiptParts)
 			st := states[rk]
 			if st == nil {
 				st = &routeState{nid: rt.NotificationID, rid: rt.RouteID, status: rt.DeliveryStatus}
-				if rt.Parts > 1 {
+				if parts > 1 {
 					st.oldParts = rt.PartStatuses
-					st.parts = make([]string, rt.Parts)
+					st.parts = make([]string, parts)
 					if old := strings.Split(rt.PartStatuses, ","); len(old) == len(st.parts) {
 						copy(st.parts, old)
 					}
@@ -295,7 +292,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 					d.state = "matched"
 					continue
 				}
-			} else if part := int(rt.Part) - 1; part >= 0 && part < len(st.parts) &&
+			} else if part := rt.part; part >= 0 && part < len(st.parts) &&
 				(st.parts[part] == "" || (st.parts[part] == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown)) {
 				st.parts[part] = d.status
 				agg := PartsStatus(st.parts)
@@ -399,6 +396,48 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		span.RecordError(err)
 	}
 	return n, err
+}
+
+// keyedRoute is a route a receipt key names, and which part's key it is
+// (0 for a route of one part).
+type keyedRoute struct {
+	store.RouteListByReceiptKeysRow
+	part int
+}
+
+// keyedRoutes indexes routes by each of their receipt keys: a route of
+// several parts under each part's.
+func keyedRoutes(routes []store.RouteListByReceiptKeysRow) map[string][]keyedRoute {
+	out := make(map[string][]keyedRoute, len(routes))
+	for _, r := range routes {
+		if len(r.ReceiptParts) < 2 {
+			out[r.ReceiptKey] = append(out[r.ReceiptKey], keyedRoute{r, 0})
+			continue
+		}
+		for i, k := range r.ReceiptParts {
+			out[k] = append(out[k], keyedRoute{r, i})
+		}
+	}
+	return out
+}
+
+// newestBefore returns, of the routes given a receipt's key, the one keyed
+// most recently at or before the receipt arrived (a route keyed before
+// receipt_keyed_at was recorded counts as keyed long ago); false when
+// there is none.
+func newestBefore(routes []keyedRoute, arrived time.Time) (keyedRoute, bool) {
+	var best keyedRoute
+	found := false
+	for _, r := range routes {
+		at := r.ReceiptKeyedAt
+		if at != nil && at.After(arrived) {
+			continue
+		}
+		if !found || (at != nil && (best.ReceiptKeyedAt == nil || at.After(*best.ReceiptKeyedAt))) {
+			best, found = r, true
+		}
+	}
+	return best, found
 }
 
 // key is a route's receipt key: its provider and the provider's message id.

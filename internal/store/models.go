@@ -260,15 +260,16 @@ type HeraldProviderEvent struct {
 }
 
 type HeraldProviderHealth struct {
-	Provider          string
-	Bucket            time.Time
-	Delivered         int64
-	Transient         int64
-	Permanent         int64
+	Provider  string
+	Bucket    time.Time
+	Delivered int64
+	Transient int64
+	Permanent int64
+	// Routes that waited for the provider's cap, and attempts the provider answered with a request to slow down (SMPP ESME_RTHROTTLED or ESME_RMSGQFUL, HTTP 429): never counted as transient failures.
 	Throttled         int64
 	LatencySecondsSum float64
 	LatencySecondsMax float64
-	// Seconds of serve processes (one per process and health round) in which the provider could not send, plus the routes that waited for it.
+	// Health rounds (one a second per serve process) in which the provider could not send at all.
 	Unavailable int64
 	// Why the provider could not send, as last seen in the bucket (e.g. the SMSC refused the bind: ESME_RINVPASWD).
 	UnavailableReason string

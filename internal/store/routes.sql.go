@@ -988,56 +988,34 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 }
 
 const routeListByReceiptKeys = `-- name: RouteListByReceiptKeys :many
-SELECT k.ord::integer AS ord, r.notification_id, r.route_id, r.delivery_status, r.created_at, r.attempt_count,
-    coalesce(array_position(r.receipt_parts, k.receipt_key), 1)::integer AS part,
-    coalesce(cardinality(r.receipt_parts), 1)::integer AS parts,
-    coalesce(array_to_string(r.part_delivery_statuses, ',', ''), '')::text AS part_statuses
-FROM (
-    SELECT
-        unnest($1::text[]) AS receipt_key,
-        unnest($2::timestamptz[]) AS received_at,
-        generate_subscripts($1::text[], 1) AS ord
-) AS k
-CROSS JOIN LATERAL (
-    SELECT x.notification_id, x.route_id, x.delivery_status, x.created_at, x.attempt_count,
-        x.receipt_parts, x.part_delivery_statuses
-    FROM herald.routes AS x
-    WHERE (x.receipt_key = k.receipt_key OR x.receipt_parts @> ARRAY[k.receipt_key])
-        AND coalesce(x.receipt_keyed_at, '-infinity') <= k.received_at
-    ORDER BY x.receipt_keyed_at DESC NULLS LAST
-    LIMIT 1
-) AS r
+SELECT receipt_key::text AS receipt_key, coalesce(receipt_parts, '{}')::text[] AS receipt_parts,
+    receipt_keyed_at, notification_id, route_id, delivery_status, attempt_count,
+    coalesce(array_to_string(part_delivery_statuses, ',', ''), '')::text AS part_statuses
+FROM herald.routes
+WHERE receipt_key = ANY($1::text[]) OR receipt_parts && $1::text[]
 `
 
-type RouteListByReceiptKeysParams struct {
-	ReceiptKeys []string
-	ReceivedAts []time.Time
-}
-
 type RouteListByReceiptKeysRow struct {
-	Ord            int32
+	ReceiptKey     string
+	ReceiptParts   []string
+	ReceiptKeyedAt *time.Time
 	NotificationID string
 	RouteID        string
 	DeliveryStatus *string
-	CreatedAt      time.Time
 	AttemptCount   int32
-	Part           int32
-	Parts          int32
 	PartStatuses   string
 }
 
-// For each receipt of the matcher's batch (its key, "<provider> <provider
-// message id>", and when it arrived), the route it belongs to: of the
-// routes that were given that id (as their only key, receipt_key, or as
-// one part's, receipt_parts) by an attempt claimed at or before the
-// receipt arrived, the most recent. A provider's ids repeat (an SMSC's
-// counter restarts), so older routes with the key are passed over, and a
-// receipt that arrived before a newer route got the id stays with the
-// older one. Each receipt's lookup probes routes_receipt_key_idx and
-// routes_receipt_parts_idx (multi-part routes only) of each partition;
-// nothing is scanned. ord is the receipt's place in the arrays, from 1.
-func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, arg RouteListByReceiptKeysParams) ([]RouteListByReceiptKeysRow, error) {
-	rows, err := db.Query(ctx, routeListByReceiptKeys, arg.ReceiptKeys, arg.ReceivedAts)
+// The routes that were given any of the receipt keys of the matcher's
+// batch ("<provider> <provider message id>"), as their only key
+// (receipt_key) or as one part's (receipt_parts), with when the attempt
+// that got them was claimed: one scan of routes_receipt_key_idx and
+// routes_receipt_parts_idx (multi-part routes only) per partition for the
+// whole batch, nothing else read. A provider's ids repeat (an SMSC's
+// counter restarts), so a key may name several routes; the matcher gives
+// each receipt the most recent one keyed at or before it arrived.
+func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, receiptKeys []string) ([]RouteListByReceiptKeysRow, error) {
+	rows, err := db.Query(ctx, routeListByReceiptKeys, receiptKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -1046,14 +1024,13 @@ func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, arg Route
 	for rows.Next() {
 		var i RouteListByReceiptKeysRow
 		if err := rows.Scan(
-			&i.Ord,
+			&i.ReceiptKey,
+			&i.ReceiptParts,
+			&i.ReceiptKeyedAt,
 			&i.NotificationID,
 			&i.RouteID,
 			&i.DeliveryStatus,
-			&i.CreatedAt,
 			&i.AttemptCount,
-			&i.Part,
-			&i.Parts,
 			&i.PartStatuses,
 		); err != nil {
 			return nil, err
