@@ -24,13 +24,15 @@ FOR UPDATE SKIP LOCKED;
 -- name: ReceiptMarkMany :exec
 -- Records the matcher's decision for a batch: state matched, duplicate,
 -- unmatched or malformed, or still new and due again after
--- retry_seconds.
+-- retry_seconds; a matched or duplicate one records the attempt of its
+-- route it was about (0: none).
 UPDATE herald.delivery_receipts AS r
 SET state = d.state,
     delivery_status = nullif(d.delivery_status, ''),
     notification_id = nullif(d.notification_id, ''),
     route_id = nullif(d.route_id, ''),
     matched_at = CASE WHEN d.state IN ('matched', 'duplicate') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
+    attempt = nullif(d.attempt, 0),
     match_attempts = r.match_attempts + 1,
     next_match_at = coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => d.retry_seconds)
 FROM (
@@ -40,7 +42,8 @@ FROM (
         unnest(@delivery_statuses::text[]) AS delivery_status,
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,
-        unnest(@retry_seconds::float8[]) AS retry_seconds
+        unnest(@retry_seconds::float8[]) AS retry_seconds,
+        unnest(@attempts::integer[]) AS attempt
 ) AS d
 WHERE r.id = d.id;
 

@@ -151,3 +151,25 @@ func TestProvidersListShowsSettingsButNeverSecrets(t *testing.T) {
 	require.JSONEq(t, `{"timeout": "10s", "sms_http": {"url": "https://api.acme.example/v1/sms", "api_key": {"env": "ACME_KEY"}, "from": "HERALD"}}`,
 		string(list.Providers[0].Settings))
 }
+
+// TestProvidersListShowsAnSMPPProvidersTargetAndCredentials applies an
+// SMPP provider whose receipts settings say what its receipts mean (no
+// HTTP token: its receipts arrive on its binds), and lists it with the
+// SMSC it binds to and where its password is read from.
+func TestProvidersListShowsAnSMPPProvidersTargetAndCredentials(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	env := map[string]string{"DATABASE_URL": b.env["DATABASE_URL"], "USER": "tester"}
+	_, stderr, code := execute(t, env, "providers", "apply", "-f", writeProviders(t, `
+providers:
+  - name: sms/smsc
+    driver: smpp
+    smpp: {host: smsc.example, port: 2776, system_id: herald, password: {env: SMSC_PASSWORD}}
+    receipts: {retry_temporary: true, temporary_errors: ["088"]}
+`))
+	require.Equal(t, 0, code, stderr)
+	out, stderr, code := execute(t, env, "providers", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "smpp://smsc.example:2776")
+	require.Contains(t, out, "system_id herald, password env SMSC_PASSWORD")
+}

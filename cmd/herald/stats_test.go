@@ -56,6 +56,7 @@ func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *test
 		Providers: []string{"sms/acme"}, Now: &now,
 		Delivered: []int64{5}, Transient: []int64{25}, Permanent: []int64{1}, Throttled: []int64{7},
 		LatencySums: []float64{6.2}, LatencyMaxes: []float64{0.9},
+		Unavailable: []int64{0}, UnavailableReasons: []string{""},
 	}))
 	later := now.Add(time.Second)
 	require.NoError(t, q.ProviderCircuitEvaluate(ctx, b.pool, &later))
@@ -84,6 +85,32 @@ func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *test
 	require.Regexp(t, `sms/acme\s+open until \S+ \S+Z\s+200\s+5\s+25\s+1\s+7\s+200ms\n`, out)
 	require.Regexp(t, `sms/backup\s+closed\s+none\s+0\s+0\s+0\s+0\s+-\n`, out)
 	require.Regexp(t, `\S+Z\s+sms/acme\s+circuit_opened\s+25 of 31 attempts failed transiently`, out)
+}
+
+// TestStatsSaysWhyAProviderCannotSend: a provider whose health rounds
+// found it unable to send (an SMPP provider whose binds the SMSC refuses)
+// is shown with why, in text and JSON.
+func TestStatsSaysWhyAProviderCannotSend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := routingBundle(t)
+	now := time.Now()
+	require.NoError(t, store.New().ProviderHealthAdd(ctx, b.pool, store.ProviderHealthAddParams{
+		Providers: []string{"sms/backup"}, Now: &now,
+		Delivered: []int64{0}, Transient: []int64{0}, Permanent: []int64{0}, Throttled: []int64{0},
+		LatencySums: []float64{0}, LatencyMaxes: []float64{0},
+		Unavailable:        []int64{3},
+		UnavailableReasons: []string{"the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)"},
+	}))
+	var st operator.Stats
+	runJSON(t, b.env, &st, "stats")
+	require.Len(t, st.Providers, 2)
+	backup := st.Providers[1]
+	require.Equal(t, int64(3), backup.Unavailable)
+	require.Equal(t, "the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)", backup.UnavailableReason)
+	out, _, err := run(t, b.env, "stats")
+	require.NoError(t, err)
+	require.Contains(t, out, "closed; cannot send: the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)")
 }
 
 func TestStatsShowsTheWindowsCallbacksPerProducerByOutcome(t *testing.T) {

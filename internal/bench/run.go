@@ -146,7 +146,7 @@ func indexNote(db *Database) string {
 	if db.wal == nil {
 		return fmt.Sprintf("index tuples written: n/a (%v)", db.walErr)
 	}
-	return "index tuples written are counted from each phase's WAL with pg_walinspect (a replication slot keeps it until read): for a B-tree, its leaf inserts, posting-list splits and leaf splits (exact); for other index types (River's GIN indexes on args and metadata) and unlogged tables (River's river_leader), which write no countable WAL, one entry per new heap tuple version that was not a HOT update; HOT updates are pg_stat_user_tables.n_tup_hot_upd deltas"
+	return "index tuples written are counted from each phase's WAL with pg_walinspect (a replication slot keeps it until read): for a B-tree, its leaf inserts, posting-list splits and leaf splits (exact), and for a GIN index without a pending list (fastupdate off), its inserts (exact); for other index types (River's GIN indexes on args and metadata) and unlogged tables (River's river_leader), which write no countable WAL, one entry per new heap tuple version that was not a HOT update; HOT updates are pg_stat_user_tables.n_tup_hot_upd deltas"
 }
 
 func riverVersion() string {

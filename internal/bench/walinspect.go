@@ -21,8 +21,8 @@ type IndexCost struct {
 	Method string `json:"method"`
 	// Tuples is the index entries written.
 	Tuples int64 `json:"tuples"`
-	// CountedFrom says how Tuples was counted: "wal" (a B-tree's own WAL
-	// records, exact) or "heap" (one entry per new heap tuple version not
+	// CountedFrom says how Tuples was counted: "wal" (the WAL records of a
+	// B-tree, or of a GIN index without a pending list: exact) or "heap" (one entry per new heap tuple version not
 	// HOT-updated: exact for an index without a predicate, an upper bound
 	// for a partial one), for indexes of other types and unlogged ones
 	// (River's river_leader), which write no WAL to count.
@@ -72,9 +72,11 @@ const (
 WITH rec AS (
     SELECT regexp_match(block_ref, '^blkref #0: rel \d+/(\d+)/(\d+) ') AS rel
     FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
-    WHERE resource_manager = 'Btree'
+    WHERE (resource_manager = 'Btree'
       AND (record_type IN ('INSERT_LEAF', 'INSERT_POST')
-           OR (record_type IN ('SPLIT_L', 'SPLIT_R') AND description LIKE 'level 0,%'))
+           OR (record_type IN ('SPLIT_L', 'SPLIT_R') AND description LIKE 'level 0,%')))
+      -- A GIN index without a pending list writes one INSERT per entry.
+      OR (resource_manager = 'Gin' AND record_type = 'INSERT')
 )
 SELECT i.relname::text, count(*)
 FROM rec
@@ -85,7 +87,8 @@ GROUP BY 1`
 	// indexListSQL: the herald schema's indexes, their tables and access
 	// methods, and whether they are written to the WAL (not unlogged).
 	indexListSQL = `
-SELECT i.relname::text, t.relname::text, am.amname::text, i.relpersistence = 'p'
+SELECT i.relname::text, t.relname::text, am.amname::text, i.relpersistence = 'p',
+    coalesce(i.reloptions @> '{fastupdate=off}', false)
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class t ON t.oid = x.indrelid
@@ -179,10 +182,10 @@ func (w *walInspector) btreeTuples(ctx context.Context, from, to string) (map[st
 }
 
 // indexCosts returns the entries written into each index of the tables c
-// covers between the WAL positions from and to: B-trees from their WAL,
-// other access methods (River's GIN indexes, whose pending-list records do
-// not say how many entries they carry) and unlogged indexes from c's heap
-// counters.
+// covers between the WAL positions from and to: B-trees and GIN indexes
+// without a pending list (fastupdate off) from their WAL, other access
+// methods (River's GIN indexes, whose pending-list records do not say how
+// many entries they carry) and unlogged indexes from c's heap counters.
 func (w *walInspector) indexCosts(ctx context.Context, c *PGCost, from, to string) ([]IndexCost, error) {
 	btree, err := w.btreeTuples(ctx, from, to)
 	if err != nil {
@@ -200,15 +203,15 @@ func (w *walInspector) indexCosts(ctx context.Context, c *PGCost, from, to strin
 	var out []IndexCost
 	for rows.Next() {
 		var ic IndexCost
-		var logged bool
-		if err := rows.Scan(&ic.Index, &ic.Table, &ic.Method, &logged); err != nil {
+		var logged, noPending bool
+		if err := rows.Scan(&ic.Index, &ic.Table, &ic.Method, &logged, &noPending); err != nil {
 			return nil, fmt.Errorf("list indexes: %w", err)
 		}
 		t, ok := tables[ic.Table]
 		if !ok {
 			continue // not the phase's table, or nothing happened to it
 		}
-		if ic.Method == "btree" && logged {
+		if logged && (ic.Method == "btree" || (ic.Method == "gin" && noPending)) {
 			ic.Tuples, ic.CountedFrom = btree[ic.Index], "wal"
 		} else {
 			ic.Tuples, ic.CountedFrom = t.Inserted+t.Updated-t.HOTUpdated, "heap"

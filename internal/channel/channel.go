@@ -88,6 +88,20 @@ type Outcome struct {
 	RetryAfter time.Duration
 	// ProviderMessageID is the provider's id for an accepted delivery.
 	ProviderMessageID string
+	// PartMessageIDs, for a message the provider took in several parts
+	// (each with an id of its own), holds every part's id in part order;
+	// ProviderMessageID is the first. Receipts for any part match the
+	// route. Nil for a message of one part.
+	PartMessageIDs []string
+	// Throttled says a Transient outcome is the provider asking herald to
+	// slow down (SMPP ESME_RTHROTTLED, HTTP 429): it is counted as
+	// throttling in the provider's health, not as a failure that opens
+	// its circuit.
+	Throttled bool
+	// Unsent says a Transient outcome reached no provider at all (an SMPP
+	// provider with no bind up, a driver being closed): the attempt is
+	// handed back, so waiting for the provider spends none.
+	Unsent bool
 }
 
 // Deliverer delivers one message through one channel. Deliver must not panic

@@ -106,6 +106,12 @@ var (
 	// phonePattern finds runs of seven or more digits, optionally with a
 	// leading '+' and separators, inside free text.
 	phonePattern = regexp.MustCompile(`\+?\d[\d \-().]{5,}\d`)
+	// statusCodePattern is a 32-bit code written as protocols write them
+	// ("0x0000000D", an SMPP command_status): not a number to mask.
+	// codeOrPhonePattern finds such codes, or else phone numbers: a code
+	// starting where a phone number would is kept whole.
+	statusCodePattern  = regexp.MustCompile(`^0[xX][0-9A-Fa-f]{8}$`)
+	codeOrPhonePattern = regexp.MustCompile(`0[xX][0-9A-Fa-f]{8}\b|` + phonePattern.String())
 	// urlPattern finds absolute http(s) URLs inside free text.
 	urlPattern = regexp.MustCompile(`(?i)\bhttps?://[^\s"'<>]+`)
 )
@@ -118,8 +124,8 @@ var (
 func Redact(s string, max int) string {
 	s = urlPattern.ReplaceAllStringFunc(s, MaskAddress)
 	s = emailPattern.ReplaceAllStringFunc(s, MaskAddress)
-	s = phonePattern.ReplaceAllStringFunc(s, func(m string) string {
-		if countDigits(m) < 7 {
+	s = codeOrPhonePattern.ReplaceAllStringFunc(s, func(m string) string {
+		if statusCodePattern.MatchString(m) || countDigits(m) < 7 {
 			return m
 		}
 		return MaskAddress(m)

@@ -700,8 +700,19 @@ func (l *channelLoop) deliver(ctx context.Context, j *job) {
 	out := l.safeDeliver(actx, deliverer, &j.msg)
 	cancel()
 	if pr != nil {
-		l.d.health.record(pr.Name, out.Class, time.Since(began))
+		l.d.health.record(pr.Name, out, time.Since(began))
 		l.d.metrics.ProviderAttempt(pr.Name, out.Class.String(), time.Since(began))
+	}
+	if out.Class == channel.Transient && out.Unsent && ctx.Err() == nil {
+		// Nothing reached a provider (an SMPP provider lost its last bind
+		// since routing chose it): the route waits, its attempt handed
+		// back, and is routed again.
+		c := l.outcomeToCompletion(j, out)
+		c.status = "waiting"
+		endAttempt(span, out, &c)
+		j.park = &parking{delay: unavailableWait}
+		l.parkAll([]job{*j})
+		return
 	}
 	c := l.outcomeToCompletion(j, out)
 	endAttempt(span, out, &c)

@@ -288,6 +288,9 @@ type Dispatcher struct {
 	plane *planeState
 	// health counts outcomes per provider until the next flush (health.go).
 	health *healthCounts
+	// unavailable holds, per provider with a ReadyFunc, whether the last
+	// health round found it unable to send (runHealth's alone).
+	unavailable map[string]bool
 	// templates caches the template versions templated notifications are
 	// rendered with (immutable, so cached for good).
 	templates content.TemplateCache
@@ -349,6 +352,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Dispatcher, error) {
 	d.completer = newCompleter(d, cmp.Or(cfg.CompletionBuffer, 4*d.batchSize))
 	d.plane = newPlaneState()
 	d.health = newHealthCounts()
+	d.unavailable = map[string]bool{}
 	d.defaults = ChannelConfig{}.withDefaults()
 	for name, ch := range cfg.Channels {
 		d.loops = append(d.loops, newChannelLoop(d, name, "", ch.withDefaults()))

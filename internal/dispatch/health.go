@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ const (
 type providerCounts struct {
 	delivered, transient, permanent, throttled int64
 	latencySum, latencyMax                     float64
+	// unavailable counts health rounds in which the provider could not
+	// send at all, and reason says why (the last one seen).
+	unavailable int64
+	reason      string
 }
 
 // healthCounts gathers outcomes until the next flush.
@@ -48,16 +53,25 @@ func (h *healthCounts) get(provider string) *providerCounts {
 	return c
 }
 
-// record counts one attempt at provider.
-func (h *healthCounts) record(provider string, class channel.Class, took time.Duration) {
+// record counts one attempt at provider. A provider's request to slow
+// down is throttling, not a failure that opens its circuit, and an
+// attempt that reached no provider says nothing of its health.
+func (h *healthCounts) record(provider string, out channel.Outcome, took time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.get(provider)
-	switch class {
+	switch out.Class {
 	case channel.Delivered:
 		c.delivered++
 	case channel.Transient:
-		c.transient++
+		switch {
+		case out.Unsent:
+			return
+		case out.Throttled:
+			c.throttled++
+		default:
+			c.transient++
+		}
 	case channel.Permanent:
 		c.permanent++
 	default:
@@ -73,6 +87,15 @@ func (h *healthCounts) throttled(provider string, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.get(provider).throttled += int64(n)
+}
+
+// unavailable records that provider cannot send, and why.
+func (h *healthCounts) unavailable(provider, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.get(provider)
+	c.unavailable++
+	c.reason = reason
 }
 
 // take returns the counts gathered and starts afresh.
@@ -96,6 +119,8 @@ func (h *healthCounts) putBack(m map[string]*providerCounts) {
 		o.throttled += c.throttled
 		o.latencySum += c.latencySum
 		o.latencyMax = max(o.latencyMax, c.latencyMax)
+		o.unavailable += c.unavailable
+		o.reason = cmp.Or(o.reason, c.reason)
 	}
 }
 
@@ -133,6 +158,24 @@ func (d *Dispatcher) runHealth(ctx context.Context) {
 
 // healthRound is one flush, circuit evaluation and read.
 func (d *Dispatcher) healthRound(ctx context.Context, pruned *time.Time) error {
+	for name, pr := range d.plane.cur.Load().Providers {
+		if pr.ReadyFunc == nil {
+			continue
+		}
+		err := pr.ReadyFunc()
+		if err != nil {
+			d.health.unavailable(name, channel.Redact(err.Error(), 200))
+		}
+		d.metrics.ProviderUnavailability(name, err != nil)
+		if was := d.unavailable[name]; (err != nil) != was {
+			if err != nil {
+				d.log.Warn("provider cannot send: its routes wait without spending attempts", "provider", name, "err", err)
+			} else {
+				d.log.Info("provider can send again", "provider", name)
+			}
+		}
+		d.unavailable[name] = err != nil
+	}
 	if err := d.flushHealth(ctx); err != nil {
 		return err
 	}
@@ -188,6 +231,8 @@ func (d *Dispatcher) flushHealth(ctx context.Context) error {
 		p.Throttled = append(p.Throttled, c.throttled)
 		p.LatencySums = append(p.LatencySums, c.latencySum)
 		p.LatencyMaxes = append(p.LatencyMaxes, c.latencyMax)
+		p.Unavailable = append(p.Unavailable, c.unavailable)
+		p.UnavailableReasons = append(p.UnavailableReasons, c.reason)
 	}
 	if err := d.q.ProviderHealthAdd(ctx, d.pool, p); err != nil {
 		d.health.putBack(counts)

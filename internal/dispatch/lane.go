@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,14 +53,28 @@ type parking struct {
 
 // receiptKey is what the receipts matcher finds a delivered route by: its
 // provider's name and the provider's message id, for a provider that
-// sends receipts; ” otherwise (the route stays out of
-// routes_receipt_key_idx).
+// sends receipts; empty otherwise (the route stays out of
+// routes_receipt_key_idx). A message taken in parts has a key per part,
+// one per line, in part order (RouteCompleteMany splits them).
 func receiptKey(pr *Provider, out channel.Outcome) string {
 	if pr == nil || !pr.Receipts || out.Class != channel.Delivered || out.ProviderMessageID == "" {
 		return ""
 	}
-	return pr.Name + " " + out.ProviderMessageID
+	if len(out.PartMessageIDs) < 2 {
+		return pr.Name + " " + oneLine(out.ProviderMessageID)
+	}
+	var b strings.Builder
+	for i, id := range out.PartMessageIDs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(pr.Name + " " + oneLine(id))
+	}
+	return b.String()
 }
+
+// oneLine keeps a provider's id on one line of a receipt key.
+func oneLine(id string) string { return strings.ReplaceAll(id, "\n", " ") }
 
 func (j *job) providerName() string {
 	if j.provider == nil {
@@ -98,6 +113,9 @@ func (l *channelLoop) route(jobs []job) {
 			pr := p.Providers[l.lane]
 			if pr == nil || l.d.isOpen(pr.Name) {
 				j.park = &parking{}
+				if pr != nil && l.d.unready(pr.Name) != nil {
+					j.park.delay = unavailableWait
+				}
 				continue
 			}
 			j.provider = pr
@@ -163,14 +181,22 @@ func (l *channelLoop) failsOver(j *job) bool {
 	return !res.NoRoute && !res.AllOpen && !res.WrapAround && res.Provider != j.provider.Name
 }
 
+// unavailableWait is how long the routes of a provider that cannot send
+// at all (ReadyFunc) wait before they are routed again: each wait costs
+// them a claim and a park, and no attempt.
+const unavailableWait = 5 * time.Second
+
 // untilFirstClose is how long until the first open circuit of the
-// channel's providers closes: at least a second, at most a minute.
+// channel's providers closes, or a provider that cannot send is tried
+// again: at least a second, at most a minute.
 func (l *channelLoop) untilFirstClose(p *Plane) time.Duration {
 	wait := time.Minute
 	open := *l.d.plane.open.Load()
 	for _, name := range p.channelProviders(l.name) {
 		if until, ok := open[name]; ok {
 			wait = min(wait, time.Until(until))
+		} else if l.d.unready(name) != nil {
+			wait = min(wait, unavailableWait)
 		}
 	}
 	return max(wait, time.Second)

@@ -44,6 +44,14 @@ type Provider struct {
 	// completions record a receipt key ("<provider> <message id>") for the
 	// receipts matcher to find them by.
 	Receipts bool
+	// ReadyFunc, when set, says whether the provider can send at all: nil
+	// while it can (or may: an SMPP provider still making its first bind),
+	// an error saying why not while it cannot (an SMPP provider none of
+	// whose binds is up: the SMSC refuses them or cannot be reached).
+	// Routing passes over a provider that cannot send as over one whose
+	// circuit is open, and its routes wait (unavailableWait at a time)
+	// without spending attempts; its health records why.
+	ReadyFunc func() error
 
 	// sem bounds deliveries in flight (uncapped providers; a capped one's
 	// lane loop has slots of its own). Made by SetPlane.
@@ -140,10 +148,23 @@ func (d *Dispatcher) planeChanged() <-chan struct{} {
 	return d.plane.changed
 }
 
-// isOpen reports whether provider's circuit is open now.
+// isOpen reports whether provider's circuit is open now, or it cannot
+// send at all (its ReadyFunc says why): either way routing passes it over.
 func (d *Dispatcher) isOpen(provider string) bool {
 	until, ok := (*d.plane.open.Load())[provider]
-	return ok && time.Now().Before(until)
+	if ok && time.Now().Before(until) {
+		return true
+	}
+	return d.unready(provider) != nil
+}
+
+// unready returns why provider cannot send at all, or nil.
+func (d *Dispatcher) unready(provider string) error {
+	pr := d.plane.cur.Load().Providers[provider]
+	if pr == nil || pr.ReadyFunc == nil {
+		return nil
+	}
+	return pr.ReadyFunc()
 }
 
 // channelProviders returns the names of ch's providers in p.

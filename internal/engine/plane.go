@@ -23,20 +23,64 @@ import (
 // routing_state's version with its own (a NOTIFY missed while the LISTEN
 // connection was down is caught within planeCheck). A provider whose
 // settings did not change keeps its Deliverer (and its connections); a
-// changed or removed one's Deliverer is closed once its attempts in flight
-// are done (closeAfter). A table that cannot be built (a credential this
+// changed or removed one's Deliverer is closed as soon as its attempts in
+// flight are done (at most closeAfter later), so that an SMSC never sees
+// the old binds beside the new ones for long: many refuse binds beyond
+// their limit. An attempt routed to the old Deliverer that starts after
+// it closed sends nothing and spends no attempt (channel.Outcome.Unsent).
+// A table that cannot be built (a credential this
 // process cannot read) is refused whole: the running plane stays, and the
 // error is logged with the field it names.
 const (
-	planeCheck = 2 * time.Second
-	closeAfter = 2 * time.Minute
+	planeCheck      = 2 * time.Second
+	closeAfter      = 2 * time.Minute
+	idleBeforeClose = 500 * time.Millisecond
 )
 
 // builtProvider is a provider's Deliverer and the settings it was built
 // from.
 type builtProvider struct {
 	key       string
-	deliverer channel.Deliverer
+	deliverer *tracked
+}
+
+// tracked is a provider's Deliverer counting its attempts in flight, so
+// that a replaced one is closed once they are done.
+type tracked struct {
+	channel.Deliverer
+	inflight atomic.Int64
+}
+
+func (t *tracked) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
+	t.inflight.Add(1)
+	defer t.inflight.Add(-1)
+	return t.Deliverer.Deliver(ctx, msg)
+}
+
+// ready returns the Deliverer's readiness check (dispatch.Provider's
+// ReadyFunc), or nil when it has none.
+func (t *tracked) ready() func() error {
+	if r, ok := t.Deliverer.(interface{ Ready() error }); ok {
+		return r.Ready
+	}
+	return nil
+}
+
+// closeWhenIdle closes t once it has had no attempt in flight for
+// idleBeforeClose (the dispatcher may have routed one to it just before
+// the swap), or after closeAfter whatever is in flight.
+func (t *tracked) closeWhenIdle() {
+	deadline := time.Now().Add(closeAfter)
+	idleSince := time.Now()
+	for time.Now().Before(deadline) {
+		if t.inflight.Load() > 0 {
+			idleSince = time.Now()
+		} else if time.Since(idleSince) >= idleBeforeClose {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	closeQuietly(t.Deliverer)
 }
 
 // planeWatcher keeps the dispatcher's plane in line with the database.
@@ -145,11 +189,11 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 				return fail(fmt.Errorf("providers.%s: %w", name, err))
 			}
 			fresh = append(fresh, d)
-			b = builtProvider{key: string(raw), deliverer: d}
+			b = builtProvider{key: string(raw), deliverer: &tracked{Deliverer: d}}
 		}
 		built[name] = b
 		plane.Providers[name] = &dispatch.Provider{
-			Name: name, Channel: p.Channel, Deliverer: b.deliverer,
+			Name: name, Channel: p.Channel, Deliverer: b.deliverer, ReadyFunc: b.deliverer.ready(),
 			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout,
 			Receipts: p.Receipts != nil || (p.Driver == config.DriverSMPP && p.SMPP.Receipts != "none"),
 		}
@@ -174,8 +218,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 	w.table.Store(t)
 	for name, old := range w.built {
 		if b, ok := built[name]; !ok || b.deliverer != old.deliverer {
-			d := old.deliverer
-			time.AfterFunc(closeAfter, func() { closeQuietly(d) })
+			go old.deliverer.closeWhenIdle()
 		}
 	}
 	if !w.loaded || t.Version != w.version {
@@ -189,7 +232,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 // the dispatcher has finished its deliveries.
 func (w *planeWatcher) closeAll() {
 	for _, b := range w.built {
-		closeQuietly(b.deliverer)
+		closeQuietly(b.deliverer.Deliverer)
 	}
 	w.built = nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -59,26 +60,50 @@ func TestSMPPProviderReceiptsAndInboundReachTheDatabase(t *testing.T) {
 // sms/smsc, password from the environment, stopped at the test's end.
 func startSMPPEngine(t *testing.T, b *testBundle, plan *smsctest.ReceiptPlan) *smsctest.Server {
 	t.Helper()
+	smsc, _ := startSMPPEngineWith(t, b, smppEngineOpts{plan: plan})
+	return smsc
+}
+
+// smppEngineOpts vary startSMPPEngineWith's set-up.
+type smppEngineOpts struct {
+	plan *smsctest.ReceiptPlan
+	// smpp adds settings to the provider's smpp: map ("long_messages:
+	// sar"); provider adds keys to the provider ("receipts: {...}").
+	smpp, provider string
+	// password is the one herald binds with; default the SMSC's, "pw".
+	password string
+}
+
+// startSMPPEngineWith is startSMPPEngine with opts; it returns the
+// routing file it applied too.
+func startSMPPEngineWith(t *testing.T, b *testBundle, opts smppEngineOpts) (*smsctest.Server, string) {
+	t.Helper()
 	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "pw"})
 	require.NoError(t, err)
-	if plan != nil {
-		smsc.SetReceipts(plan)
+	if opts.plan != nil {
+		smsc.SetReceipts(opts.plan)
 	}
 	host, port, err := net.SplitHostPort(smsc.Addr())
 	require.NoError(t, err)
-	b.applyRouting(t, fmt.Sprintf(`
+	extra := ""
+	if opts.smpp != "" {
+		extra = ", " + opts.smpp
+	}
+	file := fmt.Sprintf(`
 providers:
   - name: sms/smsc
     driver: smpp
-    smpp: {host: %q, port: %s, system_id: herald, password: {env: SMSC_PASSWORD}}
+    smpp: {host: %q, port: %s, system_id: herald, password: {env: SMSC_PASSWORD}%s}
+%s
 rules:
   sms:
     - name: all
       providers: [sms/smsc]
-`, host, port))
+`, host, port, extra, opts.provider)
+	b.applyRouting(t, file)
 	e, err := New(b.pool, &Config{
 		Logger:     discardLogger(),
-		GetenvFunc: env(map[string]string{"SMSC_PASSWORD": "pw"}),
+		GetenvFunc: env(map[string]string{"SMSC_PASSWORD": cmp.Or(opts.password, "pw")}),
 		Dispatch: dispatch.Config{
 			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
 			PollInterval: 50 * time.Millisecond,
@@ -93,5 +118,5 @@ rules:
 		cancel()
 		require.NoError(t, <-done)
 	})
-	return smsc
+	return smsc, file
 }

@@ -48,6 +48,9 @@ type Metrics struct {
 	ProviderLatency        *prometheus.HistogramVec
 	ProviderCircuitOpen    *prometheus.GaugeVec
 	ProviderThrottledWaits *prometheus.CounterVec
+	// ProviderUnavailable is 1 while a provider cannot send at all (an
+	// SMPP provider with no bind up), as this process sees it.
+	ProviderUnavailable *prometheus.GaugeVec
 	// ReceiptsReceived counts receipts stored, by provider and source (http,
 	// smpp); ReceiptsMatched the matcher's decisions, by provider, delivery
 	// status and result (matched, duplicate, unmatched, malformed);
@@ -116,6 +119,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "herald_provider_circuit_open",
 			Help: "1 while a provider's circuit is open (its rules fail over), else 0, as this process last read it.",
 		}, []string{"provider"}),
+		ProviderUnavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_provider_unavailable",
+			Help: "1 while a provider cannot send at all (an SMPP provider with no bind up: refused or unreachable) and its routes wait without spending attempts, else 0, as this process sees it.",
+		}, []string{"provider"}),
 		ProviderThrottledWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_provider_throttled_waits_total",
 			Help: "Routes that waited for a provider's throughput cap (moved into its paced queue), by provider.",
@@ -145,7 +152,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.IntentsAccepted, m.RouteAttempts, m.DeliveryLatency, m.DeadLetters,
 		m.MaintenanceRuns, m.MaintenanceRows, m.RoutesInFlight, m.DispatchDBTimeouts,
-		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits,
+		m.ProviderAttempts, m.ProviderLatency, m.ProviderCircuitOpen, m.ProviderThrottledWaits, m.ProviderUnavailable,
 		m.ReceiptsReceived, m.ReceiptsMatched, m.ReceiptLag,
 		m.APIRequests, m.APIRequestDuration)
 	return m
@@ -185,6 +192,17 @@ func (m *Metrics) ProviderCircuit(provider string, open bool) {
 			v = 1
 		}
 		m.ProviderCircuitOpen.WithLabelValues(provider).Set(v)
+	}
+}
+
+// ProviderUnavailability records whether provider can send at all.
+func (m *Metrics) ProviderUnavailability(provider string, unavailable bool) {
+	if m != nil {
+		v := 0.0
+		if unavailable {
+			v = 1
+		}
+		m.ProviderUnavailable.WithLabelValues(provider).Set(v)
 	}
 }
 

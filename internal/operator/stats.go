@@ -51,8 +51,9 @@ type ProviderHealth struct {
 	Circuit       string     `json:"circuit"`
 	OpenUntil     *time.Time `json:"open_until,omitempty"`
 	CircuitReason string     `json:"circuit_reason,omitempty"`
-	// The last five minutes' attempts by outcome, and the routes that
-	// waited for the cap.
+	// The last five minutes' attempts by outcome; Throttled adds the
+	// routes that waited for the cap to the attempts the provider asked
+	// to slow down.
 	Delivered int64 `json:"delivered_5m"`
 	Transient int64 `json:"transient_5m"`
 	Permanent int64 `json:"permanent_5m"`
@@ -61,6 +62,13 @@ type ProviderHealth struct {
 	// the last five minutes; nil when there was none.
 	MeanLatencySeconds *float64 `json:"mean_latency_seconds_5m"`
 	MaxLatencySeconds  *float64 `json:"max_latency_seconds_5m"`
+	// Unavailable counts the last five minutes' health rounds (a second
+	// each, per serve process) in which the provider could not send at
+	// all, and UnavailableReason says why, while it lasts (the SMSC
+	// refused the bind: ESME_RINVPASWD); its routes wait meanwhile,
+	// spending no attempts.
+	Unavailable       int64  `json:"unavailable_5m"`
+	UnavailableReason string `json:"unavailable_reason,omitempty"`
 }
 
 // CircuitEvent is a circuit opening or closing (herald.provider_events).
@@ -209,6 +217,7 @@ func (o *Operator) providerStats(ctx context.Context, st *Stats) error {
 			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
 			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
 			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
+			Unavailable: p.Unavailable5m, UnavailableReason: p.UnavailableReason,
 		}
 		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
 			h.MeanLatencySeconds, h.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m

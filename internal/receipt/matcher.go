@@ -133,12 +133,69 @@ type decision struct {
 	row                   store.ReceiptClaimDueRow
 	state, status         string
 	notificationID, route string
+	attempt               int32
 	errCode               string
 	permanent             bool
 	// resend: the route goes back for another attempt (retry_temporary).
 	resend bool
-	// retry is when an unmatched receipt is tried again.
+	// retry is when a receipt kept new is tried again.
 	retry time.Duration
+}
+
+// DuplicateSettle is how young a receipt that would change nothing (a
+// duplicate) is kept for another try rather than decided: the route that
+// was given its id most recently may not be visible yet (its completion
+// commits after the provider's receipt arrived), and a provider's ids
+// repeat, so the route found may be an older one with the same id.
+const DuplicateSettle = time.Second
+
+// routeState is one route's delivery status as a round reads and changes
+// it, over every receipt of the batch that belongs to it.
+type routeState struct {
+	nid, rid string
+	status   *string
+	// parts holds each part's status ('' while none) for a route sent in
+	// parts; nil for one part. oldParts is as read, comma-joined.
+	parts    []string
+	oldParts string
+	// write is the decision whose status, error and resend are written;
+	// nil while no receipt changed anything.
+	write *decision
+	// statusChanged: the route's delivery status changed in this round.
+	statusChanged bool
+	// matched are the decisions marked matched by this route's write.
+	matched []int
+}
+
+// rank orders delivery statuses for a route of several parts: its status
+// is the highest any part reported.
+func rank(status string) int {
+	switch status {
+	case routing.DeliveryUnknown:
+		return 1
+	case routing.DeliveryDelivered:
+		return 2
+	case routing.DeliveryExpired:
+		return 3
+	case routing.DeliveryUndelivered:
+		return 4
+	}
+	return 0
+}
+
+// PartsStatus returns the delivery status of a message sent in parts,
+// from what each part's receipts reported (empty for a part with none yet):
+// undelivered when any part is, else expired when any part is, else
+// delivered when any part is (so every part that reported a final status
+// is delivered), else unknown when any part reported, else empty (none did).
+func PartsStatus(parts []string) string {
+	best := ""
+	for _, p := range parts {
+		if rank(p) > rank(best) {
+			best = p
+		}
+	}
+	return best
 }
 
 // MatchOnce matches one batch in one transaction and returns how many
@@ -169,6 +226,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		}
 		ds := make([]decision, len(rows))
 		var keys []string
+		var asked []int // the receipts with a key, in order
 		for i, r := range rows {
 			d := &ds[i]
 			d.row = r
@@ -182,29 +240,21 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			d.permanent = rc.Permanent(r.ErrorCode)
 			d.resend = rc.Retries(d.status, r.ErrorCode)
 			keys = append(keys, key(r.Provider, r.ProviderMessageID))
+			asked = append(asked, i)
 		}
-		routes, err := m.q.RouteListByReceiptKeys(ctx, tx, keys)
+		found, err := m.q.RouteListByReceiptKeys(ctx, tx, keys)
 		if err != nil {
 			return fmt.Errorf("find routes by receipt key: %w", err)
 		}
-		byKey := make(map[string]store.RouteListByReceiptKeysRow, len(routes))
-		for _, r := range routes {
-			byKey[r.ReceiptKey] = r
-		}
-		// Per route, the receipts in arrival order: the first that moves
-		// its status (none yet, or unknown to a final one) is the one
-		// written; the others change nothing.
-		current := map[string]*string{}
-		pick := map[string]int{} // route key → index of the decision written
-		var set store.RouteDeliveryStatusSetManyParams
-		set.Now = now
-		for i := range ds {
+		byKey := keyedRoutes(found)
+		// Per route, the receipts in arrival order: each that moves its
+		// status (or, for a route of several parts, its part's status) is
+		// matched; the others change nothing.
+		states := map[string]*routeState{}
+		var order []*routeState
+		for _, i := range asked {
 			d := &ds[i]
-			if d.state != "" {
-				continue
-			}
-			k := key(d.row.Provider, d.row.ProviderMessageID)
-			rt, ok := byKey[k]
+			rt, ok := newestBefore(byKey[key(d.row.Provider, d.row.ProviderMessageID)], d.row.ReceivedAt)
 			if !ok {
 				window := m.cfg.ReceiptsFunc(d.row.Provider).WindowOrDefault()
 				if clock.Sub(d.row.ReceivedAt) >= window {
@@ -214,33 +264,71 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 				}
 				continue
 			}
-			d.notificationID, d.route = rt.NotificationID, rt.RouteID
-			cur, seen := current[k]
-			if !seen {
-				cur = rt.DeliveryStatus
-			}
-			if cur == nil || (*cur == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown) {
-				s := d.status
-				current[k] = &s
-				if j, had := pick[k]; had {
-					ds[j].state = "duplicate" // superseded in this batch by a final status
+			d.notificationID, d.route, d.attempt = rt.NotificationID, rt.RouteID, rt.AttemptCount
+			rk := rt.NotificationID + "\x00" + rt.RouteID
+			parts := len(rt.ReceiptParts)
+			st := states[rk]
+			if st == nil {
+				st = &routeState{nid: rt.NotificationID, rid: rt.RouteID, status: rt.DeliveryStatus}
+				if parts > 1 {
+					st.oldParts = rt.PartStatuses
+					st.parts = make([]string, parts)
+					if old := strings.Split(rt.PartStatuses, ","); len(old) == len(st.parts) {
+						copy(st.parts, old)
+					}
 				}
-				pick[k] = i
+				states[rk] = st
+				order = append(order, st)
+			}
+			if st.parts == nil {
+				cur := st.status
+				if cur == nil || (*cur == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown) {
+					s := d.status
+					st.status = &s
+					if len(st.matched) > 0 {
+						ds[st.matched[0]].state = "duplicate" // superseded in this batch by a final status
+					}
+					st.write, st.matched, st.statusChanged = d, []int{i}, true
+					d.state = "matched"
+					continue
+				}
+			} else if part := rt.part; part >= 0 && part < len(st.parts) &&
+				(st.parts[part] == "" || (st.parts[part] == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown)) {
+				st.parts[part] = d.status
+				agg := PartsStatus(st.parts)
+				if st.status == nil || *st.status != agg {
+					st.status, st.statusChanged = &agg, true
+					st.write = d
+				} else if st.write == nil {
+					st.write = d // the parts change; the status, error and time stay
+				}
+				st.matched = append(st.matched, i)
 				d.state = "matched"
 				continue
 			}
-			current[k] = cur
+			// It changes nothing: a duplicate, unless it is young enough
+			// that a newer route with its id may not be visible yet.
+			if clock.Sub(d.row.ReceivedAt) < DuplicateSettle {
+				d.state, d.retry = "new", backoff(d.row.MatchAttempts)
+				continue
+			}
 			d.state = "duplicate"
 		}
-		for k, i := range pick {
-			d := ds[i]
-			_ = k
-			set.NotificationIds = append(set.NotificationIds, d.notificationID)
-			set.RouteIds = append(set.RouteIds, d.route)
-			set.DeliveryStatuses = append(set.DeliveryStatuses, d.status)
+		var set store.RouteDeliveryStatusSetManyParams
+		set.Now = now
+		for _, st := range order {
+			if st.write == nil {
+				continue
+			}
+			d := st.write
+			set.NotificationIds = append(set.NotificationIds, st.nid)
+			set.RouteIds = append(set.RouteIds, st.rid)
+			set.DeliveryStatuses = append(set.DeliveryStatuses, *st.status)
 			set.DeliveryErrors = append(set.DeliveryErrors, d.errCode)
 			set.Permanents = append(set.Permanents, d.permanent)
-			set.Retries = append(set.Retries, d.resend)
+			set.Retries = append(set.Retries, d.resend && st.statusChanged && *st.status == d.status)
+			set.PartStatuses = append(set.PartStatuses, strings.Join(st.parts, ","))
+			set.OldPartStatuses = append(set.OldPartStatuses, st.oldParts)
 		}
 		changed := map[string]store.RouteDeliveryStatusSetManyRow{}
 		if len(set.RouteIds) > 0 {
@@ -252,20 +340,38 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 				changed[r.NotificationID+"\x00"+r.RouteID] = r
 			}
 		}
+		for _, st := range order {
+			if st.write == nil {
+				continue
+			}
+			r, ok := changed[st.nid+"\x00"+st.rid]
+			for _, i := range st.matched {
+				d := &ds[i]
+				switch {
+				case !ok && st.parts != nil:
+					// Another matcher changed the parts first: try again.
+					d.state, d.retry = "new", 0
+				case !ok:
+					d.state = "duplicate" // another matcher set it first
+				case span.IsRecording():
+					span.AddEvent("herald.receipt.matched", trace.WithAttributes(
+						tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
+						tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
+				}
+			}
+			if ok && st.statusChanged {
+				m.cfg.Metrics.ReceiptLagged(st.write.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
+			}
+		}
 		mark := store.ReceiptMarkManyParams{Now: now}
 		for i := range ds {
 			d := &ds[i]
-			if d.state == "matched" {
-				if r, ok := changed[d.notificationID+"\x00"+d.route]; ok {
-					m.cfg.Metrics.ReceiptLagged(d.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
-					if span.IsRecording() {
-						span.AddEvent("herald.receipt.matched", trace.WithAttributes(
-							tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
-							tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
-					}
-				} else {
-					d.state = "duplicate" // another matcher set it first
-				}
+			var attempt int32
+			switch d.state {
+			case "matched", "duplicate":
+				attempt = d.attempt
+			case "new":
+				d.notificationID, d.route = "", "" // not decided: it belongs to no route yet
 			}
 			mark.Ids = append(mark.Ids, d.row.ID)
 			mark.States = append(mark.States, d.state)
@@ -273,6 +379,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			mark.NotificationIds = append(mark.NotificationIds, d.notificationID)
 			mark.RouteIds = append(mark.RouteIds, d.route)
 			mark.RetrySeconds = append(mark.RetrySeconds, d.retry.Seconds())
+			mark.Attempts = append(mark.Attempts, attempt)
 		}
 		if err := m.q.ReceiptMarkMany(ctx, tx, mark); err != nil {
 			return fmt.Errorf("mark receipts: %w", err)
@@ -289,6 +396,48 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		span.RecordError(err)
 	}
 	return n, err
+}
+
+// keyedRoute is a route a receipt key names, and which part's key it is
+// (0 for a route of one part).
+type keyedRoute struct {
+	store.RouteListByReceiptKeysRow
+	part int
+}
+
+// keyedRoutes indexes routes by each of their receipt keys: a route of
+// several parts under each part's.
+func keyedRoutes(routes []store.RouteListByReceiptKeysRow) map[string][]keyedRoute {
+	out := make(map[string][]keyedRoute, len(routes))
+	for _, r := range routes {
+		if len(r.ReceiptParts) < 2 {
+			out[r.ReceiptKey] = append(out[r.ReceiptKey], keyedRoute{r, 0})
+			continue
+		}
+		for i, k := range r.ReceiptParts {
+			out[k] = append(out[k], keyedRoute{r, i})
+		}
+	}
+	return out
+}
+
+// newestBefore returns, of the routes given a receipt's key, the one keyed
+// most recently at or before the receipt arrived (a route keyed before
+// receipt_keyed_at was recorded counts as keyed long ago); false when
+// there is none.
+func newestBefore(routes []keyedRoute, arrived time.Time) (keyedRoute, bool) {
+	var best keyedRoute
+	found := false
+	for _, r := range routes {
+		at := r.ReceiptKeyedAt
+		if at != nil && at.After(arrived) {
+			continue
+		}
+		if !found || (at != nil && (best.ReceiptKeyedAt == nil || at.After(*best.ReceiptKeyedAt))) {
+			best, found = r, true
+		}
+	}
+	return best, found
 }
 
 // key is a route's receipt key: its provider and the provider's message id.

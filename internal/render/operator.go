@@ -295,6 +295,9 @@ func providerStats(w io.Writer, st *operator.Stats) error {
 			if p.OpenUntil != nil {
 				circuit = "open until " + stamp(*p.OpenUntil)
 			}
+			if p.UnavailableReason != "" {
+				circuit += "; cannot send: " + clip(p.UnavailableReason, 120)
+			}
 			if p.CapPerSecond > 0 {
 				capacity = fmt.Sprint(p.CapPerSecond)
 			}

@@ -124,6 +124,17 @@ func describeProvider(p routing.Provider) (target, creds string) {
 		return p.SMTP.Host + port, secret("password", p.SMTP.Password)
 	case config.DriverSMSHTTP:
 		return p.SMSHTTP.URL, secret("api_key", p.SMSHTTP.APIKey)
+	case config.DriverSMPP:
+		s := p.SMPP
+		port := s.Port
+		if port == 0 {
+			port = 2775
+		}
+		creds := "system_id " + s.SystemID
+		if pw := secret("password", s.Password); pw != "" {
+			creds += ", " + pw
+		}
+		return fmt.Sprintf("smpp://%s:%d", s.Host, port), creds
 	}
 	return "", ""
 }

@@ -265,7 +265,7 @@ func (p *ProviderSpec) validate() (string, error) {
 		return "", err
 	}
 	if p.Receipts != nil {
-		if err := p.Receipts.validate(); err != nil {
+		if err := p.Receipts.validate(p.Driver); err != nil {
 			return "", err
 		}
 	}

@@ -126,14 +126,17 @@ func (r *Receipts) WindowOrDefault() time.Duration {
 	return r.Window
 }
 
-// validate checks r; the error names the field under "receipts.".
-func (r *Receipts) validate() error {
+// validate checks r for a provider of driver; the error names the field
+// under "receipts.". The token is required for the HTTP endpoint only: an
+// SMPP provider's receipts arrive on its binds, and its settings say what
+// they mean (statuses, temporary_errors, retry_temporary, window).
+func (r *Receipts) validate(driver string) error {
 	switch {
 	case r.Method != "" && r.Method != "POST" && r.Method != "GET":
 		return fmt.Errorf("receipts.method: %q is not POST or GET", r.Method)
 	case r.Format != "" && r.Format != "json" && r.Format != "form":
 		return fmt.Errorf("receipts.format: %q is not json or form", r.Format)
-	case r.Token.IsZero():
+	case r.Token.IsZero() && driver != config.DriverSMPP:
 		return errors.New("receipts.token: required: set env or file (the provider authenticates with it)")
 	case r.Token.Env != "" && r.Token.File != "":
 		return errors.New("receipts.token: set env or file, not both")

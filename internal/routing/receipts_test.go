@@ -70,3 +70,21 @@ providers:
 		})
 	}
 }
+
+// TestSMPPReceiptsSettingsNeedNoHTTPToken: an SMPP provider's receipts
+// arrive on its binds, so its receipts settings stand without the HTTP
+// endpoint's token.
+func TestSMPPReceiptsSettingsNeedNoHTTPToken(t *testing.T) {
+	t.Parallel()
+	tbl, err := routing.Parse([]byte(`
+providers:
+  - name: sms/smsc
+    driver: smpp
+    smpp: {host: smsc.example, system_id: herald, password: {env: P}}
+    receipts: {retry_temporary: true, temporary_errors: ["088"]}
+`))
+	require.NoError(t, err)
+	rc := tbl.Providers[0].Receipts
+	require.True(t, rc.RetryTemporary)
+	require.True(t, rc.Retries(routing.DeliveryUndelivered, "088"))
+}

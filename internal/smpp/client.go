@@ -366,6 +366,28 @@ func (c *Client) pick() (*session, time.Duration, error) {
 	return nil, rest, nil
 }
 
+// Ready returns nil while the Client can send (a bind is up) or may soon
+// (a bind is making its first attempt), and otherwise ErrNotBound
+// wrapping why the last bind failed (a *StatusError for a bind the SMSC
+// refused, ESME_RINVPASWD say): what Submit would return at once. After
+// Close it returns ErrClosed.
+func (c *Client) Ready() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	var lastErr error
+	for _, s := range c.sessions {
+		s.mu.Lock()
+		up, first, err := s.conn != nil && !s.draining, s.conn == nil && s.lastErr == nil, s.lastErr
+		s.mu.Unlock()
+		if up || first {
+			return nil
+		}
+		lastErr = cmp.Or(lastErr, err)
+	}
+	return fmt.Errorf("%w: %w", ErrNotBound, lastErr)
+}
+
 // Stats returns the Client's counters.
 func (c *Client) Stats() ClientStats {
 	st := ClientStats{Lost: c.lost.Load(), Submitted: c.submitted.Load()}

@@ -315,3 +315,30 @@ func TestNewClientNamesTheWrongField(t *testing.T) {
 		require.EqualError(t, err, "smpp config: "+want)
 	}
 }
+
+// TestReadySaysWhyNoBindIsUpAndClearsOnceOneIs: while the SMSC refuses the
+// binds, Ready returns ErrNotBound with the SMSC's refusal; once a bind is
+// accepted it returns nil; after Close, ErrClosed.
+func TestReadySaysWhyNoBindIsUpAndClearsOnceOneIs(t *testing.T) {
+	t.Parallel()
+	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "pw"})
+	require.NoError(t, err)
+	smsc.RefuseBinds(smpp.StatusBindFail)
+	client, err := smpp.NewClient(smpp.ClientConfig{Addr: smsc.Addr(), SystemID: "herald", Password: "pw",
+		Binds: 2, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 50 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	require.Eventually(t, func() bool { return client.Ready() != nil }, 5*time.Second, 5*time.Millisecond)
+	err = client.Ready()
+	require.ErrorIs(t, err, smpp.ErrNotBound)
+	se, ok := errors.AsType[*smpp.StatusError](err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, smpp.StatusBindFail, se.Status)
+	_, err = client.Submit(ctxT(t), textSM("254711000001", "hello"))
+	require.ErrorIs(t, err, smpp.ErrNotBound, "Submit says the same, at once")
+
+	smsc.RefuseBinds(smpp.StatusOK)
+	require.Eventually(t, func() bool { return client.Ready() == nil }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, client.Close())
+	require.ErrorIs(t, client.Ready(), smpp.ErrClosed)
+}

@@ -187,6 +187,7 @@ SET state = d.state,
     notification_id = nullif(d.notification_id, ''),
     route_id = nullif(d.route_id, ''),
     matched_at = CASE WHEN d.state IN ('matched', 'duplicate') THEN coalesce($1::timestamptz, now()) END,
+    attempt = nullif(d.attempt, 0),
     match_attempts = r.match_attempts + 1,
     next_match_at = coalesce($1::timestamptz, now()) + make_interval(secs => d.retry_seconds)
 FROM (
@@ -196,7 +197,8 @@ FROM (
         unnest($4::text[]) AS delivery_status,
         unnest($5::text[]) AS notification_id,
         unnest($6::text[]) AS route_id,
-        unnest($7::float8[]) AS retry_seconds
+        unnest($7::float8[]) AS retry_seconds,
+        unnest($8::integer[]) AS attempt
 ) AS d
 WHERE r.id = d.id
 `
@@ -209,11 +211,13 @@ type ReceiptMarkManyParams struct {
 	NotificationIds  []string
 	RouteIds         []string
 	RetrySeconds     []float64
+	Attempts         []int32
 }
 
 // Records the matcher's decision for a batch: state matched, duplicate,
 // unmatched or malformed, or still new and due again after
-// retry_seconds.
+// retry_seconds; a matched or duplicate one records the attempt of its
+// route it was about (0: none).
 func (q *Queries) ReceiptMarkMany(ctx context.Context, db DBTX, arg ReceiptMarkManyParams) error {
 	_, err := db.Exec(ctx, receiptMarkMany,
 		arg.Now,
@@ -223,6 +227,7 @@ func (q *Queries) ReceiptMarkMany(ctx context.Context, db DBTX, arg ReceiptMarkM
 		arg.NotificationIds,
 		arg.RouteIds,
 		arg.RetrySeconds,
+		arg.Attempts,
 	)
 	return err
 }

@@ -147,6 +147,8 @@ type HeraldDeliveryReceipt struct {
 	NotificationID    *string
 	RouteID           *string
 	MatchedAt         *time.Time
+	// The attempt of its route the receipt was matched to; NULL until matched, and for receipts matched before migration 00030.
+	Attempt pgtype.Int4
 }
 
 type HeraldFailedCallbacksView struct {
@@ -264,14 +266,19 @@ type HeraldProviderEvent struct {
 }
 
 type HeraldProviderHealth struct {
-	Provider          string
-	Bucket            time.Time
-	Delivered         int64
-	Transient         int64
-	Permanent         int64
+	Provider  string
+	Bucket    time.Time
+	Delivered int64
+	Transient int64
+	Permanent int64
+	// Routes that waited for the provider's cap, and attempts the provider answered with a request to slow down (SMPP ESME_RTHROTTLED or ESME_RMSGQFUL, HTTP 429): never counted as transient failures.
 	Throttled         int64
 	LatencySecondsSum float64
 	LatencySecondsMax float64
+	// Health rounds (one a second per serve process) in which the provider could not send at all.
+	Unavailable int64
+	// Why the provider could not send, as last seen in the bucket (e.g. the SMSC refused the bind: ESME_RINVPASWD).
+	UnavailableReason string
 }
 
 type HeraldProviderHealthView struct {
@@ -289,6 +296,8 @@ type HeraldProviderHealthView struct {
 	MeanLatencySeconds5m interface{}
 	MaxLatencySeconds5m  interface{}
 	LastEventAt          interface{}
+	Unavailable5m        int64
+	UnavailableReason    interface{}
 }
 
 type HeraldProviderPacing struct {
@@ -431,6 +440,12 @@ type HeraldRoute struct {
 	LeaseUntil              *time.Time
 	// When the route became terminal (published, skipped, canceled): its partition's key. NULL while it can still be delivered or replayed, and on routes finished before migration 00025.
 	FinishedAt *time.Time
+	// The receipt key ("<provider> <message id>") of every part of a message sent in parts, in part order; NULL for one part (receipt_key).
+	ReceiptParts []string
+	// Per part, in part order, the delivery status its receipts reported ('' while none). The route's delivery_status is undelivered if any part is, else expired if any is, else delivered if any is, else unknown.
+	PartDeliveryStatuses []string
+	// When the attempt that got the provider's message id(s) was claimed: a receipt belongs to the most recent route keyed at or before it arrived.
+	ReceiptKeyedAt *time.Time
 }
 
 // The routes partition of routes not finished (finished_at NULL): in flight, due, failed, dead-lettered; and every route from before migration 00025.

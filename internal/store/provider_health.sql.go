@@ -13,7 +13,8 @@ import (
 const providerHealthAdd = `-- name: ProviderHealthAdd :exec
 
 INSERT INTO herald.provider_health AS h (
-    provider, bucket, delivered, transient, permanent, throttled, latency_seconds_sum, latency_seconds_max
+    provider, bucket, delivered, transient, permanent, throttled, latency_seconds_sum, latency_seconds_max,
+    unavailable, unavailable_reason
 )
 SELECT
     unnest($1::text[]),
@@ -23,25 +24,32 @@ SELECT
     unnest($5::bigint[]),
     unnest($6::bigint[]),
     unnest($7::float8[]),
-    unnest($8::float8[])
+    unnest($8::float8[]),
+    unnest($9::bigint[]),
+    unnest($10::text[])
 ON CONFLICT (provider, bucket) DO UPDATE
 SET delivered = h.delivered + excluded.delivered,
     transient = h.transient + excluded.transient,
     permanent = h.permanent + excluded.permanent,
     throttled = h.throttled + excluded.throttled,
     latency_seconds_sum = h.latency_seconds_sum + excluded.latency_seconds_sum,
-    latency_seconds_max = greatest(h.latency_seconds_max, excluded.latency_seconds_max)
+    latency_seconds_max = greatest(h.latency_seconds_max, excluded.latency_seconds_max),
+    unavailable = h.unavailable + excluded.unavailable,
+    unavailable_reason = CASE WHEN excluded.unavailable_reason <> '' THEN excluded.unavailable_reason
+        ELSE h.unavailable_reason END
 `
 
 type ProviderHealthAddParams struct {
-	Providers    []string
-	Now          *time.Time
-	Delivered    []int64
-	Transient    []int64
-	Permanent    []int64
-	Throttled    []int64
-	LatencySums  []float64
-	LatencyMaxes []float64
+	Providers          []string
+	Now                *time.Time
+	Delivered          []int64
+	Transient          []int64
+	Permanent          []int64
+	Throttled          []int64
+	LatencySums        []float64
+	LatencyMaxes       []float64
+	Unavailable        []int64
+	UnavailableReasons []string
 }
 
 // Queries of herald.provider_health: recent outcomes per provider, in
@@ -58,6 +66,8 @@ func (q *Queries) ProviderHealthAdd(ctx context.Context, db DBTX, arg ProviderHe
 		arg.Throttled,
 		arg.LatencySums,
 		arg.LatencyMaxes,
+		arg.Unavailable,
+		arg.UnavailableReasons,
 	)
 	return err
 }
@@ -80,7 +90,8 @@ SELECT
     v.provider, v.channel, v.driver, v.cap_per_second, v.circuit, v.open_until, v.circuit_reason,
     v.delivered_5m, v.transient_5m, v.permanent_5m, v.throttled_5m,
     coalesce(v.mean_latency_seconds_5m, 0)::float8 AS mean_latency_seconds_5m,
-    coalesce(v.max_latency_seconds_5m, 0)::float8 AS max_latency_seconds_5m
+    coalesce(v.max_latency_seconds_5m, 0)::float8 AS max_latency_seconds_5m,
+    v.unavailable_5m, v.unavailable_reason::text AS unavailable_reason
 FROM herald.provider_health_view v
 ORDER BY v.provider
 `
@@ -99,6 +110,8 @@ type ProviderHealthViewListRow struct {
 	Throttled5m          int64
 	MeanLatencySeconds5m float64
 	MaxLatencySeconds5m  float64
+	Unavailable5m        int64
+	UnavailableReason    string
 }
 
 // Every provider's circuit, cap and last five minutes' outcomes, as
@@ -128,6 +141,8 @@ func (q *Queries) ProviderHealthViewList(ctx context.Context, db DBTX) ([]Provid
 			&i.Throttled5m,
 			&i.MeanLatencySeconds5m,
 			&i.MaxLatencySeconds5m,
+			&i.Unavailable5m,
+			&i.UnavailableReason,
 		); err != nil {
 			return nil, err
 		}

@@ -580,7 +580,16 @@ updated AS (
         provider_message_id = CASE WHEN d.provider_message_id <> ''
             THEN d.provider_message_id ELSE r.provider_message_id END,
         providers = CASE WHEN d.provider <> '' THEN array_append(r.providers, d.provider) ELSE r.providers END,
-        receipt_key = CASE WHEN d.receipt_key <> '' THEN d.receipt_key ELSE r.receipt_key END,
+        -- A message sent in parts carries every part's key, in part
+        -- order, one per line: the first is receipt_key, all are
+        -- receipt_parts (00030). A new key starts its parts' statuses
+        -- afresh, and is dated by the claim of the attempt that got it
+        -- (the claim set updated_at).
+        receipt_key = CASE WHEN d.receipt_key <> '' THEN split_part(d.receipt_key, E'\n', 1) ELSE r.receipt_key END,
+        receipt_parts = CASE WHEN d.receipt_key = '' THEN r.receipt_parts
+            WHEN strpos(d.receipt_key, E'\n') > 0 THEN string_to_array(d.receipt_key, E'\n') END,
+        part_delivery_statuses = CASE WHEN d.receipt_key = '' THEN r.part_delivery_statuses END,
+        receipt_keyed_at = CASE WHEN d.receipt_key <> '' THEN r.updated_at ELSE r.receipt_keyed_at END,
         lane = '',
         lease_until = NULL,
         updated_at = coalesce($17::timestamptz, now())
@@ -728,9 +737,14 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 const routeDeliveryStatusSetMany = `-- name: RouteDeliveryStatusSetMany :many
 UPDATE herald.routes AS r
 SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE d.delivery_status END,
-    delivery_status_at = coalesce($1::timestamptz, now()),
-    delivery_error = d.delivery_error,
-    delivery_error_permanent = CASE WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
+    delivery_status_at = CASE WHEN r.delivery_status IS NOT DISTINCT FROM d.delivery_status AND NOT d.retry
+        THEN r.delivery_status_at ELSE coalesce($1::timestamptz, now()) END,
+    delivery_error = CASE WHEN r.delivery_status IS NOT DISTINCT FROM d.delivery_status AND NOT d.retry
+        THEN r.delivery_error ELSE d.delivery_error END,
+    delivery_error_permanent = CASE WHEN r.delivery_status IS NOT DISTINCT FROM d.delivery_status AND NOT d.retry
+        THEN r.delivery_error_permanent WHEN d.delivery_status = 'undelivered' THEN d.permanent END,
+    part_delivery_statuses = CASE WHEN d.retry AND r.status = 'published' THEN NULL
+        WHEN d.part_statuses <> '' THEN string_to_array(d.part_statuses, ',') ELSE r.part_delivery_statuses END,
     status = CASE WHEN d.retry AND r.status = 'published' THEN 'failed' ELSE r.status END,
     -- Back to routes_live, to be delivered again (00025).
     finished_at = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE r.finished_at END,
@@ -750,11 +764,15 @@ FROM (
         unnest($4::text[]) AS delivery_status,
         unnest($5::text[]) AS delivery_error,
         unnest($6::boolean[]) AS permanent,
-        unnest($7::boolean[]) AS retry
+        unnest($7::boolean[]) AS retry,
+        unnest($8::text[]) AS part_statuses,
+        unnest($9::text[]) AS old_part_statuses
 ) AS d
 WHERE r.notification_id = d.notification_id
     AND r.route_id = d.route_id
-    AND (r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown'))
+    AND CASE WHEN d.part_statuses = ''
+        THEN r.delivery_status IS NULL OR (r.delivery_status = 'unknown' AND d.delivery_status <> 'unknown')
+        ELSE coalesce(array_to_string(r.part_delivery_statuses, ',', ''), '') = d.old_part_statuses END
 RETURNING r.notification_id, r.route_id, coalesce(r.delivery_status, d.delivery_status)::text AS delivery_status,
     r.created_at, r.delivery_status_at::timestamptz AS delivery_status_at, (r.status = 'failed')::boolean AS retried
 `
@@ -767,6 +785,8 @@ type RouteDeliveryStatusSetManyParams struct {
 	DeliveryErrors   []string
 	Permanents       []bool
 	Retries          []bool
+	PartStatuses     []string
+	OldPartStatuses  []string
 }
 
 type RouteDeliveryStatusSetManyRow struct {
@@ -778,11 +798,17 @@ type RouteDeliveryStatusSetManyRow struct {
 	Retried          bool
 }
 
-// Records receipts' verdicts on their routes: a route with no delivery
-// status, or 'unknown', takes the new one; a final one (delivered,
-// undelivered, expired) is never changed, so a duplicate or late
-// contradicting receipt changes nothing. The scheduling status is not
-// touched: published stays terminal. Returns the routes changed.
+// Records receipts' verdicts on their routes. A route of one part with no
+// delivery status, or 'unknown', takes the new one; a final one
+// (delivered, undelivered, expired) is never changed, so a duplicate or
+// late contradicting receipt changes nothing. A route of several parts
+// takes its parts' statuses (part_statuses, comma-separated, in part
+// order) and the status the matcher derived from them, if its parts are
+// still as the matcher read them (old_part_statuses): a concurrent
+// matcher's change makes this one's a no-op, and its receipts are matched
+// again. Its delivery status, time and error change only when the status
+// does. The scheduling status is not touched: published stays terminal.
+// Returns the routes changed.
 //
 // With retry set (the provider's receipts say retry_temporary, and the
 // receipt is undelivered with a temporary code) a published route goes
@@ -799,6 +825,8 @@ func (q *Queries) RouteDeliveryStatusSetMany(ctx context.Context, db DBTX, arg R
 		arg.DeliveryErrors,
 		arg.Permanents,
 		arg.Retries,
+		arg.PartStatuses,
+		arg.OldPartStatuses,
 	)
 	if err != nil {
 		return nil, err
@@ -889,7 +917,7 @@ func (q *Queries) RouteLaneReset(ctx context.Context, db DBTX, arg RouteLaneRese
 
 const routeListByNotification = `-- name: RouteListByNotification :many
 
-SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer, lease_until, finished_at
+SELECT notification_id, route_id, channel, recipient_ref, status, attempt_count, max_attempts, next_attempt_at, resolved_email, resolved_locale, last_error_classification, last_error_message, last_error_at, created_at, updated_at, published_at, dead_lettered_at, skipped_at, priority, expires_at, sms_encoding, sms_segments, provider_message_id, canceled_at, lane, providers, receipt_key, delivery_status, delivery_status_at, delivery_error, delivery_error_permanent, notify_producer, lease_until, finished_at, receipt_parts, part_delivery_statuses, receipt_keyed_at
 FROM herald.routes
 WHERE notification_id = $1
 ORDER BY route_id
@@ -945,6 +973,9 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 			&i.NotifyProducer,
 			&i.LeaseUntil,
 			&i.FinishedAt,
+			&i.ReceiptParts,
+			&i.PartDeliveryStatuses,
+			&i.ReceiptKeyedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -957,22 +988,32 @@ func (q *Queries) RouteListByNotification(ctx context.Context, db DBTX, notifica
 }
 
 const routeListByReceiptKeys = `-- name: RouteListByReceiptKeys :many
-SELECT receipt_key::text AS receipt_key, notification_id, route_id, delivery_status, created_at
+SELECT receipt_key::text AS receipt_key, coalesce(receipt_parts, '{}')::text[] AS receipt_parts,
+    receipt_keyed_at, notification_id, route_id, delivery_status, attempt_count,
+    coalesce(array_to_string(part_delivery_statuses, ',', ''), '')::text AS part_statuses
 FROM herald.routes
-WHERE receipt_key = ANY($1::text[])
+WHERE receipt_key = ANY($1::text[]) OR receipt_parts && $1::text[]
 `
 
 type RouteListByReceiptKeysRow struct {
 	ReceiptKey     string
+	ReceiptParts   []string
+	ReceiptKeyedAt *time.Time
 	NotificationID string
 	RouteID        string
 	DeliveryStatus *string
-	CreatedAt      time.Time
+	AttemptCount   int32
+	PartStatuses   string
 }
 
-// The routes the receipts matcher's batch names, by receipt key (provider
-// and provider message id): routes_receipt_key_idx, which holds only
-// routes of providers that send receipts.
+// The routes that were given any of the receipt keys of the matcher's
+// batch ("<provider> <provider message id>"), as their only key
+// (receipt_key) or as one part's (receipt_parts), with when the attempt
+// that got them was claimed: one scan of routes_receipt_key_idx and
+// routes_receipt_parts_idx (multi-part routes only) per partition for the
+// whole batch, nothing else read. A provider's ids repeat (an SMSC's
+// counter restarts), so a key may name several routes; the matcher gives
+// each receipt the most recent one keyed at or before it arrived.
 func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, receiptKeys []string) ([]RouteListByReceiptKeysRow, error) {
 	rows, err := db.Query(ctx, routeListByReceiptKeys, receiptKeys)
 	if err != nil {
@@ -984,10 +1025,13 @@ func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, receiptKe
 		var i RouteListByReceiptKeysRow
 		if err := rows.Scan(
 			&i.ReceiptKey,
+			&i.ReceiptParts,
+			&i.ReceiptKeyedAt,
 			&i.NotificationID,
 			&i.RouteID,
 			&i.DeliveryStatus,
-			&i.CreatedAt,
+			&i.AttemptCount,
+			&i.PartStatuses,
 		); err != nil {
 			return nil, err
 		}

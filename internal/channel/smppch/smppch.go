@@ -11,9 +11,12 @@
 //
 // Outcomes follow the HTTP SMS driver's rule: what is about the message
 // (an invalid destination, source or data) is Permanent with a recovery
-// hint; what is about herald's settings or the SMSC's state (a refused
-// bind, a protocol disagreement, throttling, a lost connection) is
-// Transient, so fixing it lets the retries succeed. Every command_status
+// hint; what is about herald's settings or the SMSC's state (a protocol
+// disagreement, throttling, a lost connection) is Transient, so fixing it
+// lets the retries succeed. Throttling is marked Throttled. With no bind
+// up (refused, or the SMSC unreachable) nothing is sent: the outcome is
+// Transient and Unsent, and Ready says so before any attempt, so routes
+// wait for a bind without spending attempts. Every command_status
 // has a classification: "smpp_throttled", "smpp_queue_full", or
 // "smpp_0x" and the status in eight hex digits ("smpp_0x0000000b").
 package smppch
@@ -43,7 +46,7 @@ const (
 	// ClassQueueFull: ESME_RMSGQFUL (Transient, RetryAfter set).
 	ClassQueueFull = "smpp_queue_full"
 	// ClassNotBound: no bind to the SMSC is up; nothing was sent
-	// (Transient).
+	// (Transient, Unsent).
 	ClassNotBound = "smpp_not_bound"
 	// ClassConnectionLost: the connection ended with the submit_sm
 	// outstanding; the SMSC may have accepted it (Transient).
@@ -199,12 +202,26 @@ func New(cfg Config) (*Deliverer, error) {
 // Client returns the SMPP client, for its Stats.
 func (d *Deliverer) Client() *smpp.Client { return d.client }
 
+// Ready returns nil while the driver can send, and otherwise why not: no
+// bind is up (see smpp.Client.Ready), said as an operator reads it.
+func (d *Deliverer) Ready() error {
+	err := d.client.Ready()
+	if err == nil {
+		return nil
+	}
+	if se, ok := errors.AsType[*smpp.StatusError](err); ok {
+		return fmt.Errorf("the SMSC refuses herald's bind: %s (check system_id, password and system_type)", se.Status)
+	}
+	return fmt.Errorf("no bind to the SMSC is up: %s", strings.TrimPrefix(err.Error(), "smpp: no bind is up: "))
+}
+
 // Close unbinds gracefully (see smpp.Client.Close).
 func (d *Deliverer) Close() error { return d.client.Close() }
 
 // Deliver submits msg's body to the SMSC, in as many parts as it needs,
 // and classifies the answer. Accepted, its ProviderMessageID is the first
-// part's message_id, and only the first part asks for a delivery receipt. It
+// part's message_id and PartMessageIDs every part's (each part asks for a
+// delivery receipt). It
 // never panics and never returns an outcome quoting the full number or
 // the body.
 func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
@@ -228,14 +245,12 @@ func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.O
 			RecoveryHint: "shorten the body and submit a new intent",
 		}
 	}
-	var first string
+	// Every part asks for a receipt and every part's id is recorded: SMSCs
+	// differ in which part's registered_delivery they read and which
+	// part's receipt they send (the one that completed the message, or one
+	// per part), and the route's delivery status follows from its parts'.
+	ids := make([]string, 0, len(parts))
 	for i, sm := range parts {
-		if i > 0 {
-			// One receipt per message: the first part's, whose id the
-			// route records (a receipt for a later part would match no
-			// route and only sit in the inbox as unmatched).
-			sm.RegisteredDelivery = 0
-		}
 		res, err := d.client.Submit(ctx, sm)
 		var out channel.Outcome
 		switch {
@@ -246,6 +261,9 @@ func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.O
 			out.RetryAfter = res.RetryAfter
 		}
 		if out.Classification != "" {
+			if i > 0 {
+				out.Unsent = false // the parts before it were sent
+			}
 			if len(parts) > 1 {
 				out.Message = fmt.Sprintf("part %d of %d: %s", i+1, len(parts), out.Message)
 				if i > 0 && out.Class == channel.Transient {
@@ -254,16 +272,16 @@ func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.O
 			}
 			return out
 		}
-		if i == 0 {
-			first = res.MessageID
-		}
+		ids = append(ids, res.MessageID)
 	}
+	first := ids[0]
 	out := channel.Outcome{
 		Class: channel.Delivered, Classification: "smpp_ok",
 		Message: "accepted by the SMSC", ProviderMessageID: first,
 	}
 	if len(parts) > 1 {
 		out.Message = fmt.Sprintf("accepted by the SMSC in %d parts", len(parts))
+		out.PartMessageIDs = ids
 	}
 	if first == "" {
 		out.Message += " (no message_id in submit_sm_resp)"
@@ -277,12 +295,12 @@ func ErrorOutcome(ctx context.Context, err error) channel.Outcome {
 	maybe := "; the SMSC may have accepted it, so the retry may repeat it"
 	switch {
 	case errors.Is(err, smpp.ErrNotBound):
-		out := channel.Outcome{Class: channel.Transient, Classification: ClassNotBound,
+		out := channel.Outcome{Class: channel.Transient, Classification: ClassNotBound, Unsent: true,
 			Message: channel.Redact(strings.TrimPrefix(err.Error(), "smpp: "), 200)}
 		if se, ok := errors.AsType[*smpp.StatusError](err); ok {
 			switch se.Status {
 			case smpp.StatusInvPaswd, smpp.StatusInvSysID, smpp.StatusBindFail, smpp.StatusInvSysTyp:
-				out.RecoveryHint = "the SMSC refused herald's bind: check the provider's system_id, password and system_type; queued messages retry by themselves"
+				out.RecoveryHint = "the SMSC refused herald's bind: check the provider's system_id, password and system_type; messages wait for a bind without spending attempts"
 			}
 		}
 		return out
@@ -296,7 +314,7 @@ func ErrorOutcome(ctx context.Context, err error) channel.Outcome {
 		return channel.Outcome{Class: channel.Transient, Classification: ClassBadResponse,
 			Message: "the SMSC's answer to the submit did not decode" + maybe}
 	case errors.Is(err, smpp.ErrClosed):
-		return channel.Outcome{Class: channel.Transient, Classification: ClassClosed,
+		return channel.Outcome{Class: channel.Transient, Classification: ClassClosed, Unsent: true,
 			Message: "the SMPP driver was closed (shutdown or provider reload)"}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), ctx.Err() != nil:
 		return channel.NetworkOutcome(ctx, err, "")
@@ -372,6 +390,8 @@ func StatusOutcome(st smpp.Status) channel.Outcome {
 	switch {
 	case st == smpp.StatusOK:
 		out.Class, out.Message = channel.Delivered, "accepted by the SMSC"
+	case st == smpp.StatusThrottled, st == smpp.StatusMsgQFul:
+		out.Throttled = true
 	case statusHints[st] != "":
 		out.Class, out.RecoveryHint = channel.Permanent, statusHints[st]
 	case settingsStatuses[st]:

@@ -77,14 +77,18 @@ func TestATenPartUCS2MessageArrivesAsTenPartsThatReassemble(t *testing.T) {
 			}
 			subs := b.smsc.Submits()
 			require.Len(t, subs, wantSubmits)
-			for i, s := range subs {
+			var ids []string
+			for _, s := range subs {
 				require.Equal(t, uint8(smpp.CodingUCS2), s.SM.DataCoding)
 				require.Equal(t, "254711000001", s.SM.DestinationAddr)
-				want := uint8(smpp.ReceiptsFinal)
-				if i > 0 {
-					want = 0 // one receipt per message: the first part's
-				}
-				require.Equal(t, want, s.SM.RegisteredDelivery)
+				require.Equal(t, uint8(smpp.ReceiptsFinal), s.SM.RegisteredDelivery,
+					"every part asks for a receipt: SMSCs differ in which part's they read")
+				ids = append(ids, s.MessageID)
+			}
+			if wantSubmits > 1 {
+				require.Equal(t, ids, out.PartMessageIDs, "every part's id, in part order")
+			} else {
+				require.Nil(t, out.PartMessageIDs)
 			}
 			msgs := b.smsc.Messages()
 			require.Len(t, msgs, 1)
@@ -298,4 +302,38 @@ func TestNewNamesTheWrongField(t *testing.T) {
 		_, err := smppch.New(cfg)
 		require.EqualError(t, err, want)
 	}
+}
+
+// TestThrottlingIsMarkedThrottledAndNoBindIsMarkedUnsent: the SMSC's
+// ESME_RTHROTTLED is a Transient outcome marked Throttled (the provider's
+// health counts it as throttling); with every bind refused nothing is
+// sent, the outcome is marked Unsent and Ready says why.
+func TestThrottlingIsMarkedThrottledAndNoBindIsMarkedUnsent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, smppch.Config{})
+	b.smsc.SetThrottle(1)
+	var throttled channel.Outcome
+	for range 3 {
+		out := b.d.Deliver(ctxT(t), msg("+254711000001", "hello"))
+		if out.Class == channel.Transient {
+			throttled = out
+		}
+	}
+	require.Equal(t, smppch.ClassThrottled, throttled.Classification)
+	require.True(t, throttled.Throttled)
+	require.False(t, throttled.Unsent)
+
+	b.smsc.RefuseBinds(smpp.StatusInvPaswd)
+	b.smsc.DropAll()
+	require.Eventually(t, func() bool {
+		err := b.d.Ready()
+		return err != nil && strings.Contains(err.Error(), "the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)")
+	}, 10*time.Second, 10*time.Millisecond, "Ready says the bind is refused, and why")
+	n := len(b.smsc.Submits())
+	out := b.d.Deliver(ctxT(t), msg("+254711000001", "hello"))
+	require.Equal(t, channel.Transient, out.Class)
+	require.Equal(t, smppch.ClassNotBound, out.Classification)
+	require.True(t, out.Unsent)
+	require.Contains(t, out.Message, "(0x0000000E)", "the status code is not redacted")
+	require.Len(t, b.smsc.Submits(), n, "nothing was sent")
 }

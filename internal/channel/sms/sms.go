@@ -314,6 +314,7 @@ func (d *Deliverer) classify(resp *http.Response, body []byte) channel.Outcome {
 		out.Class = channel.Transient
 		out.Classification = ClassProviderThrottled
 		out.RetryAfter = retryAfter
+		out.Throttled = true
 	case code/100 == 2:
 		out.Class = channel.Delivered
 		out.ProviderMessageID = pr.id
@@ -325,6 +326,7 @@ func (d *Deliverer) classify(resp *http.Response, body []byte) channel.Outcome {
 		out.Class = channel.Transient
 		out.Classification = ClassProviderThrottled
 		out.RetryAfter = retryAfter
+		out.Throttled = true
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		out.Class = channel.Transient
 		out.Classification = ClassProviderAuth

@@ -2,8 +2,10 @@
 // on loopback that accepts transceiver binds, answers submit_sm (after a
 // delay, with chosen errors, throttling on demand, or never, dropping the
 // connection mid-window), records every submit and reassembles long
-// messages, and sends delivery receipts and mobile-originated messages
-// as deliver_sm, recording how the ESME answered them.
+// messages, and sends delivery receipts (one per part, or for the last
+// part only) and mobile-originated messages as deliver_sm, recording how
+// the ESME answered them. It can refuse binds, and restart with its
+// message id counter reset, as SMSCs do.
 package smsctest
 
 import (
@@ -71,6 +73,11 @@ type ReceiptPlan struct {
 	Twice bool
 	// TextOnly leaves the receipted_message_id and message_state TLVs out.
 	TextOnly bool
+	// LastPartOnly sends a long message's receipt once, for the part that
+	// completed its reassembly (with that part's id), as many SMSCs do;
+	// otherwise every part accepted gets its own receipt, whatever its
+	// registered_delivery says, as many others do.
+	LastPartOnly bool
 }
 
 // Server is a test SMSC.
@@ -95,6 +102,8 @@ type Server struct {
 	nextID       int
 	deliverResps []smpp.Status
 	binds        int
+	maxBound     int
+	refuseBinds  smpp.Status
 	closed       bool
 	ctx          context.Context // ends at Close
 	cancel       context.CancelFunc
@@ -185,6 +194,35 @@ func (s *Server) SetReceipts(plan *ReceiptPlan) {
 	s.mu.Unlock()
 }
 
+// RefuseBinds answers every bind with st (ESME_RBINDFAIL, say) whatever
+// its credentials; StatusOK accepts them again.
+func (s *Server) RefuseBinds(st smpp.Status) {
+	s.mu.Lock()
+	s.refuseBinds = st
+	s.mu.Unlock()
+}
+
+// Restart is the SMSC restarting: every connection closes, and its
+// message id counter starts again, so the ids it gives repeat those it
+// gave before ("m1", "m2", ...). Messages, submits and parts received
+// before are kept for the test to read.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	s.nextID = 0
+	s.parts = map[string][]*Submit{}
+	for c := range s.conns {
+		_ = c.nc.Close()
+	}
+	s.mu.Unlock()
+}
+
+// MaxBound returns the most connections that were bound at once.
+func (s *Server) MaxBound() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxBound
+}
+
 // DropAll closes every connection at once.
 func (s *Server) DropAll() {
 	s.mu.Lock()
@@ -238,11 +276,11 @@ func (s *Server) Binds() int {
 }
 
 // ReceiptFor returns a receipt deliver_sm for messageID, from the submit
-// that got it (its addresses reversed), or an error if there is none.
+// that got it last (its addresses reversed), or an error if there is none.
 func (s *Server) ReceiptFor(messageID string, plan ReceiptPlan) (*smpp.SM, error) {
 	s.mu.Lock()
 	var sub *Submit
-	for i := range s.submits {
+	for i := len(s.submits) - 1; i >= 0; i-- { // the latest: ids repeat after a Restart
 		if s.submits[i].MessageID == messageID {
 			sub = &s.submits[i]
 			break
@@ -400,7 +438,12 @@ func (c *conn) serve() {
 		case smpp.BindTransceiver, smpp.BindTransmitter, smpp.BindReceiver:
 			b := p.Body.(*smpp.Bind)
 			st := smpp.StatusOK
+			s.mu.Lock()
+			refused := s.refuseBinds
+			s.mu.Unlock()
 			switch {
+			case refused != smpp.StatusOK:
+				st = refused
 			case b.SystemID != s.cfg.SystemID:
 				st = smpp.StatusInvSysID
 			case b.Password != s.cfg.Password:
@@ -410,6 +453,13 @@ func (c *conn) serve() {
 				s.mu.Lock()
 				c.bound = true
 				s.binds++
+				n := 0
+				for cc := range s.conns {
+					if cc.bound {
+						n++
+					}
+				}
+				s.maxBound = max(s.maxBound, n)
 				s.mu.Unlock()
 			}
 			c.send(&smpp.PDU{Command: p.Command.Response(), Status: st, Sequence: p.Sequence, Body: &smpp.BindResp{SystemID: "smsctest"}})
@@ -468,12 +518,13 @@ func (c *conn) submit(p *smpp.PDU) {
 		st, failed = smpp.StatusInvESMClass, true
 	}
 	var drop []*conn
+	completed := false
 	if failed {
 		sub.Status = st
 	} else {
 		s.nextID++
 		sub.MessageID = "m" + strconv.Itoa(s.nextID)
-		s.collect(&sub)
+		completed = s.collect(&sub)
 		if s.holdDrop > 0 {
 			sub.Held = true
 			s.held = append(s.held, held{c, p.Sequence})
@@ -497,7 +548,7 @@ func (c *conn) submit(p *smpp.PDU) {
 	resp := &smpp.PDU{Command: smpp.SubmitSMResp, Status: sub.Status, Sequence: p.Sequence, Body: &smpp.SMResp{MessageID: sub.MessageID}}
 	answer := func() {
 		c.send(resp)
-		if plan != nil && sub.MessageID != "" {
+		if plan != nil && sub.MessageID != "" && (completed || !plan.LastPartOnly) {
 			c.sendReceipt(sub, *plan)
 		}
 	}
@@ -533,14 +584,14 @@ func (c *conn) sendReceipt(sub Submit, plan ReceiptPlan) {
 	}()
 }
 
-// collect adds an accepted submit to the messages, reassembling parts;
-// s.mu is held.
-func (s *Server) collect(sub *Submit) {
+// collect adds an accepted submit to the messages, reassembling parts,
+// and reports whether it completed a message; s.mu is held.
+func (s *Server) collect(sub *Submit) bool {
 	sm := sub.SM
 	if !sub.IsPart {
 		s.messages = append(s.messages, Message{Source: sm.SourceAddr, Destination: sm.DestinationAddr,
 			DataCoding: sm.DataCoding, Body: sub.Text, Parts: 1, MessageIDs: []string{sub.MessageID}})
-		return
+		return true
 	}
 	key := fmt.Sprintf("%s|%s|%d|%d", sm.SourceAddr, sm.DestinationAddr, sub.Concat.Ref, sub.Concat.Total)
 	parts := append(s.parts[key], sub)
@@ -551,7 +602,7 @@ func (s *Server) collect(sub *Submit) {
 	}
 	if len(seen) < int(sub.Concat.Total) {
 		s.parts[key] = parts
-		return
+		return false
 	}
 	delete(s.parts, key)
 	m := Message{Source: sm.SourceAddr, Destination: sm.DestinationAddr, DataCoding: sm.DataCoding, Parts: int(sub.Concat.Total)}
@@ -559,10 +610,11 @@ func (s *Server) collect(sub *Submit) {
 		p, ok := seen[uint8(i)]
 		if !ok {
 			s.parts[key] = parts // a sequence number out of range: keep waiting
-			return
+			return false
 		}
 		m.Body += p.Text
 		m.MessageIDs = append(m.MessageIDs, p.MessageID)
 	}
 	s.messages = append(s.messages, m)
+	return true
 }
