@@ -1,0 +1,239 @@
+// Package vet is the engine's check of what a producer's login stored
+// itself. The Go client inserts records and routes in the producer's own
+// process and transaction, and a producer's login may INSERT them in psql:
+// nothing checked there can be trusted. The database puts every route a
+// login other than the engine's inserts into lane '!vet' (migration
+// 00028's policy), which no dispatcher claims; the Vetter takes them from
+// there, checks each notification as the intake worker checks an intake
+// entry (content blocklist on folded text, template rendering, SMS
+// segment cap, size limit, campaign) and moves each route on: into its
+// channel's queue, to a dead letter (content_blocked and the other intake
+// codes), canceled (its campaign was canceled), or held for an operator
+// (lane '!held', with a held_intents row naming the notification).
+package vet
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/content"
+	"github.com/heraldhq/herald/internal/heraldtype"
+	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/store"
+)
+
+// Defaults of Config.
+const (
+	// DefaultPollInterval is how often an idle Vetter looks for routes.
+	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultBatchSize is how many routes one VetOnce takes.
+	DefaultBatchSize = 500
+)
+
+// Verdicts a route gets (RouteVetApply's).
+const (
+	verdictPass   = "pass"
+	verdictHold   = "hold"
+	verdictRefuse = "refuse"
+	verdictCancel = "cancel"
+)
+
+// Config configures a Vetter; the zero value is valid.
+type Config struct {
+	// Limits are the intake's limits, applied to what was stored
+	// directly; zero fields take the defaults.
+	Limits intake.Limits
+	// PollInterval is how often an idle Vetter looks; default
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// BatchSize caps the routes of one VetOnce; default DefaultBatchSize.
+	BatchSize int
+	// ContentRulesMaxAge is content.CheckerConfig's RulesMaxAge.
+	ContentRulesMaxAge time.Duration
+	// Logger receives a line per route refused, held or canceled; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Vetter checks routes waiting in lane '!vet'. Safe for concurrent use;
+// vetters in several processes share the work (SKIP LOCKED).
+type Vetter struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	checker *content.Checker
+	log     *slog.Logger
+}
+
+// New returns a Vetter on pool, which must be the engine's (the owner's)
+// login: it reads every producer's rules and templates and moves their
+// routes. A nil cfg means the defaults.
+func New(pool *pgxpool.Pool, cfg *Config) *Vetter {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	c := *cfg
+	c.Limits = c.Limits.WithDefaults()
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	log := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	return &Vetter{pool: pool, cfg: c, log: log,
+		checker: content.NewChecker(&content.CheckerConfig{RulesMaxAge: c.ContentRulesMaxAge, Logger: log})}
+}
+
+// Run vets until ctx is canceled, then returns nil; a full batch is
+// followed at once by the next.
+func (v *Vetter) Run(ctx context.Context) error {
+	for {
+		n, err := v.VetOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			v.log.ErrorContext(ctx, "vet routes", slog.Any("err", err))
+		}
+		if err == nil && n >= v.cfg.BatchSize {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(v.cfg.PollInterval):
+		}
+	}
+}
+
+// VetOnce vets one batch of waiting routes in one transaction and returns
+// how many it moved.
+func (v *Vetter) VetOnce(ctx context.Context) (int, error) {
+	var moved int64
+	err := pgx.BeginFunc(ctx, v.pool, func(tx pgx.Tx) error {
+		q := store.New()
+		rows, err := q.RouteVetLock(ctx, tx, int32(v.cfg.BatchSize))
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		var p store.RouteVetApplyParams
+		decided := map[string]*decision{}
+		for _, r := range rows {
+			d, ok := decided[r.NotificationID]
+			if !ok {
+				if d, err = v.decide(ctx, tx, &r); err != nil {
+					return err
+				}
+				decided[r.NotificationID] = d
+				if d.verdict == verdictHold {
+					if err := q.HeldIntentInsertForNotification(ctx, tx, store.HeldIntentInsertForNotificationParams{
+						Producer: r.Producer, IdempotencyKey: r.IdempotencyKey, NotificationType: r.NotificationType,
+						Body: r.PayloadJson, RuleID: d.held.Rule.ID, Rule: d.held.Rule.String(), Part: d.held.Part,
+						NotificationID: &r.NotificationID,
+					}); err != nil {
+						return fmt.Errorf("hold notification: %w", err)
+					}
+				}
+				if d.verdict != verdictPass {
+					v.log.InfoContext(ctx, "directly stored notification "+d.verdict, slog.String("notification_id", r.NotificationID),
+						slog.String("producer", r.Producer), slog.String("class", d.class), slog.String("reason", d.message))
+				}
+			}
+			enc, seg := "", int16(0)
+			if r.Channel == channel.SMS && d.smsEncoding != "" {
+				enc, seg = d.smsEncoding, int16(d.smsSegments)
+			}
+			p.NotificationIds = append(p.NotificationIds, r.NotificationID)
+			p.RouteIds = append(p.RouteIds, r.RouteID)
+			p.Verdicts = append(p.Verdicts, d.verdict)
+			p.Classifications = append(p.Classifications, d.class)
+			p.Messages = append(p.Messages, d.message)
+			p.Hints = append(p.Hints, d.hint)
+			p.SmsEncodings = append(p.SmsEncodings, enc)
+			p.SmsSegments = append(p.SmsSegments, seg)
+		}
+		moved, err = q.RouteVetApply(ctx, tx, p)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vet routes: %w", err)
+	}
+	return int(moved), nil
+}
+
+// decision is what happens to a notification's routes.
+type decision struct {
+	verdict, class, message, hint string
+	held                          *content.Match
+	smsEncoding                   string
+	smsSegments                   int
+}
+
+// payload is a record's payload_json: a content intent's channels, or a
+// templated one's reference and data (intake.TemplatePayload).
+type payload struct {
+	heraldtype.Content
+	Template *heraldtype.TemplateRef `json:"template"`
+	Data     map[string]any          `json:"data"`
+}
+
+// decide checks the notification of r.
+func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow) (*decision, error) {
+	lim := v.cfg.Limits
+	refuse := func(code heraldtype.Code, msg string) *decision {
+		return &decision{verdict: verdictRefuse, class: string(code), message: msg,
+			hint: "stored by the producer's login without the engine's checks, and refused by them: fix the content and submit a new intent"}
+	}
+	if r.CampaignStopped {
+		return &decision{verdict: verdictCancel, class: string(heraldtype.CodeCampaignCanceled),
+			message: "its campaign was canceled (or never joined)"}, nil
+	}
+	if len(r.PayloadJson) > lim.MaxPayloadBytes {
+		return refuse(heraldtype.CodeTooLarge, fmt.Sprintf("the content is %d bytes; the limit is %d", len(r.PayloadJson), lim.MaxPayloadBytes)), nil
+	}
+	var pl payload
+	if err := json.Unmarshal([]byte(r.PayloadJson), &pl); err != nil {
+		return refuse(heraldtype.CodeWrongShape, "the payload is not an intent's content: "+err.Error()), nil
+	}
+	in := heraldtype.Intent{Producer: r.Producer, NotificationType: r.NotificationType, IdempotencyKey: r.IdempotencyKey,
+		Channels: []string{r.Channel}}
+	d := &decision{verdict: verdictPass}
+	if pl.Template != nil {
+		in.Template, in.Data = pl.Template, pl.Data
+	} else {
+		in.Content = pl.Content
+		if c := pl.SMS; c != nil && r.Channel == channel.SMS {
+			enc, seg := intake.Encoding(c.Body)
+			if seg > lim.MaxSMSSegments {
+				return refuse(heraldtype.CodeSMSTooLong, fmt.Sprintf("the sms body needs %d %s segments; the limit is %d", seg, enc, lim.MaxSMSSegments)), nil
+			}
+			d.smsEncoding, d.smsSegments = enc, seg
+		}
+	}
+	val := &intake.Validated{Intent: in, Routes: []intake.RoutePlan{{Channel: r.Channel}}}
+	verdicts, err := v.checker.Check(ctx, tx, []*intake.Validated{val}, lim, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch vd := verdicts[0]; {
+	case vd.Err != nil:
+		code, msg := heraldtype.CodeContentBlocked, vd.Err.Error()
+		var ve *heraldtype.ValidationError
+		if errors.As(vd.Err, &ve) && len(ve.Errors) > 0 {
+			code, msg = ve.Errors[0].Code, ve.Errors[0].Message
+		}
+		return refuse(code, msg), nil
+	case vd.Held != nil:
+		return &decision{verdict: verdictHold, class: string(heraldtype.CodeContentBlocked), held: vd.Held,
+			message: fmt.Sprintf("held for review: the text matches %s", &vd.Held.Rule)}, nil
+	}
+	if pl.Template != nil && r.Channel == channel.SMS && len(val.Routes) > 0 && val.Routes[0].SMSEncoding != "" {
+		d.smsEncoding, d.smsSegments = val.Routes[0].SMSEncoding, val.Routes[0].SMSSegments
+	}
+	return d, nil
+}
