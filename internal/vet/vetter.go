@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -196,16 +197,27 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 	if len(r.PayloadJson) > lim.MaxPayloadBytes {
 		return refuse(heraldtype.CodeTooLarge, fmt.Sprintf("the content is %d bytes; the limit is %d", len(r.PayloadJson), lim.MaxPayloadBytes)), nil
 	}
+	// The dispatcher reads the payload with gjson, the channels' drivers
+	// with encoding/json: of a key written twice they would read different
+	// texts, and this check a third. The accept path writes canonical JSON,
+	// which never repeats a key; a payload that does is refused.
 	var pl payload
 	if err := json.Unmarshal([]byte(r.PayloadJson), &pl); err != nil {
 		return refuse(heraldtype.CodeWrongShape, "the payload is not an intent's content: "+err.Error()), nil
 	}
+	if dup := repeatedKey(r.PayloadJson); dup != "" {
+		return refuse(heraldtype.CodeWrongShape, fmt.Sprintf("the payload repeats the key %q", dup)), nil
+	}
 	in := heraldtype.Intent{Producer: r.Producer, NotificationType: r.NotificationType, IdempotencyKey: r.IdempotencyKey,
 		Channels: []string{r.Channel}}
 	d := &decision{verdict: verdictPass}
-	if pl.Template != nil {
+	// As the dispatcher does: the channel's own entry if there is one,
+	// else the template.
+	own := contentFor(&pl.Content, r.Channel)
+	if pl.Template != nil && !own {
 		in.Template, in.Data = pl.Template, pl.Data
 	} else {
+		pl.Template = nil
 		in.Content = pl.Content
 		if c := pl.SMS; c != nil && r.Channel == channel.SMS {
 			enc, seg := intake.Encoding(c.Body)
@@ -236,4 +248,64 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 		d.smsEncoding, d.smsSegments = val.Routes[0].SMSEncoding, val.Routes[0].SMSSegments
 	}
 	return d, nil
+}
+
+// contentFor reports whether c has an entry for channel ch.
+func contentFor(c *heraldtype.Content, ch string) bool {
+	switch ch {
+	case channel.SMS:
+		return c.SMS != nil
+	case channel.Email:
+		return c.Email != nil
+	case channel.Webhook:
+		return len(c.Webhook) > 0 && string(c.Webhook) != "null"
+	}
+	return false
+}
+
+// repeatedKey returns the first object key that payload (valid JSON)
+// repeats within one object, or "".
+func repeatedKey(payload string) string {
+	dec := json.NewDecoder(strings.NewReader(payload))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		expect bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if top != nil && top.object {
+					top.expect = true
+				}
+				stack = append(stack, &frame{object: t == '{', keys: map[string]bool{}, expect: t == '{'})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if top != nil && top.object && top.expect {
+				if top.keys[t] {
+					return t
+				}
+				top.keys[t] = true
+				top.expect = false
+				continue
+			}
+		}
+		if top != nil && top.object {
+			top.expect = true
+		}
+	}
 }

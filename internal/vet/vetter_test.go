@@ -223,3 +223,38 @@ func TestVetter_HoldsAReviewMatchUntilAnOperatorDecides(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "a released route is not vetted again")
 }
+
+func TestRepeatedKey_FindsAKeyWrittenTwiceInOneObject(t *testing.T) {
+	t.Parallel()
+	for payload, want := range map[string]string{
+		`{"sms":{"body":"a"}}`:                          "",
+		`{"sms":{"body":"a"},"sms":{"body":"b"}}`:       "sms",
+		`{"sms":{"body":"a","body":"b"}}`:               "body",
+		`{"webhook":[{"x":1},{"x":2}],"email":null}`:    "",
+		`{"webhook":{"a":{"b":1},"c":[1,"a"],"a":2}}`:   "a",
+		`{"webhook":{"k":"body","body":"k"},"x":"sms"}`: "",
+	} {
+		require.Equal(t, want, repeatedKey(payload), payload)
+	}
+}
+
+func TestVetter_ChecksWhatTheDispatcherWouldSend(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.rule(t, "word", "spam", "refuse")
+	// A key written twice: the dispatcher's reader and the drivers' could
+	// each take a different one.
+	twice := b.insert(t, "twice", "sms", "+14155550123", `{"sms":{"body":"spam"},"sms":{"body":"hello"}}`, nil)
+	// Content for the channel beside a template reference: the dispatcher
+	// sends the content.
+	mixed := b.insert(t, "mixed", "sms", "+14155550123", `{"data":{},"sms":{"body":"sp\u200bam"},"template":{"locale":"","name":"none","version":1}}`, nil)
+	// A webhook body whose strings hide the word in JSON escapes.
+	escaped := b.insert(t, "escaped", "webhook", "https://example.com/hook", `{"webhook":{"text":"buy \u0073pam"}}`, nil)
+	_, err := b.vetter.VetOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "wrong_shape", b.route(t, twice).Class)
+	require.Equal(t, "dead_letter", b.route(t, twice).Status)
+	require.Equal(t, "content_blocked", b.route(t, mixed).Class)
+	require.Equal(t, "content_blocked", b.route(t, escaped).Class)
+}
