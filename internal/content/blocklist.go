@@ -230,11 +230,13 @@ func requiredLiteral(pattern string) string {
 }
 
 // plainWord reports whether a regex's required literal can stand for it in
-// the folded text: ASCII letters, digits and punctuation, which fold keeps
-// as they are, and no white space, which it does not.
+// the folded text: printable ASCII, which fold keeps as it is, and single
+// spaces, which fold keeps as one space (a run of white space becomes
+// one); no other white space.
 func plainWord(lit string) bool {
 	for i := 0; i < len(lit); i++ {
-		if c := lit[i]; c <= ' ' || c >= 0x7f {
+		c := lit[i]
+		if c < ' ' || c >= 0x7f || c == ' ' && i > 0 && lit[i-1] == ' ' {
 			return false
 		}
 	}
