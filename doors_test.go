@@ -228,3 +228,52 @@ func TestDoors_AnAuditRowsTimeIsTheDatabasesClock(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, countAs(t, b.asOp, `SELECT count(*) FROM herald.audit_log WHERE at < now() - interval '1 minute'`))
 }
+
+func TestDoors_AProducersHintWakesTheVetterAndTheEnginesWakesTheDispatchers(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	// Which topic each login's submit notifies.
+	conn, err := b.admin.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, `LISTEN herald_vet; LISTEN herald_routes`)
+	require.NoError(t, err)
+	next := func() string {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := conn.Conn().WaitForNotification(wctx)
+		require.NoError(t, err)
+		return n.Channel
+	}
+	owner, err := herald.NewClient(b.admin, &herald.Config{NotifyDebounce: -1})
+	require.NoError(t, err)
+	t.Cleanup(owner.Close)
+	submit(t, owner, "shop", "owner")
+	require.Equal(t, "herald_routes", next(), "the engine's own routes are due at once")
+	prod, err := herald.NewClient(b.asA, &herald.Config{NotifyDebounce: -1})
+	require.NoError(t, err)
+	t.Cleanup(prod.Close)
+	mine := submit(t, prod, b.nameA, "mine")
+	require.Equal(t, "herald_vet", next(), "a producer's wait for the vetter")
+
+	// A vetter that would not poll for an hour moves them at once, and
+	// wakes the dispatchers.
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- vet.New(b.admin, &vet.Config{PollInterval: time.Hour}).Run(rctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	require.Equal(t, "herald_routes", next())
+	require.Equal(t, 2, countAs(t, b.admin, `SELECT count(*) FROM herald.routes WHERE notification_id = $1 AND lane = ''`, mine.NotificationID))
+	tx, err := b.asA.Begin(ctx)
+	require.NoError(t, err)
+	r, err := prod.SubmitTx(ctx, tx, smsIntent(b.nameA, "tx", "hello"))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+	require.Eventually(t, func() bool {
+		return countAs(t, b.admin, `SELECT count(*) FROM herald.routes WHERE notification_id = $1 AND lane = ''`, r.NotificationID) == 1
+	}, 5*time.Second, 10*time.Millisecond, "SubmitTx's hint, at commit, woke the vetter")
+}

@@ -136,8 +136,11 @@ wake AS (
     -- NULL means no hint). Postgres delivers it at commit, so it rides the
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
-    -- final SELECT joins it.
-    SELECT count(pg_notify('herald_routes', sqlc.narg('hint_payload')::text)) AS hints
+    -- final SELECT joins it. Routes a producer's login wrote wait for the
+    -- vetter (lane '!vet'), so their hint goes to it (herald_vet) instead.
+    SELECT count(pg_notify(
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END),
+        sqlc.narg('hint_payload')::text)) AS hints
     FROM (
         SELECT 1 WHERE sqlc.narg('hint_payload')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
@@ -245,7 +248,9 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    SELECT count(pg_notify('herald_routes', sqlc.narg('hint_payload')::text)) AS hints
+    SELECT count(pg_notify(
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END),
+        sqlc.narg('hint_payload')::text)) AS hints
     FROM (
         SELECT 1 WHERE sqlc.narg('hint_payload')::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked

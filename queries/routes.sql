@@ -555,8 +555,9 @@ FROM next;
 -- The trailing wake-up hint of the accept path's debounce window, on the
 -- NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
 -- delivery channel of the new routes, or '' for several. (The leading hint
--- rides RecordInsertMany.)
-SELECT pg_notify('herald_routes', @channel::text);
+-- rides RecordInsertMany.) For a producer's login, whose routes wait for
+-- the vetter (lane '!vet'), the topic is the vetter's, herald_vet.
+SELECT pg_notify(CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END, @channel::text);
 
 -- ---------------------------------------------------------------------------
 -- Backlog and health: metrics, `herald stats`, maintenance.
@@ -700,7 +701,7 @@ FOR UPDATE OF r SKIP LOCKED;
 -- '!held' until an operator releases or rejects its held intent; 'refuse'
 -- makes it a dead letter with the class, message and hint given (and its
 -- dead_letters row, in the same statement); 'cancel' cancels it. Returns
--- how many routes moved.
+-- how many routes moved, and whether the dispatchers were woken.
 WITH v AS (
     SELECT
         unnest(@notification_ids::text[]) AS notification_id,
@@ -730,7 +731,7 @@ moved AS (
     FROM v
     WHERE r.notification_id = v.notification_id AND r.route_id = v.route_id
         AND r.lane = '!vet' AND r.finished_at IS NULL
-    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.attempt_count, r.max_attempts, r.status
+    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.attempt_count, r.max_attempts, r.status, r.lane
 ),
 dead AS (
     INSERT INTO herald.dead_letters (
@@ -746,4 +747,9 @@ dead AS (
     RETURNING 1
 )
 -- dead runs whether or not it is read (a data-modifying CTE always does).
-SELECT count(*)::bigint AS moved FROM moved;
+-- Routes moved into their channel's queue wake the dispatchers
+-- (herald_routes, payload '': every channel), at commit.
+SELECT count(*)::bigint AS moved,
+    (SELECT count(pg_notify('herald_routes', ''))
+     FROM (SELECT 1 WHERE EXISTS (SELECT 1 FROM moved AS p WHERE p.lane = '' AND p.status = 'pending')) AS passed)::bigint AS hints
+FROM moved;

@@ -673,8 +673,11 @@ wake AS (
     -- NULL means no hint). Postgres delivers it at commit, so it rides the
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
-    -- final SELECT joins it.
-    SELECT count(pg_notify('herald_routes', $30::text)) AS hints
+    -- final SELECT joins it. Routes a producer's login wrote wait for the
+    -- vetter (lane '!vet'), so their hint goes to it (herald_vet) instead.
+    SELECT count(pg_notify(
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END),
+        $30::text)) AS hints
     FROM (
         SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
@@ -893,7 +896,9 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    SELECT count(pg_notify('herald_routes', $30::text)) AS hints
+    SELECT count(pg_notify(
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END),
+        $30::text)) AS hints
     FROM (
         SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked

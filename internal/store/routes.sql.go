@@ -1177,13 +1177,14 @@ func (q *Queries) RouteNextDue(ctx context.Context, db DBTX, arg RouteNextDuePar
 }
 
 const routeNotifyDispatchers = `-- name: RouteNotifyDispatchers :exec
-SELECT pg_notify('herald_routes', $1::text)
+SELECT pg_notify(CASE WHEN row_security_active('herald.routes') THEN 'herald_vet' ELSE 'herald_routes' END, $1::text)
 `
 
 // The trailing wake-up hint of the accept path's debounce window, on the
 // NOTIFY topic herald_routes that dispatchers LISTEN on; the payload is the
 // delivery channel of the new routes, or ” for several. (The leading hint
-// rides RecordInsertMany.)
+// rides RecordInsertMany.) For a producer's login, whose routes wait for
+// the vetter (lane '!vet'), the topic is the vetter's, herald_vet.
 func (q *Queries) RouteNotifyDispatchers(ctx context.Context, db DBTX, channel string) error {
 	_, err := db.Exec(ctx, routeNotifyDispatchers, channel)
 	return err
@@ -1374,7 +1375,7 @@ moved AS (
     FROM v
     WHERE r.notification_id = v.notification_id AND r.route_id = v.route_id
         AND r.lane = '!vet' AND r.finished_at IS NULL
-    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.attempt_count, r.max_attempts, r.status
+    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.attempt_count, r.max_attempts, r.status, r.lane
 ),
 dead AS (
     INSERT INTO herald.dead_letters (
@@ -1389,7 +1390,10 @@ dead AS (
     ON CONFLICT (notification_id, route_id) DO NOTHING
     RETURNING 1
 )
-SELECT count(*)::bigint AS moved FROM moved
+SELECT count(*)::bigint AS moved,
+    (SELECT count(pg_notify('herald_routes', ''))
+     FROM (SELECT 1 WHERE EXISTS (SELECT 1 FROM moved AS p WHERE p.lane = '' AND p.status = 'pending')) AS passed)::bigint AS hints
+FROM moved
 `
 
 type RouteVetApplyParams struct {
@@ -1403,15 +1407,22 @@ type RouteVetApplyParams struct {
 	SmsSegments     []int16
 }
 
+type RouteVetApplyRow struct {
+	Moved int64
+	Hints int64
+}
+
 // Applies the vetter's verdicts, one per route locked by RouteVetLock:
 // 'pass' moves the route into its channel's queue (lane ”), with the SMS
 // encoding and segments the engine counted; 'hold' moves it to lane
 // '!held' until an operator releases or rejects its held intent; 'refuse'
 // makes it a dead letter with the class, message and hint given (and its
 // dead_letters row, in the same statement); 'cancel' cancels it. Returns
-// how many routes moved.
+// how many routes moved, and whether the dispatchers were woken.
 // dead runs whether or not it is read (a data-modifying CTE always does).
-func (q *Queries) RouteVetApply(ctx context.Context, db DBTX, arg RouteVetApplyParams) (int64, error) {
+// Routes moved into their channel's queue wake the dispatchers
+// (herald_routes, payload ”: every channel), at commit.
+func (q *Queries) RouteVetApply(ctx context.Context, db DBTX, arg RouteVetApplyParams) (RouteVetApplyRow, error) {
 	row := db.QueryRow(ctx, routeVetApply,
 		arg.NotificationIds,
 		arg.RouteIds,
@@ -1422,9 +1433,9 @@ func (q *Queries) RouteVetApply(ctx context.Context, db DBTX, arg RouteVetApplyP
 		arg.SmsEncodings,
 		arg.SmsSegments,
 	)
-	var moved int64
-	err := row.Scan(&moved)
-	return moved, err
+	var i RouteVetApplyRow
+	err := row.Scan(&i.Moved, &i.Hints)
+	return i, err
 }
 
 const routeVetLock = `-- name: RouteVetLock :many

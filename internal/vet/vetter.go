@@ -29,13 +29,16 @@ import (
 	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/pglisten"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/wake"
 )
 
 // Defaults of Config.
 const (
-	// DefaultPollInterval is how often an idle Vetter looks for routes.
-	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultPollInterval is how often an idle Vetter looks for routes
+	// without a hint on wake.VetTopic.
+	DefaultPollInterval = time.Second
 	// DefaultBatchSize is how many routes one VetOnce takes.
 	DefaultBatchSize = 500
 )
@@ -90,9 +93,34 @@ func New(pool *pgxpool.Pool, cfg *Config) *Vetter {
 		checker: content.NewChecker(&content.CheckerConfig{RulesMaxAge: c.ContentRulesMaxAge, Logger: log})}
 }
 
-// Run vets until ctx is canceled, then returns nil; a full batch is
-// followed at once by the next.
+// Run vets until ctx is canceled, then returns nil. It looks for routes
+// when the accept path's hint (wake.VetTopic, on a connection of its own)
+// says a producer's login stored some, and every PollInterval in case a
+// hint was lost; a full batch is followed at once by the next.
 func (v *Vetter) Run(ctx context.Context) error {
+	wakeUp := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case wakeUp <- struct{}{}:
+		default:
+		}
+	}
+	listening := make(chan struct{})
+	go func() {
+		defer close(listening)
+		pglisten.Run(ctx, pglisten.Config{
+			ConnConfig:    v.pool.Config().ConnConfig,
+			Topic:         wake.VetTopic,
+			NotifyFunc:    func(string) { poke() },
+			ConnectedFunc: func(bool) { poke() },
+			FailedFunc: func(err error, retryIn time.Duration) {
+				v.log.Warn("vetter listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
+			},
+		})
+	}()
+	defer func() { <-listening }()
+	timer := time.NewTimer(v.cfg.PollInterval)
+	defer timer.Stop()
 	for {
 		n, err := v.VetOnce(ctx)
 		if ctx.Err() != nil {
@@ -104,10 +132,12 @@ func (v *Vetter) Run(ctx context.Context) error {
 		if err == nil && n >= v.cfg.BatchSize {
 			continue
 		}
+		timer.Reset(v.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(v.cfg.PollInterval):
+		case <-wakeUp:
+		case <-timer.C:
 		}
 	}
 }
@@ -158,7 +188,8 @@ func (v *Vetter) VetOnce(ctx context.Context) (int, error) {
 			p.SmsEncodings = append(p.SmsEncodings, enc)
 			p.SmsSegments = append(p.SmsSegments, seg)
 		}
-		moved, err = q.RouteVetApply(ctx, tx, p)
+		res, err := q.RouteVetApply(ctx, tx, p)
+		moved = res.Moved
 		return err
 	})
 	if err != nil {

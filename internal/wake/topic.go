@@ -11,7 +11,7 @@
 package wake
 
 // NOTIFY topics. Dispatchers LISTEN on RoutesTopic, the intake worker on
-// IntakeTopic.
+// IntakeTopic, the vetter on VetTopic.
 const (
 	// RoutesTopic carries the accept path's wake-up hint: new routes may
 	// be due. The payload is the delivery channel of the new routes ("sms",
@@ -20,6 +20,12 @@ const (
 	// cuts latency. One notification per statement or transaction is
 	// plenty: it only wakes the dispatcher, which then claims in batches.
 	RoutesTopic = "herald_routes"
+	// VetTopic carries the accept path's hint when a producer's login
+	// stored the routes: they wait for the engine's vetter (package vet),
+	// not for a dispatcher, which the vetter wakes on RoutesTopic once it
+	// has moved them into their channel's queue. The payload is
+	// RoutesTopic's.
+	VetTopic = "herald_vet"
 	// IntakeTopic carries the SQL intake's hint, sent once per INSERT
 	// statement by the trigger on herald.intake, with an empty payload.
 	IntakeTopic = "herald_intake"
