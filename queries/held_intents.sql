@@ -40,15 +40,27 @@ UNION ALL
 SELECT h.id FROM herald.held_intents h WHERE h.producer = @producer AND h.idempotency_key = @idempotency_key
 LIMIT 1;
 
--- name: HeldIntentInsertForNotification :exec
--- Holds a stored notification whose routes the vetter moved to lane
+-- name: HeldIntentInsertForNotification :one
+-- Holds a stored notification whose routes the vetter moves to lane
 -- '!held' (a review rule matched what a producer's login inserted), in its
--- producer's name; a second route of the same notification finds it held.
--- An intent of the same key held before it was stored (on the intake) is
--- the same intent: it comes to name the notification, so that deciding it
--- decides the routes.
-INSERT INTO herald.held_intents AS h (producer, idempotency_key, notification_type, body, rule_id, rule, part,
-    submitted_by, notification_id)
-VALUES (@producer, @idempotency_key, @notification_type, @body, @rule_id, @rule, @part, @producer, @notification_id)
-ON CONFLICT (producer, idempotency_key) DO UPDATE SET notification_id = excluded.notification_id
-WHERE h.notification_id IS NULL;
+-- producer's name, and returns the notification the held intent of that
+-- (producer, idempotency_key) names: this one, or another's when the key
+-- is held for another notification already (a producer's login can store
+-- two records of one key by hand), which the vetter then refuses. An
+-- intent of the same key held before it was stored (on the intake) is the
+-- same intent: it comes to name the notification, so that deciding it
+-- decides the routes. The second SELECT runs on the statement's snapshot,
+-- so it sees a row held before, never the one this statement writes.
+WITH ins AS (
+    INSERT INTO herald.held_intents AS h (producer, idempotency_key, notification_type, body, rule_id, rule, part,
+        submitted_by, notification_id)
+    VALUES (@producer, @idempotency_key, @notification_type, @body, @rule_id, @rule, @part, @producer, @notification_id::text)
+    ON CONFLICT (producer, idempotency_key) DO UPDATE SET notification_id = excluded.notification_id
+    WHERE h.notification_id IS NULL
+    RETURNING h.notification_id
+)
+SELECT ins.notification_id::text AS notification_id FROM ins
+UNION ALL
+SELECT coalesce(h.notification_id, '')::text FROM herald.held_intents AS h
+WHERE h.producer = @producer AND h.idempotency_key = @idempotency_key
+LIMIT 1;

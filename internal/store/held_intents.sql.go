@@ -57,12 +57,20 @@ func (q *Queries) HeldIntentInsertAs(ctx context.Context, db DBTX, arg HeldInten
 	return id, err
 }
 
-const heldIntentInsertForNotification = `-- name: HeldIntentInsertForNotification :exec
-INSERT INTO herald.held_intents AS h (producer, idempotency_key, notification_type, body, rule_id, rule, part,
-    submitted_by, notification_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $1, $8)
-ON CONFLICT (producer, idempotency_key) DO UPDATE SET notification_id = excluded.notification_id
-WHERE h.notification_id IS NULL
+const heldIntentInsertForNotification = `-- name: HeldIntentInsertForNotification :one
+WITH ins AS (
+    INSERT INTO herald.held_intents AS h (producer, idempotency_key, notification_type, body, rule_id, rule, part,
+        submitted_by, notification_id)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $1, $8::text)
+    ON CONFLICT (producer, idempotency_key) DO UPDATE SET notification_id = excluded.notification_id
+    WHERE h.notification_id IS NULL
+    RETURNING h.notification_id
+)
+SELECT ins.notification_id::text AS notification_id FROM ins
+UNION ALL
+SELECT coalesce(h.notification_id, '')::text FROM herald.held_intents AS h
+WHERE h.producer = $1 AND h.idempotency_key = $2
+LIMIT 1
 `
 
 type HeldIntentInsertForNotificationParams struct {
@@ -73,17 +81,21 @@ type HeldIntentInsertForNotificationParams struct {
 	RuleID           int64
 	Rule             string
 	Part             string
-	NotificationID   *string
+	NotificationID   string
 }
 
-// Holds a stored notification whose routes the vetter moved to lane
+// Holds a stored notification whose routes the vetter moves to lane
 // '!held' (a review rule matched what a producer's login inserted), in its
-// producer's name; a second route of the same notification finds it held.
-// An intent of the same key held before it was stored (on the intake) is
-// the same intent: it comes to name the notification, so that deciding it
-// decides the routes.
-func (q *Queries) HeldIntentInsertForNotification(ctx context.Context, db DBTX, arg HeldIntentInsertForNotificationParams) error {
-	_, err := db.Exec(ctx, heldIntentInsertForNotification,
+// producer's name, and returns the notification the held intent of that
+// (producer, idempotency_key) names: this one, or another's when the key
+// is held for another notification already (a producer's login can store
+// two records of one key by hand), which the vetter then refuses. An
+// intent of the same key held before it was stored (on the intake) is the
+// same intent: it comes to name the notification, so that deciding it
+// decides the routes. The second SELECT runs on the statement's snapshot,
+// so it sees a row held before, never the one this statement writes.
+func (q *Queries) HeldIntentInsertForNotification(ctx context.Context, db DBTX, arg HeldIntentInsertForNotificationParams) (string, error) {
+	row := db.QueryRow(ctx, heldIntentInsertForNotification,
 		arg.Producer,
 		arg.IdempotencyKey,
 		arg.NotificationType,
@@ -93,7 +105,9 @@ func (q *Queries) HeldIntentInsertForNotification(ctx context.Context, db DBTX, 
 		arg.Part,
 		arg.NotificationID,
 	)
-	return err
+	var notification_id string
+	err := row.Scan(&notification_id)
+	return notification_id, err
 }
 
 const heldIntentList = `-- name: HeldIntentList :many

@@ -162,12 +162,21 @@ func (v *Vetter) VetOnce(ctx context.Context) (int, error) {
 				}
 				decided[r.NotificationID] = d
 				if d.verdict == verdictHold {
-					if err := q.HeldIntentInsertForNotification(ctx, tx, store.HeldIntentInsertForNotificationParams{
+					names, err := q.HeldIntentInsertForNotification(ctx, tx, store.HeldIntentInsertForNotificationParams{
 						Producer: r.Producer, IdempotencyKey: r.IdempotencyKey, NotificationType: r.NotificationType,
 						Body: r.PayloadJson, RuleID: d.held.Rule.ID, Rule: d.held.Rule.String(), Part: d.held.Part,
-						NotificationID: &r.NotificationID,
-					}); err != nil {
+						NotificationID: r.NotificationID,
+					})
+					if err != nil {
 						return fmt.Errorf("hold notification: %w", err)
+					}
+					if names != r.NotificationID {
+						// Its key is held for another notification: held
+						// here, nothing would ever decide its routes.
+						d = &decision{verdict: verdictRefuse, class: string(heraldtype.CodeIdempotencyConflict),
+							message: fmt.Sprintf("the text matches %s, and its idempotency key is held for review for notification %s", &d.held.Rule, names),
+							hint:    "stored by the producer's login with an idempotency key held for another notification: submit it with a key of its own"}
+						decided[r.NotificationID] = d
 					}
 				}
 				if d.verdict != verdictPass {

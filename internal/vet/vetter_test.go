@@ -258,3 +258,24 @@ func TestVetter_ChecksWhatTheDispatcherWouldSend(t *testing.T) {
 	require.Equal(t, "content_blocked", b.route(t, mixed).Class)
 	require.Equal(t, "content_blocked", b.route(t, escaped).Class)
 }
+
+func TestVetter_RefusesASecondNotificationHeldUnderTheSameKey(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.rule(t, "word", "free money", "review")
+	// A producer's login can store two records of one key by hand.
+	first := b.insert(t, "same", "sms", "+14155550123", smsPayload("free money"), nil)
+	_, err := b.vetter.VetOnce(ctx)
+	require.NoError(t, err)
+	second := b.insert(t, "same", "sms", "+14155550123", smsPayload("free money"), nil)
+	_, err = b.vetter.VetOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "!held", b.route(t, first).Lane)
+	s := b.route(t, second)
+	require.Equal(t, "dead_letter", s.Status, "never left waiting for a decision no one can make")
+	require.Equal(t, "idempotency_conflict", s.Class)
+	var held int
+	require.NoError(t, b.admin.QueryRow(ctx, `SELECT count(*) FROM herald.held_intents WHERE notification_id = $1`, first).Scan(&held))
+	require.Equal(t, 1, held)
+}
