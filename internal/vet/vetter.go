@@ -190,6 +190,7 @@ func (v *Vetter) VetOnce(ctx context.Context) (int, error) {
 			}
 			p.NotificationIds = append(p.NotificationIds, r.NotificationID)
 			p.RouteIds = append(p.RouteIds, r.RouteID)
+			p.RouteTids = append(p.RouteTids, r.RouteTid)
 			p.Verdicts = append(p.Verdicts, d.verdict)
 			p.Classifications = append(p.Classifications, d.class)
 			p.Messages = append(p.Messages, d.message)

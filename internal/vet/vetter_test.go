@@ -24,7 +24,7 @@ type testBundle struct {
 	vetter   *Vetter
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	b := &testBundle{admin: pgtemp.NewPool(t)}
 	b.producer, b.asProd = pgtemp.Login(t, b.admin, "prod", "herald_producer")
