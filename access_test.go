@@ -29,6 +29,7 @@ import (
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/vet"
 )
 
 // policyRoles are the policy table's role columns, in order.
@@ -458,6 +459,8 @@ func TestProducerCannotLockTheEngineOut(t *testing.T) {
 	// Hold every lock it can get, in one open transaction, while the engine
 	// claims and completes and another producer submits: none of them waits.
 	due := submit(t, b.clientA, b.nameA, "before-lock")
+	_, err := vet.New(b.admin, nil).VetOnce(ctx) // out of lane '!vet', before the locks
+	require.NoError(t, err)
 	hold, err := b.asA.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = hold.Rollback(ctx) }()
@@ -585,8 +588,8 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 	mine := submit(t, b.clientA, b.nameA, "k1")
 	route := func(db *pgxpool.Pool, set string) error {
 		_, err := db.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
-			max_attempts, next_attempt_at, created_at, updated_at, priority)
-			SELECT notification_id, 'extra', 'sms', '+14155550123', 'pending', 3, now(), now(), now(), 0
+			max_attempts, next_attempt_at, created_at, updated_at, priority, lane)
+			SELECT notification_id, 'extra', 'sms', '+14155550123', 'pending', 3, now(), now(), now(), 0, '!vet'
 			FROM herald.records WHERE notification_id = $1`, mine.NotificationID)
 		if err != nil || set == "" {
 			return err
@@ -596,6 +599,12 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 		_, err = db.Exec(ctx, `UPDATE herald.routes SET `+set+` WHERE notification_id = $1 AND route_id = 'extra'`, mine.NotificationID)
 		return err
 	}
+	// A producer's route waits for the engine's check (lane '!vet'): one
+	// straight into the channel's queue is refused.
+	_, err := b.asA.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
+		max_attempts, next_attempt_at, created_at, updated_at)
+		VALUES ($1, 'unvetted', 'sms', '+14155550123', 'pending', 3, now(), now(), now())`, mine.NotificationID)
+	requireSQLState(t, err, insufficientPrivilege)
 	require.NoError(t, route(b.asA, ""), "the valid route a producer may insert")
 	for _, tc := range []struct{ name, set string }{
 		{"PriorityNoDispatcherClaims", "priority = -32768"},
@@ -625,7 +634,7 @@ func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
 		})
 	}
 	// ...and starts pending and untried.
-	_, err := b.asA.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
+	_, err = b.asA.Exec(ctx, `INSERT INTO herald.routes (notification_id, route_id, channel, recipient_ref, status,
 		max_attempts, next_attempt_at, created_at, updated_at, attempt_count)
 		VALUES ($1, 'x2', 'sms', '+14155550123', 'claimed', 3, now(), now(), now(), 5)`, mine.NotificationID)
 	requireSQLState(t, err, insufficientPrivilege)

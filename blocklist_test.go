@@ -49,22 +49,36 @@ func TestGoDoorRefusesBlockedContentAndHoldsReviewedContentForAnOperator(t *test
 	_, err = b.clientB.Submit(ctx, smsIntent(b.nameB, "k2", "lottery results"))
 	require.NoError(t, err)
 
-	// Held, not refused; a retry finds the same held entry.
+	// Held, not refused: the client hands the intent to the engine (the
+	// intake), which checks it again and holds it; a retry finds the same
+	// held entry.
 	r, err := b.clientA.Submit(ctx, smsIntent(b.nameA, "k3", "Free   money inside"))
 	require.NoError(t, err)
 	require.True(t, r.Held)
-	require.NotZero(t, r.HeldID)
+	require.Zero(t, r.HeldID, "the engine assigns it")
+	require.Contains(t, r.HeldRule, "rule ")
 	require.Empty(t, r.NotificationID)
 	again, err := b.clientA.Submit(ctx, smsIntent(b.nameA, "k3", "Free   money inside"))
 	require.NoError(t, err)
-	require.Equal(t, r.HeldID, again.HeldID)
+	require.True(t, again.Held)
 	r4, err := b.clientA.Submit(ctx, smsIntent(b.nameA, "k4", "free money again"))
 	require.NoError(t, err)
 	require.True(t, r4.Held)
+	w, err := accept.NewWorker(b.admin, nil)
+	require.NoError(t, err)
+	_, _, err = w.DrainOnce(ctx)
+	require.NoError(t, err)
+	var heldK3, heldK4 int64
+	require.NoError(t, b.asA.QueryRow(ctx, `SELECT id FROM herald.held_intents WHERE idempotency_key = 'k3'`).Scan(&heldK3))
+	require.NoError(t, b.asA.QueryRow(ctx, `SELECT id FROM herald.held_intents WHERE idempotency_key = 'k4'`).Scan(&heldK4))
+	require.Equal(t, 2, countAs(t, b.asOp, `SELECT count(*) FROM herald.held_intents WHERE rule = $1 AND submitted_by = $2`, r.HeldRule, b.nameA),
+		"held with the engine's rule, in A's name")
 	require.Zero(t, countAs(t, b.asA, `SELECT count(*) FROM herald.records`), "none of A's intents was stored")
 	require.Equal(t, 2, countAs(t, b.asA, `SELECT count(*) FROM herald.held_intents`), "A reads its own held intents")
 	require.Equal(t, 0, countAs(t, b.asB, `SELECT count(*) FROM herald.held_intents`))
 	require.Equal(t, 2, countAs(t, b.asOp, `SELECT count(*) FROM herald.held_intents`))
+	r = &herald.Receipt{HeldID: heldK3}
+	r4 = &herald.Receipt{HeldID: heldK4}
 
 	// Producers cannot release their own; operators can, audited.
 	_, err = b.asA.Exec(ctx, `SELECT herald.held_release(ARRAY[$1::bigint], 'me', 'mine')`, r.HeldID)
@@ -79,8 +93,6 @@ func TestGoDoorRefusesBlockedContentAndHoldsReviewedContentForAnOperator(t *test
 
 	// The released intent is accepted by the intake worker, reviewed: the
 	// blocklist lets it through, in A's name, with its key.
-	w, err := accept.NewWorker(b.admin, nil)
-	require.NoError(t, err)
 	accepted, malformed, err := w.DrainOnce(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, accepted)

@@ -299,7 +299,7 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 			results[index[j]].Err = verdict.Err
 			continue
 		case verdict.Held != nil:
-			if results[index[j]].Receipt, err = c.hold(ctx, db, ins[index[j]], v, verdict.Held); err != nil {
+			if results[index[j]].Receipt, err = c.hold(ctx, db, ins[index[j]], verdict.Held); err != nil {
 				return nil, err
 			}
 			continue
@@ -365,27 +365,27 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	return results, nil
 }
 
-// hold keeps in, which a review rule of the content blocklist matched, in
-// herald.held_intents for an operator, as its producer's login, and
-// returns its receipt: Held, with the held entry's id. A retry of a held
-// intent finds the same entry.
-func (c *Client) hold(ctx context.Context, db store.DBTX, in *Intent, v *intake.Validated, m *content.Match) (*Receipt, error) {
+// hold has in, which a review rule of the content blocklist matched, held
+// for an operator by the engine: it goes on the SQL intake (herald.intake)
+// as the client's login, in db (inside the caller's transaction for
+// SubmitTx), and the intake worker checks it again and keeps it in
+// herald.held_intents, where only the engine writes. It returns its
+// receipt: Held, naming the rule the client found; HeldID is 0, since the
+// engine assigns it when it holds the intent. A retry of a held intent
+// finds the same held entry.
+func (c *Client) hold(ctx context.Context, db store.DBTX, in *Intent, m *content.Match) (*Receipt, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("hold intent for review: %w", err)
 	}
-	id, err := store.New().HeldIntentInsert(ctx, db, store.HeldIntentInsertParams{
-		Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
-		Body: string(body), RuleID: m.Rule.ID, Rule: m.Rule.String(), Part: m.Part,
-	})
-	if err != nil {
+	if err := store.New().IntakeInsert(ctx, db, string(body)); err != nil {
 		if f := forbidden(err); f != err {
 			return nil, f
 		}
 		return nil, fmt.Errorf("hold intent for review: %w", err)
 	}
-	c.logger.DebugContext(ctx, "intent held for review", slog.Int64("held_id", id), slog.Int64("rule_id", m.Rule.ID))
-	return &Receipt{Held: true, HeldID: id, HeldRule: m.Rule.String()}, nil
+	c.logger.DebugContext(ctx, "intent sent to the engine to be held for review", slog.Int64("rule_id", m.Rule.ID))
+	return &Receipt{Held: true, HeldRule: m.Rule.String()}, nil
 }
 
 // submitForbidden settles a submit whose statement the database refused

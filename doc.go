@@ -133,13 +133,26 @@
 // # The content blocklist
 //
 // Every intent's text (a template's, in every locale) is checked against
-// herald.content_rules, words and regular expressions kept by operators.
-// A refuse rule refuses the intent with content_blocked, naming the rule;
-// a review rule holds it: Submit returns a [Receipt] with Held and
-// HeldID, and the intent waits in herald.held_intents until an operator
-// releases it (`herald held release`; it is then accepted, its key
-// intact) or rejects it (`herald held reject`). The client rereads the
-// rules at most every Config.ContentRulesMaxAge.
+// herald.content_rules, words and regular expressions kept by operators,
+// after Unicode normalization (NFKC, default-ignorable code points and
+// combining marks removed, confusable characters folded to their
+// prototypes), so a zero-width space or a Cyrillic homoglyph does not hide
+// a word. A refuse rule refuses the intent with content_blocked, naming
+// the rule; a review rule holds it: Submit returns a [Receipt] with Held
+// and HeldRule, and the client hands the intent to the engine (through
+// herald.intake), which checks it again and holds it in
+// herald.held_intents until an operator releases it (`herald held
+// release`; it is then accepted, its key intact) or rejects it (`herald
+// held reject`). The client rereads the rules at most every
+// Config.ContentRulesMaxAge.
+//
+// The client's checks give an early answer; they are not what keeps
+// content out. It runs in the producer's process, so the database marks
+// every route a producer's login stores (lane '!vet') and the engine
+// checks it again before any dispatcher may claim it: the blocklist, the
+// SMS segment cap, the size limit and the intent's campaign. What fails
+// becomes a dead letter (content_blocked and the like), is canceled, or is
+// held for review; what passes is delivered.
 //
 // # Idempotency
 //

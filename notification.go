@@ -22,13 +22,17 @@ type Receipt struct {
 	RouteIDs []string
 
 	// Held reports that a review rule of the content blocklist matched the
-	// intent: it is not refused, but not accepted either. It waits in
-	// herald.held_intents, as HeldID, until an operator releases it (it is
-	// then accepted through the SQL door, its idempotency key intact) or
-	// rejects it (recorded in malformed_intents as content_blocked).
-	// NotificationID, AcceptedAt and RouteIDs are empty then.
+	// intent: it is not refused, but not accepted either. The client hands
+	// it to the engine through the SQL intake; the engine checks it again
+	// and keeps it in herald.held_intents until an operator releases it
+	// (it is then accepted through the SQL door, its idempotency key
+	// intact) or rejects it (recorded in malformed_intents as
+	// content_blocked). NotificationID, AcceptedAt and RouteIDs are empty
+	// then.
 	Held bool
-	// HeldID is the held entry's id (herald.held_intents.id).
+	// HeldID is the held entry's id (herald.held_intents.id) when known:
+	// 0 from Submit and SubmitTx, since the engine holds the intent after
+	// the submit returns (or commits).
 	HeldID int64
 	// HeldRule names the rule that matched.
 	HeldRule string

@@ -92,3 +92,11 @@ RETURNING
     END)::text AS body,
     octet_length(body) AS body_bytes,
     submitted_by;
+
+-- name: IntakeInsert :exec
+-- Puts one intent on the intake as the calling login (submitted_by is its
+-- default): the Go client's way to have an intent a review rule matched
+-- held by the engine, which checks it again and holds it (a producer's
+-- login cannot write held_intents). A producer holds INSERT on body only,
+-- so nothing is returned.
+INSERT INTO herald.intake (body) VALUES (@body);

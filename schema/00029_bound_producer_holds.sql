@@ -41,20 +41,24 @@ $$;
 REVOKE ALL ON FUNCTION herald.notify_topic(text) FROM PUBLIC;
 
 -- routes_wake sends the accept path's wake-up hint (the delivery channel
--- of new routes, '' for several) to the dispatchers, on their topic. A
--- producer's Submit runs the accept in its own transaction and login, so
--- it notifies through this function, which knows the topic's name and
--- tells it no one.
+-- of new routes, '' for several) on the dispatchers' topic, or, when vet
+-- is true (the routes were written by a login row security applies to,
+-- so they wait in lane '!vet'), on the vetter's. A producer's Submit runs
+-- the accept in its own transaction and login, so it notifies through
+-- this function, which knows the topics' names and tells them no one. A
+-- hint only wakes a reader to look: a producer that sends one by hand
+-- learns nothing and moves nothing.
 -- +goose StatementBegin
-CREATE FUNCTION herald.routes_wake(payload text) RETURNS void
+CREATE FUNCTION herald.routes_wake(payload text, vet boolean) RETURNS void
 LANGUAGE sql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT pg_notify(herald.notify_topic('herald_routes'), routes_wake.payload);
+    SELECT pg_notify(herald.notify_topic(CASE WHEN routes_wake.vet THEN 'herald_vet' ELSE 'herald_routes' END),
+        routes_wake.payload);
 $$;
 -- +goose StatementEnd
-REVOKE ALL ON FUNCTION herald.routes_wake(text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION herald.routes_wake(text) TO herald_producer;
+REVOKE ALL ON FUNCTION herald.routes_wake(text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION herald.routes_wake(text, boolean) TO herald_producer;
 
 -- Every function that notifies a fixed topic names it through
 -- notify_topic instead. The trigger functions that producers, relays and
@@ -220,6 +224,6 @@ $$;
 -- +goose StatementEnd
 ALTER FUNCTION herald.delivery_receipts_notify() SECURITY INVOKER;
 ALTER FUNCTION herald.intake_notify() SECURITY INVOKER RESET search_path;
-DROP FUNCTION herald.routes_wake(text);
+DROP FUNCTION herald.routes_wake(text, boolean);
 DROP FUNCTION herald.notify_topic(text);
 DROP TABLE herald.notify_secret;

@@ -43,7 +43,7 @@ ALTER POLICY producer_insert ON herald.routes
         AND herald.routes_address_ok(channel, recipient_ref) AND status = 'pending' AND attempt_count = 0
         AND published_at IS NULL AND dead_lettered_at IS NULL AND skipped_at IS NULL AND canceled_at IS NULL
         AND last_error_at IS NULL AND last_error_classification = '' AND last_error_message = ''
-        AND provider_message_id = '' AND lane = '' AND providers IS NULL AND receipt_key IS NULL
+        AND provider_message_id = '' AND lane = '!vet' AND providers IS NULL AND receipt_key IS NULL
         AND delivery_status IS NULL AND delivery_status_at IS NULL AND delivery_error = ''
         AND delivery_error_permanent IS NULL AND finished_at IS NULL
         AND receipt_parts IS NULL AND part_delivery_statuses IS NULL AND receipt_keyed_at IS NULL);
@@ -158,7 +158,7 @@ ALTER POLICY producer_insert ON herald.routes
         AND herald.routes_address_ok(channel, recipient_ref) AND status = 'pending' AND attempt_count = 0
         AND published_at IS NULL AND dead_lettered_at IS NULL AND skipped_at IS NULL AND canceled_at IS NULL
         AND last_error_at IS NULL AND last_error_classification = '' AND last_error_message = ''
-        AND provider_message_id = '' AND lane = '' AND providers IS NULL AND receipt_key IS NULL
+        AND provider_message_id = '' AND lane = '!vet' AND providers IS NULL AND receipt_key IS NULL
         AND delivery_status IS NULL AND delivery_status_at IS NULL AND delivery_error = ''
         AND delivery_error_permanent IS NULL AND finished_at IS NULL);
 DROP INDEX herald.routes_receipt_parts_idx;

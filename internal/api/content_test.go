@@ -7,32 +7,41 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
+	"github.com/heraldhq/herald/internal/vet"
 )
 
-func TestSubmitOverHTTPMeetsTheContentBlocklistAndCannotBeHeld(t *testing.T) {
+func TestSubmitOverHTTPMeetsTheContentBlocklistAndHasTheEngineHoldForReview(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	// The SQL is the test's own: an operator's rules.
 	_, err := b.admin.Exec(t.Context(), `INSERT INTO herald.content_rules (kind, pattern, mode) VALUES
 		('word', 'casino', 'refuse'), ('word', 'gratuit', 'review')`)
 	require.NoError(t, err)
-	for _, tc := range []struct{ name, body, want string }{
-		{"Refuse", "Casino night", "rule 1 (word"},
-		{"Review", "Livraison gratuit", "cannot hold"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := intent("shop", tc.name)
-			in["content"].(map[string]any)["sms"] = map[string]any{"body": tc.body}
-			a := b.do(t, "POST", "/v1/notifications", in, b.shopKey)
-			require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
-			p := a.problem(t)
-			require.Equal(t, heraldtype.CodeContentBlocked, p.Code)
-			require.Equal(t, "content.sms.body", p.Field)
-			require.Contains(t, string(a.body), tc.want)
-		})
-	}
+	in := intent("shop", "Refuse")
+	in["content"].(map[string]any)["sms"] = map[string]any{"body": "Casino night"}
+	a := b.do(t, "POST", "/v1/notifications", in, b.shopKey)
+	require.Equal(t, http.StatusBadRequest, a.status, "%s", a.body)
+	p := a.problem(t)
+	require.Equal(t, heraldtype.CodeContentBlocked, p.Code)
+	require.Equal(t, "content.sms.body", p.Field)
+	require.Contains(t, string(a.body), "rule 1 (word")
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.records`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.held_intents`))
+
+	// A review match is stored, its routes waiting for the engine's
+	// vetter (lane '!vet'), which holds them for an operator.
+	in = intent("shop", "Review")
+	in["content"].(map[string]any)["sms"] = map[string]any{"body": "Livraison gratuit"}
+	a = b.do(t, "POST", "/v1/notifications", in, b.shopKey)
+	require.Less(t, a.status, 300, "%s", a.body)
+	require.Contains(t, string(a.body), `"held":true`)
+	require.Contains(t, string(a.body), `rule 2 (word`)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.records`))
+	require.Equal(t, b.count(t, `SELECT count(*) FROM herald.routes`), b.count(t, `SELECT count(*) FROM herald.routes WHERE lane = '!vet'`))
+	n, err := vet.New(b.admin, nil).VetOnce(t.Context())
+	require.NoError(t, err)
+	require.Positive(t, n)
+	require.Equal(t, b.count(t, `SELECT count(*) FROM herald.routes`), b.count(t, `SELECT count(*) FROM herald.routes WHERE lane = '!held'`))
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.held_intents WHERE notification_id IS NOT NULL AND rule LIKE 'rule 2 %'`))
 }
 
 func TestSubmitOverHTTPNamingAHostileTemplateIsRefusedNamingWhatIsNotAllowed(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
@@ -176,6 +177,10 @@ type Receipt struct {
 	Duplicate      bool      `json:"duplicate"`
 	AcceptedAt     time.Time `json:"accepted_at"`
 	RouteIDs       []string  `json:"route_ids"`
+	// Held is set when a review rule matched: the notification is
+	// stored, and the engine's vetter holds its routes for an operator.
+	Held     bool   `json:"held,omitempty"`
+	HeldRule string `json:"held_rule,omitempty"`
 }
 
 // submit is POST /v1/notifications: one intent, the Idempotency-Key header
@@ -272,27 +277,24 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 			index = append(index, i)
 		}
 	}
-	// Templates and the content blocklist, as both other doors check them.
-	// A review rule refuses here: the HTTP door cannot hold an intent (a
-	// held intent is released in the name of the login that submitted
-	// it, and this login is the API's, not the producer's).
+	// Templates and the content blocklist, as the other doors check them.
+	// An intent a review rule matched is stored all the same: this login
+	// is a producer's, so its routes wait for the engine's vetter (lane
+	// '!vet'), which finds the rule again and holds them for an operator.
 	verdicts, err := s.content.Check(r.Context(), tx, valid, s.limits, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	kept := 0
+	var held []*content.Match // by kept index
 	for j, v := range valid {
 		verdict := verdicts[j]
-		if verdict.Held != nil {
-			verdict.Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{Field: verdict.Held.Part,
-				Code: heraldtype.CodeContentBlocked, Message: fmt.Sprintf("the text matches %s, which holds intents "+
-					"for review; the HTTP API cannot hold one: submit it through the Go client or herald.intake", &verdict.Held.Rule)}}}
-		}
 		if verdict.Err != nil {
 			res[index[j]].problem, res[index[j]].producer = asProblem(verdict.Err), v.Intent.Producer
 			continue
 		}
 		valid[kept], index[kept] = v, index[j]
+		held = append(held, verdict.Held)
 		kept++
 	}
 	valid, index = valid[:kept], index[:kept]
@@ -329,6 +331,9 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 		}
 		res[i].receipt = &Receipt{NotificationID: o.NotificationID, Duplicate: o.Duplicate,
 			AcceptedAt: o.AcceptedAt, RouteIDs: ids}
+		if m := held[j]; m != nil {
+			res[i].receipt.Held, res[i].receipt.HeldRule = true, m.Rule.String()
+		}
 	}
 	if hint == nil && fresh {
 		// After the commit: a trailing hint sent before it could wake the

@@ -17,9 +17,11 @@ const (
 	// ModeReview holds a matching intent for an operator.
 	ModeReview = "review"
 	// KindWord matches a word or phrase, case-insensitively, at word
-	// boundaries.
+	// boundaries, in the text as fold reads it (and the word as fold
+	// reads it).
 	KindWord = "word"
-	// KindRegex matches a Go (RE2) regular expression as written.
+	// KindRegex matches a Go (RE2) regular expression as written, against
+	// the text as it is and as fold reads it.
 	KindRegex = "regex"
 )
 
@@ -83,7 +85,7 @@ func Compile(rules []Rule) *Blocklist {
 		r := &rules[i]
 		switch r.Kind {
 		case KindWord:
-			w := strings.ToLower(strings.TrimSpace(r.Pattern))
+			w := strings.ToLower(fold(strings.TrimSpace(r.Pattern)))
 			if w == "" {
 				continue
 			}
@@ -97,7 +99,7 @@ func Compile(rules []Rule) *Blocklist {
 			}
 			b.regexes = append(b.regexes, re)
 			b.reRules = append(b.reRules, r)
-			if lit := requiredLiteral(r.Pattern); len(lit) >= 3 {
+			if lit := requiredLiteral(r.Pattern); len(lit) >= 3 && plainWord(lit) {
 				lits = append(lits, lit)
 				b.litRegex = append(b.litRegex, len(b.regexes)-1)
 			} else {
@@ -121,16 +123,21 @@ func Compile(rules []Rule) *Blocklist {
 }
 
 // Match returns the rule of b that text matches, a refuse rule before a
-// review rule, or nil. text is scanned once for the words and once for
-// the regexes.
+// review rule, or nil. text is folded (see fold) first; the folded text is
+// scanned once for the words, and the regexes run on the text as it is
+// and, when folding changed it, on the folded text too.
 func (b *Blocklist) Match(text string) *Rule {
 	if b == nil || text == "" {
 		return nil
 	}
 	var review *Rule
+	folded := fold(text)
 	var lower string
 	if b.words != nil || b.lits != nil {
-		lower = strings.ToLower(text)
+		lower = strings.ToLower(folded)
+	}
+	matches := func(re *regexp.Regexp) bool {
+		return re.MatchString(text) || folded != text && re.MatchString(folded)
 	}
 	if b.words != nil {
 		b.words.scan(lower, func(pat, end int) bool {
@@ -154,7 +161,7 @@ func (b *Blocklist) Match(text string) *Rule {
 	}
 	try := func(i int) *Rule {
 		r := b.reRules[i]
-		if (review == nil || r.Mode != ModeReview) && b.regexes[i].MatchString(text) {
+		if (review == nil || r.Mode != ModeReview) && matches(b.regexes[i]) {
 			if r.Mode != ModeReview {
 				return r
 			}
@@ -178,7 +185,7 @@ func (b *Blocklist) Match(text string) *Rule {
 			return refused
 		}
 	}
-	if b.always != nil && b.always.MatchString(text) {
+	if b.always != nil && matches(b.always) {
 		for _, i := range b.alwaysIx {
 			if r := try(i); r != nil {
 				return r
@@ -220,6 +227,20 @@ func requiredLiteral(pattern string) string {
 		}
 	}
 	return best
+}
+
+// plainWord reports whether a regex's required literal can stand for it in
+// the folded text: printable ASCII, which fold keeps as it is, and single
+// spaces, which fold keeps as one space (a run of white space becomes
+// one); no other white space.
+func plainWord(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c < ' ' || c >= 0x7f || c == ' ' && i > 0 && lit[i-1] == ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // boundaryBefore reports whether s[i] starts a word: i is 0 or the rune

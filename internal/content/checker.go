@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,8 +165,38 @@ func contentTexts(in *heraldtype.Intent) []text {
 	}
 	if len(in.Content.Webhook) > 0 {
 		out = append(out, text{"content.webhook", string(in.Content.Webhook)})
+		// Its strings decoded too: a JSON escape ("sp\u0061m") is
+		// another way to write a letter.
+		var v any
+		if json.Unmarshal(in.Content.Webhook, &v) == nil {
+			var b strings.Builder
+			jsonStrings(v, &b)
+			if b.Len() > 0 {
+				out = append(out, text{"content.webhook", b.String()})
+			}
+		}
 	}
 	return out
+}
+
+// jsonStrings writes the strings of v (decoded JSON: keys and values),
+// one a line.
+func jsonStrings(v any, b *strings.Builder) {
+	switch x := v.(type) {
+	case string:
+		b.WriteString(x)
+		b.WriteByte('\n')
+	case []any:
+		for _, e := range x {
+			jsonStrings(e, b)
+		}
+	case map[string]any:
+		for k, e := range x {
+			b.WriteString(k)
+			b.WriteByte('\n')
+			jsonStrings(e, b)
+		}
+	}
 }
 
 // match returns the first rule of producer's and the global rules that a

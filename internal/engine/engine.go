@@ -65,12 +65,14 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/telemetry"
+	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -114,6 +116,11 @@ type Config struct {
 	// configuration. Its Logger, when nil, is the engine's; its ResultFunc,
 	// if set, is called after the engine's metrics counted the result.
 	Intake *accept.WorkerConfig
+	// Vet tunes the vetter, which runs in every engine: it checks the
+	// routes a producer's login stored itself before any dispatcher
+	// claims them (package vet). Its Logger, when nil, is the engine's;
+	// its Limits, when zero, are Intake's.
+	Vet vet.Config
 	// Maintenance, when not nil, runs maintenance with this configuration,
 	// and the operator's bulk replay worker beside it. Its Logger and
 	// Metrics, when nil, are the engine's.
@@ -252,6 +259,13 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	if err := e.addReceipts(cfg, w); err != nil {
 		return nil, err
 	}
+
+	vcfg := cfg.Vet
+	vcfg.Logger = cmp.Or(vcfg.Logger, e.component("vet"))
+	if vcfg.Limits == (intake.Limits{}) && cfg.Intake != nil {
+		vcfg.Limits = cfg.Intake.Limits
+	}
+	e.parts = append(e.parts, part{"vet", vet.New(pool, &vcfg).Run})
 
 	if cfg.Intake != nil {
 		if err := e.addIntake(*cfg.Intake); err != nil {

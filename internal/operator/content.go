@@ -251,12 +251,14 @@ type HeldDecision struct {
 	// Done are the ids acted on; ids not held any more are left out.
 	Done []int64 `json:"done"`
 	// IntakeIDs are the released intents' new intake entries, in Done's
-	// order.
+	// order; 0 for a stored notification the engine held, whose routes
+	// went back into their queue.
 	IntakeIDs []int64 `json:"intake_ids,omitempty"`
 }
 
 // ReleaseHeld releases held intents (herald.held_release, audited as actor
-// with reason): each goes back on the intake, reviewed.
+// with reason): each goes back on the intake, reviewed, or, for a stored
+// notification the engine held, its routes back into their queue.
 func (o *Operator) ReleaseHeld(ctx context.Context, ids []int64, actor, reason string) (*HeldDecision, error) {
 	rows, err := o.q.HeldIntentRelease(ctx, o.pool, store.HeldIntentReleaseParams{Ids: ids, Actor: actor, Reason: reason})
 	if err != nil {

@@ -84,9 +84,12 @@ func HeldDecision(w io.Writer, d *operator.HeldDecision) error {
 		return nil
 	}
 	for i, id := range d.Done {
-		if d.Action == "release" {
+		switch {
+		case d.Action == "release" && d.IntakeIDs[i] == 0:
+			fmt.Fprintf(w, "released held intent %d: its stored notification's routes are back in their queue\n", id)
+		case d.Action == "release":
 			fmt.Fprintf(w, "released held intent %d: intake entry %d, accepted by the intake worker\n", id, d.IntakeIDs[i])
-		} else {
+		default:
 			fmt.Fprintf(w, "rejected held intent %d: malformed intent held:%d (content_blocked)\n", id, id)
 		}
 	}

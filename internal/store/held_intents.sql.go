@@ -10,48 +10,6 @@ import (
 	"time"
 )
 
-const heldIntentInsert = `-- name: HeldIntentInsert :one
-WITH ins AS (
-    INSERT INTO herald.held_intents (producer, idempotency_key, notification_type, body, rule_id, rule, part)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
-    ON CONFLICT (producer, idempotency_key) DO NOTHING
-    RETURNING id
-)
-SELECT id FROM ins
-UNION ALL
-SELECT h.id FROM herald.held_intents h WHERE h.producer = $1 AND h.idempotency_key = $2
-LIMIT 1
-`
-
-type HeldIntentInsertParams struct {
-	Producer         string
-	IdempotencyKey   string
-	NotificationType string
-	Body             string
-	RuleID           int64
-	Rule             string
-	Part             string
-}
-
-// Holds an intent a review rule matched, and returns its id: the new row's,
-// or, when the (producer, idempotency_key) is held already (a retry), the
-// held row's. The second SELECT runs on the statement's snapshot, so it
-// sees a row held before, never the one this statement inserts.
-func (q *Queries) HeldIntentInsert(ctx context.Context, db DBTX, arg HeldIntentInsertParams) (int64, error) {
-	row := db.QueryRow(ctx, heldIntentInsert,
-		arg.Producer,
-		arg.IdempotencyKey,
-		arg.NotificationType,
-		arg.Body,
-		arg.RuleID,
-		arg.Rule,
-		arg.Part,
-	)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
-}
-
 const heldIntentInsertAs = `-- name: HeldIntentInsertAs :one
 WITH ins AS (
     INSERT INTO herald.held_intents (producer, idempotency_key, notification_type, body, rule_id, rule, part, submitted_by)
@@ -76,9 +34,13 @@ type HeldIntentInsertAsParams struct {
 	SubmittedBy      string
 }
 
-// HeldIntentInsert for the intake worker, which holds an entry in the name
-// of the login that inserted it (submitted_by), so that a release puts it
-// back on the intake as that login's.
+// Holds an intake entry a review rule matched, for the intake worker, in
+// the name of the login that inserted it (submitted_by), so that a release
+// puts it back on the intake as that login's, and returns its id: the new
+// row's, or, when the (producer, idempotency_key) is held already (a
+// retry), the held row's. The second SELECT runs on the statement's
+// snapshot, so it sees a row held before, never the one this statement
+// inserts.
 func (q *Queries) HeldIntentInsertAs(ctx context.Context, db DBTX, arg HeldIntentInsertAsParams) (int64, error) {
 	row := db.QueryRow(ctx, heldIntentInsertAs,
 		arg.Producer,
@@ -93,6 +55,59 @@ func (q *Queries) HeldIntentInsertAs(ctx context.Context, db DBTX, arg HeldInten
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const heldIntentInsertForNotification = `-- name: HeldIntentInsertForNotification :one
+WITH ins AS (
+    INSERT INTO herald.held_intents AS h (producer, idempotency_key, notification_type, body, rule_id, rule, part,
+        submitted_by, notification_id)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $1, $8::text)
+    ON CONFLICT (producer, idempotency_key) DO UPDATE SET notification_id = excluded.notification_id
+    WHERE h.notification_id IS NULL
+    RETURNING h.notification_id
+)
+SELECT ins.notification_id::text AS notification_id FROM ins
+UNION ALL
+SELECT coalesce(h.notification_id, '')::text FROM herald.held_intents AS h
+WHERE h.producer = $1 AND h.idempotency_key = $2
+LIMIT 1
+`
+
+type HeldIntentInsertForNotificationParams struct {
+	Producer         string
+	IdempotencyKey   string
+	NotificationType string
+	Body             string
+	RuleID           int64
+	Rule             string
+	Part             string
+	NotificationID   string
+}
+
+// Holds a stored notification whose routes the vetter moves to lane
+// '!held' (a review rule matched what a producer's login inserted), in its
+// producer's name, and returns the notification the held intent of that
+// (producer, idempotency_key) names: this one, or another's when the key
+// is held for another notification already (a producer's login can store
+// two records of one key by hand), which the vetter then refuses. An
+// intent of the same key held before it was stored (on the intake) is the
+// same intent: it comes to name the notification, so that deciding it
+// decides the routes. The second SELECT runs on the statement's snapshot,
+// so it sees a row held before, never the one this statement writes.
+func (q *Queries) HeldIntentInsertForNotification(ctx context.Context, db DBTX, arg HeldIntentInsertForNotificationParams) (string, error) {
+	row := db.QueryRow(ctx, heldIntentInsertForNotification,
+		arg.Producer,
+		arg.IdempotencyKey,
+		arg.NotificationType,
+		arg.Body,
+		arg.RuleID,
+		arg.Rule,
+		arg.Part,
+		arg.NotificationID,
+	)
+	var notification_id string
+	err := row.Scan(&notification_id)
+	return notification_id, err
 }
 
 const heldIntentList = `-- name: HeldIntentList :many
@@ -184,7 +199,7 @@ func (q *Queries) HeldIntentReject(ctx context.Context, db DBTX, arg HeldIntentR
 }
 
 const heldIntentRelease = `-- name: HeldIntentRelease :many
-SELECT held_id::bigint AS held_id, intake_id::bigint AS intake_id
+SELECT held_id::bigint AS held_id, coalesce(intake_id, 0)::bigint AS intake_id
 FROM herald.held_release($1::bigint[], $2::text, $3::text)
 `
 
@@ -201,6 +216,8 @@ type HeldIntentReleaseRow struct {
 
 // Releases held intents back onto the intake, reviewed, with an audit row
 // (schema function herald.held_release).
+// intake_id is 0 for a stored notification's held routes, which go back
+// into their channel's queue instead.
 func (q *Queries) HeldIntentRelease(ctx context.Context, db DBTX, arg HeldIntentReleaseParams) ([]HeldIntentReleaseRow, error) {
 	rows, err := db.Query(ctx, heldIntentRelease, arg.Ids, arg.Actor, arg.Reason)
 	if err != nil {

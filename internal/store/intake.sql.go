@@ -141,6 +141,20 @@ func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, arg IntakeClaim
 	return items, nil
 }
 
+const intakeInsert = `-- name: IntakeInsert :exec
+INSERT INTO herald.intake (body) VALUES ($1)
+`
+
+// Puts one intent on the intake as the calling login (submitted_by is its
+// default): the Go client's way to have an intent a review rule matched
+// held by the engine, which checks it again and holds it (a producer's
+// login cannot write held_intents). A producer holds INSERT on body only,
+// so nothing is returned.
+func (q *Queries) IntakeInsert(ctx context.Context, db DBTX, body string) error {
+	_, err := db.Exec(ctx, intakeInsert, body)
+	return err
+}
+
 const intakeTakeByID = `-- name: IntakeTakeByID :many
 DELETE FROM herald.intake
 WHERE id = $1

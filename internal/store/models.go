@@ -178,6 +178,7 @@ type HeraldHeldIntent struct {
 	Part             string
 	SubmittedBy      string
 	HeldAt           time.Time
+	NotificationID   *string
 }
 
 // One row per idempotency key held: the notification that holds it and until when. Its primary key is the idempotency check of every door.

@@ -633,7 +633,7 @@ ins AS (
 routes_ins AS (
     INSERT INTO herald.routes (
         notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
-        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer, lane
     )
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
@@ -644,7 +644,13 @@ routes_ins AS (
         coalesce($18::timestamptz, now()),
         -- Watched for status callbacks (migration 00012's trigger) only if
         -- the producer asked, per intent or by subscription.
-        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),
+        -- The channel's queue for the engine's own login (the owner, to
+        -- whom row-level security does not apply); lane '!vet', where the
+        -- engine's vetter checks them first, for any other login
+        -- (migration 00028: its policy admits nothing else). An
+        -- uncorrelated sub-select: computed once per statement.
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN '!vet' ELSE '' END)
     FROM (
         SELECT
             unnest($20::text[]) AS notification_id,
@@ -668,8 +674,9 @@ wake AS (
     -- hint). Postgres delivers it at commit, so it rides the
     -- caller's transaction, and only if a record was inserted (a batch of
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
-    -- final SELECT joins it.
-    SELECT count(herald.routes_wake($30::text)) AS hints
+    -- final SELECT joins it. Routes a producer's login wrote wait for the
+    -- vetter (lane '!vet'), so their hint goes to the vetter's topic.
+    SELECT count(herald.routes_wake($30::text, row_security_active('herald.routes'))) AS hints
     FROM (
         SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
@@ -861,7 +868,7 @@ ins AS (
 routes_ins AS (
     INSERT INTO herald.routes (
         notification_id, route_id, channel, recipient_ref, status, max_attempts, next_attempt_at,
-        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer
+        priority, expires_at, sms_encoding, sms_segments, created_at, updated_at, notify_producer, lane
     )
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
@@ -869,7 +876,8 @@ routes_ins AS (
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
         coalesce($18::timestamptz, now()),
         coalesce($18::timestamptz, now()),
-        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed)
+        ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),
+        (SELECT CASE WHEN row_security_active('herald.routes') THEN '!vet' ELSE '' END)
     FROM (
         SELECT
             unnest($20::text[]) AS notification_id,
@@ -887,7 +895,7 @@ routes_ins AS (
     RETURNING 1
 ),
 wake AS (
-    SELECT count(herald.routes_wake($30::text)) AS hints
+    SELECT count(herald.routes_wake($30::text, row_security_active('herald.routes'))) AS hints
     FROM (
         SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked

@@ -11,10 +11,11 @@
 package wake
 
 // NOTIFY topics' base names. Dispatchers LISTEN on RoutesTopic, the intake
-// worker on IntakeTopic. The name notified and listened on is the base, an
-// underscore and the database's secret (herald.notify_topic, which only
-// the engine's login may run), so that a producer's LISTEN on a base name
-// hears nothing; a producer's accept notifies through herald.routes_wake.
+// worker on IntakeTopic, the vetter on VetTopic. The name notified and
+// listened on is the base, an underscore and the database's secret
+// (herald.notify_topic, which only the engine's login may run), so that a
+// producer's LISTEN on a base name hears nothing; a producer's accept
+// notifies through herald.routes_wake.
 const (
 	// RoutesTopic carries the accept path's wake-up hint: new routes may
 	// be due. The payload is the delivery channel of the new routes ("sms",
@@ -23,6 +24,12 @@ const (
 	// cuts latency. One notification per statement or transaction is
 	// plenty: it only wakes the dispatcher, which then claims in batches.
 	RoutesTopic = "herald_routes"
+	// VetTopic carries the accept path's hint when a producer's login
+	// stored the routes: they wait for the engine's vetter (package vet),
+	// not for a dispatcher, which the vetter wakes on RoutesTopic once it
+	// has moved them into their channel's queue. The payload is
+	// RoutesTopic's.
+	VetTopic = "herald_vet"
 	// IntakeTopic carries the SQL intake's hint, sent once per INSERT
 	// statement by the trigger on herald.intake, with an empty payload.
 	IntakeTopic = "herald_intake"
