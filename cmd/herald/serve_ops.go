@@ -8,15 +8,18 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/httpserve"
 	"github.com/heraldhq/herald/internal/maintenance"
 )
 
 // serveOps are serve's flags for the engine's parts beside the dispatcher
-// and the intake worker: the observability endpoint and maintenance (River
+// and the intake worker: the observability endpoint (its address and its
+// server's bounds) and maintenance (River
 // periodic jobs under leader election, and the operator's bulk replay
 // worker).
 type serveOps struct {
 	metricsAddr         string
+	metricsServer       httpserve.Config
 	finishedRetention   time.Duration
 	malformedRetention  time.Duration
 	deadLetterRetention time.Duration
@@ -45,6 +48,12 @@ func (o *serveOps) bind(fs *flag.FlagSet, m *Main) error {
 		def  time.Duration
 		help string
 	}{
+		{&o.metricsServer.ReadTimeout, "metrics-read-timeout", "HERALD_METRICS_READ_TIMEOUT", httpserve.DefaultReadTimeout,
+			"the metrics endpoint: a request, headers and body, must arrive within this"},
+		{&o.metricsServer.WriteTimeout, "metrics-write-timeout", "HERALD_METRICS_WRITE_TIMEOUT", httpserve.DefaultWriteTimeout,
+			"the metrics endpoint: an answer must be written within this"},
+		{&o.metricsServer.IdleTimeout, "metrics-idle-timeout", "HERALD_METRICS_IDLE_TIMEOUT", httpserve.DefaultIdleTimeout,
+			"the metrics endpoint: a keep-alive connection idle this long is closed"},
 		{&o.finishedRetention, "finished-retention", "HERALD_FINISHED_RETENTION", maintenance.DefaultFinishedRetention,
 			"keep finished notifications this long after their last route changed (never less than the idempotency window)"},
 		{&o.malformedRetention, "malformed-retention", "HERALD_MALFORMED_RETENTION", maintenance.DefaultMalformedRetention,
@@ -62,6 +71,16 @@ func (o *serveOps) bind(fs *flag.FlagSet, m *Main) error {
 		}
 		fs.DurationVar(d.dst, d.name, def, d.help+" (env "+d.env+")")
 	}
+	conns := httpserve.DefaultMaxConns
+	if v := m.Getenv("HERALD_METRICS_MAX_CLIENT_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usageError{fmt.Errorf("invalid HERALD_METRICS_MAX_CLIENT_CONNS %q: want 1 or more", v)}
+		}
+		conns = n
+	}
+	fs.IntVar(&o.metricsServer.MaxConns, "metrics-max-client-conns", conns,
+		"the metrics endpoint: connections open at once; further ones wait unaccepted (env HERALD_METRICS_MAX_CLIENT_CONNS)")
 	duty := maintenance.DefaultRetentionDuty
 	if v := m.Getenv("HERALD_RETENTION_DUTY"); v != "" {
 		parsed, err := strconv.ParseFloat(v, 64)
@@ -84,6 +103,12 @@ func (o *serveOps) validate() error {
 	if o.finishedRetention < 0 || o.malformedRetention < 0 || o.deadLetterRetention < 0 {
 		return usageError{errors.New("invalid retention: must not be negative")}
 	}
+	if o.metricsServer.ReadTimeout <= 0 || o.metricsServer.WriteTimeout <= 0 || o.metricsServer.IdleTimeout <= 0 {
+		return usageError{errors.New("invalid -metrics-read-timeout, -metrics-write-timeout or -metrics-idle-timeout: must be above 0")}
+	}
+	if o.metricsServer.MaxConns < 1 {
+		return usageError{fmt.Errorf("invalid -metrics-max-client-conns %d: want 1 or more", o.metricsServer.MaxConns)}
+	}
 	if !validDuty(o.retentionDuty) {
 		return usageError{fmt.Errorf("invalid -retention-duty %g: want a share above 0, at most 1", o.retentionDuty)}
 	}
@@ -93,7 +118,7 @@ func (o *serveOps) validate() error {
 // configure sets the metrics address and, unless -no-maintenance, the
 // maintenance of cfg, the engine serve runs. validate has passed.
 func (o *serveOps) configure(cfg *engine.Config) {
-	cfg.MetricsAddr = o.metricsAddr
+	cfg.MetricsAddr, cfg.MetricsServer = o.metricsAddr, o.metricsServer
 	if !o.noMaintenance {
 		cfg.Maintenance = &maintenance.Config{
 			FinishedRetention:   o.finishedRetention,

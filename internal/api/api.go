@@ -36,6 +36,19 @@
 // that the database would not: another producer's notification is simply
 // not found (404), and an intent in another producer's name is refused by
 // the database (403). A request whose key is unknown or revoked is 401.
+// The key is checked before anything else of the request: a caller
+// without a valid key gets 401, never a validation error. Failed
+// authentications are limited per client address (Config.AuthFailureRate):
+// past them the address gets 429 with Retry-After before any database
+// work. A key that authenticated is limited to Config.RateLimit.
+//
+// # Slow clients
+//
+// The server has read, write and idle timeouts and a bound on open
+// connections (internal/httpserve). A body that does not arrive within the
+// read timeout is answered 408 (code request_timeout) when the connection
+// still takes an answer, logged at warn as a slow client, and counted
+// under 408.
 //
 // # Errors
 //
@@ -43,8 +56,10 @@
 // per failure code (urn:herald:problem:<code>), the code, the field's JSON
 // path where there is one, every field error of a refused intent, and the
 // request id (also in the X-Request-Id header, taken from the request's
-// when it sends a sane one). Bad input is always a 4xx; a database that
-// does not answer is 503 with Retry-After.
+// when it sends a sane one). Bad input is always a 4xx (a path
+// parameter, query value, header or body field that is not UTF-8 text, or
+// holds a NUL, is a 400 naming it); a database that does not answer is
+// 503 with Retry-After.
 package api
 
 import (
@@ -65,6 +80,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/content"
+	"github.com/heraldhq/herald/internal/httpserve"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
@@ -79,11 +95,20 @@ const (
 	// DefaultMaxBodyBytes is the default Config.MaxBodyBytes: 16 MiB.
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultReadTimeout is the default Config.ReadTimeout.
-	DefaultReadTimeout = 30 * time.Second
+	DefaultReadTimeout = httpserve.DefaultReadTimeout
 	// DefaultWriteTimeout is the default Config.WriteTimeout.
-	DefaultWriteTimeout = 30 * time.Second
+	DefaultWriteTimeout = httpserve.DefaultWriteTimeout
 	// DefaultIdleTimeout is the default Config.IdleTimeout.
-	DefaultIdleTimeout = 2 * time.Minute
+	DefaultIdleTimeout = httpserve.DefaultIdleTimeout
+	// DefaultMaxClientConns is the default Config.MaxClientConns.
+	DefaultMaxClientConns = httpserve.DefaultMaxConns
+	// DefaultAuthFailureRate is the default Config.AuthFailureRate: one
+	// failed authentication per second and client address.
+	DefaultAuthFailureRate = 1.0
+	// DefaultAuthFailureBurst is the default Config.AuthFailureBurst.
+	DefaultAuthFailureBurst = 20
+	// DefaultAuthFailureAddrs is the default Config.AuthFailureAddrs.
+	DefaultAuthFailureAddrs = 10000
 	// DefaultRequestTimeout is the default Config.RequestTimeout.
 	DefaultRequestTimeout = 10 * time.Second
 	// DefaultShutdownTimeout is the default Config.ShutdownTimeout.
@@ -131,12 +156,25 @@ type Config struct {
 	// means no limit. It is per serve process.
 	RateLimit float64
 	RateBurst int
-	// ReadTimeout, WriteTimeout and IdleTimeout are the http.Server's;
-	// RequestTimeout bounds one request's database work. Defaults 30s,
-	// 30s, 2m and 10s.
+	// AuthFailureRate is the failed authentications per second one client
+	// address (an IPv4 address, an IPv6 /64) may make, with bursts of
+	// AuthFailureBurst; past them its requests are answered 429 before
+	// any database work. At most AuthFailureAddrs addresses are tracked,
+	// the least recently failed forgotten first. Defaults 1/s, 20 and
+	// 10000.
+	AuthFailureRate  float64
+	AuthFailureBurst int
+	AuthFailureAddrs int
+	// ReadTimeout, WriteTimeout and IdleTimeout are the http.Server's
+	// (internal/httpserve): a request must arrive within ReadTimeout, its
+	// answer be written within WriteTimeout, and an idle keep-alive
+	// connection is closed after IdleTimeout. MaxClientConns bounds the
+	// connections open at once. RequestTimeout bounds one request's
+	// database work. Defaults 30s, 30s, 2m, 1024 and 10s.
 	ReadTimeout    time.Duration
 	WriteTimeout   time.Duration
 	IdleTimeout    time.Duration
+	MaxClientConns int
 	RequestTimeout time.Duration
 	// ShutdownTimeout is how long requests in flight may finish once Serve's
 	// context is done. Default 20s.
@@ -165,6 +203,10 @@ func (c *Config) validate() error {
 		return errors.New("RateLimit must not be negative")
 	case c.RateBurst < 0:
 		return errors.New("RateBurst must not be negative")
+	case c.AuthFailureRate < 0 || c.AuthFailureBurst < 0 || c.AuthFailureAddrs < 0:
+		return errors.New("AuthFailureRate, AuthFailureBurst and AuthFailureAddrs must not be negative")
+	case c.MaxClientConns < 0:
+		return errors.New("MaxClientConns must not be negative")
 	case c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 || c.RequestTimeout < 0 || c.ShutdownTimeout < 0:
 		return errors.New("timeouts must not be negative")
 	case c.IdempotencyWindow != 0 && c.IdempotencyWindow < time.Second:
@@ -184,6 +226,7 @@ type Server struct {
 	limits  intake.Limits
 	waker   *wake.Waker
 	limiter *limiter
+	guard   *authGuard // failed authentications per client address
 	content *content.Checker
 	mux     *http.ServeMux
 	handler http.Handler
@@ -207,6 +250,10 @@ func New(cfg *Config) (*Server, error) {
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, DefaultReadTimeout)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxClientConns = cmp.Or(c.MaxClientConns, DefaultMaxClientConns)
+	c.AuthFailureRate = cmp.Or(c.AuthFailureRate, DefaultAuthFailureRate)
+	c.AuthFailureBurst = cmp.Or(c.AuthFailureBurst, DefaultAuthFailureBurst)
+	c.AuthFailureAddrs = cmp.Or(c.AuthFailureAddrs, DefaultAuthFailureAddrs)
 	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
 	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
 	c.IdempotencyWindow = cmp.Or(c.IdempotencyWindow, accept.DefaultIdempotencyWindow)
@@ -219,6 +266,7 @@ func New(cfg *Config) (*Server, error) {
 		limits:  c.Limits.WithDefaults(),
 		waker:   wake.NewWaker(c.Pool, c.NotifyDebounce, logger),
 		limiter: newLimiter(c.RateLimit, c.RateBurst),
+		guard:   newAuthGuard(c.AuthFailureRate, c.AuthFailureBurst, c.AuthFailureAddrs),
 		content: content.NewChecker(&content.CheckerConfig{Logger: logger}),
 		touched: map[[sha256.Size]byte]time.Time{},
 	}
@@ -236,44 +284,26 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Listen binds addr for Serve (":8080", "127.0.0.1:0").
 func Listen(ctx context.Context, addr string) (net.Listener, error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on api address %s: %w", addr, err)
-	}
-	return ln, nil
+	return httpserve.Listen(ctx, "api", addr)
 }
 
 // Serve serves the API on ln until ctx is done, then stops accepting
 // connections and lets the requests in flight finish, for up to
 // Config.ShutdownTimeout; it returns nil after a clean shutdown, and the
-// serve loop's error otherwise. It closes ln.
+// serve loop's error otherwise. It closes ln. The server has the
+// Config's read, write and idle timeouts and its bound on connections
+// (internal/httpserve).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: min(s.cfg.ReadTimeout, 10*time.Second),
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelDebug),
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		s.waker.Close()
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if errors.Is(<-done, http.ErrServerClosed) && err == nil {
-		s.waker.Close()
-		return nil
-	}
-	s.waker.Close()
+	defer s.waker.Close()
+	srv, err := httpserve.New(s.handler, &httpserve.Config{
+		ReadTimeout: s.cfg.ReadTimeout, WriteTimeout: s.cfg.WriteTimeout, IdleTimeout: s.cfg.IdleTimeout,
+		MaxConns: s.cfg.MaxClientConns, ShutdownTimeout: s.cfg.ShutdownTimeout, Logger: s.logger,
+	})
 	if err != nil {
-		return fmt.Errorf("shut down api server: %w", err)
+		return fmt.Errorf("api server: %w", err)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("api server: %w", err)
 	}
 	return nil
 }

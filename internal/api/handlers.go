@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,37 +84,89 @@ type request struct {
 	key     string
 	keyHash [sha256.Size]byte
 	call    *call
+	// unmetered: the key has no rate bucket yet; inTx takes its first
+	// token once the key authenticated.
+	unmetered bool
 }
 
-// authed wraps an endpoint: the key must be given (401) and within its
-// rate (429); the endpoint's error is answered as a problem.
+// maxKeyLen bounds what is sent to the database as a key: a key is 46
+// characters (NewSecret).
+const maxKeyLen = 256
+
+// authed wraps an endpoint: the key must be given (401), its client
+// address must not have failed authentication too often (429, before any
+// database work), and the key must be within its rate (429); the
+// endpoint's error is answered as a problem. The endpoint authenticates
+// (inTx) before it validates anything of the request, so that a caller
+// without a valid key learns nothing but 401.
 func (s *Server) authed(h func(w http.ResponseWriter, r *request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		addr := clientAddr(r.RemoteAddr)
+		now := time.Now()
+		if blocked, wait := s.guard.blocked(addr, now); blocked {
+			p := problem(http.StatusTooManyRequests, CodeRateLimited,
+				"too many failed authentications from this address; retry later")
+			p.retryAfter = retryAfterSeconds(wait)
+			writeProblem(w, r, p)
+			return
+		}
 		key := bearer(r.Header.Get("Authorization"))
 		if key == "" {
 			writeProblem(w, r, errUnauthorized)
 			return
 		}
+		if len(key) > maxKeyLen || !validText(key) { // no key of ours, and not text the database takes
+			s.guard.failed(addr, now)
+			writeProblem(w, r, errUnauthorized)
+			return
+		}
 		req := &request{Request: r, key: key, keyHash: sha256.Sum256([]byte(key)), call: callOf(r.Context())}
-		if ok, wait := s.limiter.allow(req.keyHash, time.Now()); !ok {
+		ok, wait, known := s.limiter.allowKnown(req.keyHash, now)
+		if !ok {
 			p := problem(http.StatusTooManyRequests, CodeRateLimited, "too many requests for this API key; retry later")
-			p.retryAfter = max(1, int((wait+time.Second-1)/time.Second))
+			p.retryAfter = retryAfterSeconds(wait)
 			writeProblem(w, r, p)
 			return
 		}
+		req.unmetered = !known
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		req.Request = r.WithContext(ctx)
-		if err := h(w, req); err != nil {
+		err := h(w, req)
+		if err == errUnauthorized {
+			s.guard.failed(addr, time.Now())
+		}
+		if err != nil {
 			writeProblem(w, r, asProblem(err))
 		}
 	}
 }
 
+func retryAfterSeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
+// validText reports whether s is text PostgreSQL can hold: valid UTF-8
+// without NUL.
+func validText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// pathText returns r's path parameter name, or a 400 problem naming it
+// when it is not valid text (validText).
+func pathText(r *request, name string) (string, error) {
+	v := r.PathValue(name)
+	if !validText(v) {
+		return "", fieldProblem(name, heraldtype.CodeInvalidField, name+" must be UTF-8 text without NUL")
+	}
+	return v, nil
+}
+
 // inTx runs fn in a transaction acting as r's key's producer: it sets the
 // key (herald.api_key), returns errUnauthorized when the database knows no
 // valid key of it, and commits when fn returns nil. Every statement of fn is
-// held by row-level security to the key's producer.
+// held by row-level security to the key's producer. fn is where an
+// endpoint validates its request: after the key authenticated.
 func (s *Server) inTx(r *request, fn func(tx pgx.Tx, producer string) error) error {
 	ctx := r.Context()
 	tx, err := s.pool.Begin(ctx)
@@ -129,6 +183,9 @@ func (s *Server) inTx(r *request, fn func(tx pgx.Tx, producer string) error) err
 	}
 	if r.call != nil {
 		r.call.producer = producer
+	}
+	if r.unmetered {
+		s.limiter.taken(r.keyHash, time.Now())
 	}
 	if s.touchDue(r.keyHash) {
 		if err := store.New().APIKeyTouch(ctx, tx); err != nil {
@@ -158,9 +215,25 @@ func (s *Server) touchDue(h [sha256.Size]byte) bool {
 	return true
 }
 
-// readBody reads r's body, at most limit bytes (413 beyond).
-func readBody(w http.ResponseWriter, r *request, limit int64) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// readBody reads r's body, at most limit bytes. A client too slow to send
+// it within the server's read timeout gets errSlowClient's 408 at once; any
+// other failure (413 beyond limit, a body cut short) is returned as later,
+// the endpoint answering it only once the key authenticated.
+func readBody(w http.ResponseWriter, r *request, limit int64) (body []byte, later, now error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var maxErr *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return body, nil, nil
+	case errors.As(err, &maxErr):
+		return nil, err, nil
+	case errors.As(err, &netErr) && netErr.Timeout():
+		p := *errSlowClient
+		p.err = err
+		return nil, nil, &p
+	}
+	return nil, fieldProblem("", heraldtype.CodeWrongShape, "the body could not be read: "+err.Error()), nil
 }
 
 // now is the validation clock.
@@ -186,27 +259,30 @@ type Receipt struct {
 // submit is POST /v1/notifications: one intent, the Idempotency-Key header
 // standing for its key when the body has none.
 func (s *Server) submit(w http.ResponseWriter, r *request) error {
-	body, err := readBody(w, r, int64(s.limits.MaxEntryBytes))
+	body, bodyErr, err := readBody(w, r, int64(s.limits.MaxEntryBytes))
 	if err != nil {
 		return err
-	}
-	in, err := intake.DecodeRaw(body, s.limits)
-	if err != nil {
-		return err
-	}
-	if h := r.Header.Get("Idempotency-Key"); h != "" {
-		switch in.IdempotencyKey {
-		case "":
-			in.IdempotencyKey = h
-		case h:
-		default:
-			return fieldProblem("idempotency_key", heraldtype.CodeInvalidField,
-				"idempotency_key differs from the Idempotency-Key header")
-		}
 	}
 	var res []result
 	var committed func()
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if bodyErr != nil {
+			return bodyErr
+		}
+		in, err := intake.DecodeRaw(body, s.limits)
+		if err != nil {
+			return err
+		}
+		if h := r.Header.Get("Idempotency-Key"); h != "" {
+			switch in.IdempotencyKey {
+			case "":
+				in.IdempotencyKey = h
+			case h:
+			default:
+				return fieldProblem("idempotency_key", heraldtype.CodeInvalidField,
+					"idempotency_key differs from the Idempotency-Key header")
+			}
+		}
 		res, committed, err = s.accept(r, tx, producer, []*intake.Intent{in}, nil)
 		return err
 	})
@@ -373,35 +449,20 @@ type BatchResult struct {
 // submitBatch is POST /v1/notifications/batch: {"intents": [...]}, one
 // result per intent in the same order; 200 however many were refused.
 func (s *Server) submitBatch(w http.ResponseWriter, r *request) error {
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, bodyErr, err := readBody(w, r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		return err
-	}
-	var batch struct {
-		Intents []json.RawMessage `json:"intents"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&batch); err != nil {
-		return fieldProblem("", heraldtype.CodeWrongShape, `the body must be {"intents": [intent, ...]}: `+err.Error())
-	}
-	switch n := len(batch.Intents); {
-	case n == 0:
-		return fieldProblem("intents", heraldtype.CodeMissingField, "intents is required: at least one intent")
-	case n > s.cfg.MaxBatch:
-		p := problem(http.StatusRequestEntityTooLarge, heraldtype.CodeTooLarge,
-			fmt.Sprintf("a batch holds at most %d intents, not %d", s.cfg.MaxBatch, n))
-		p.Field = "intents"
-		return p
-	}
-	ins := make([]*intake.Intent, len(batch.Intents))
-	decodeErrs := make([]error, len(batch.Intents))
-	for i, raw := range batch.Intents {
-		ins[i], decodeErrs[i] = intake.DecodeRaw(raw, s.limits)
 	}
 	var res []result
 	var committed func()
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if bodyErr != nil {
+			return bodyErr
+		}
+		ins, decodeErrs, err := s.decodeBatch(body)
+		if err != nil {
+			return err
+		}
 		res, committed, err = s.accept(r, tx, producer, ins, decodeErrs)
 		return err
 	})
@@ -427,6 +488,35 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// decodeBatch decodes a batch's body: its intents, and each one's
+// decoding error (nil when it decoded); a body that is no batch is the
+// error.
+func (s *Server) decodeBatch(body []byte) ([]*intake.Intent, []error, error) {
+	var batch struct {
+		Intents []json.RawMessage `json:"intents"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&batch); err != nil {
+		return nil, nil, fieldProblem("", heraldtype.CodeWrongShape, `the body must be {"intents": [intent, ...]}: `+err.Error())
+	}
+	switch n := len(batch.Intents); {
+	case n == 0:
+		return nil, nil, fieldProblem("intents", heraldtype.CodeMissingField, "intents is required: at least one intent")
+	case n > s.cfg.MaxBatch:
+		p := problem(http.StatusRequestEntityTooLarge, heraldtype.CodeTooLarge,
+			fmt.Sprintf("a batch holds at most %d intents, not %d", s.cfg.MaxBatch, n))
+		p.Field = "intents"
+		return nil, nil, p
+	}
+	ins := make([]*intake.Intent, len(batch.Intents))
+	decodeErrs := make([]error, len(batch.Intents))
+	for i, raw := range batch.Intents {
+		ins[i], decodeErrs[i] = intake.DecodeRaw(raw, s.limits)
+	}
+	return ins, decodeErrs, nil
 }
 
 // Route is one route of a notification as GET answers it. It may gain
@@ -504,9 +594,12 @@ func notFound(err error, what string) error {
 
 // get is GET /v1/notifications/{id}.
 func (s *Server) get(w http.ResponseWriter, r *request) error {
-	id := r.PathValue("id")
 	var n *Notification
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
+		id, err := pathText(r, "id")
+		if err != nil {
+			return err
+		}
 		q := store.New()
 		rec, err := q.RecordGet(r.Context(), tx, id)
 		if err != nil {
@@ -584,25 +677,13 @@ const (
 
 // list is GET /v1/notifications?limit=&after=.
 func (s *Server) list(w http.ResponseWriter, r *request) error {
-	q := r.URL.Query()
-	size := defaultPageSize
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize {
-			return fieldProblem("limit", heraldtype.CodeInvalidField, fmt.Sprintf("limit must be 1 to %d", maxPageSize))
-		}
-		size = n
-	}
-	params := store.RecordListPageParams{PageSize: int32(size)}
-	if v := q.Get("after"); v != "" {
-		_, id, ok := decodeCursor(v)
-		if !ok {
-			return fieldProblem("after", heraldtype.CodeInvalidField, "after is not a cursor this API returned")
-		}
-		params.BeforeNotificationID = &id
-	}
 	out := List{Notifications: []Summary{}}
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
+		params, err := listParams(r)
+		if err != nil {
+			return err
+		}
+		size := int(params.PageSize)
 		rows, err := store.New().RecordListPage(r.Context(), tx, params)
 		if err != nil {
 			return err
@@ -627,6 +708,31 @@ func (s *Server) list(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
+// listParams returns the list's query (limit, after) as the page's
+// parameters, or a 400 problem naming the one that is invalid.
+func listParams(r *request) (store.RecordListPageParams, error) {
+	q := r.URL.Query()
+	size := defaultPageSize
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageSize {
+			return store.RecordListPageParams{}, fieldProblem("limit", heraldtype.CodeInvalidField,
+				fmt.Sprintf("limit must be 1 to %d", maxPageSize))
+		}
+		size = n
+	}
+	params := store.RecordListPageParams{PageSize: int32(size)}
+	if v := q.Get("after"); v != "" {
+		_, id, ok := decodeCursor(v)
+		if !ok {
+			return store.RecordListPageParams{}, fieldProblem("after", heraldtype.CodeInvalidField,
+				"after is not a cursor this API returned")
+		}
+		params.BeforeNotificationID = &id
+	}
+	return params, nil
+}
+
 // encodeCursor and decodeCursor: a position in the list, opaque to clients.
 // The list pages by notification id (migration 00024); the accepted_at a
 // cursor also carries is no longer read, and stays in it so that a cursor
@@ -641,7 +747,7 @@ func decodeCursor(s string) (time.Time, string, bool) {
 		return time.Time{}, "", false
 	}
 	ts, id, ok := strings.Cut(string(b), "|")
-	if !ok || id == "" {
+	if !ok || id == "" || !validText(id) {
 		return time.Time{}, "", false
 	}
 	at, err := time.Parse(time.RFC3339Nano, ts)
@@ -664,23 +770,33 @@ type CanceledRoute struct {
 // {"reason": "..."} for the audit row; the actor is the key ("api key
 // hk_XXXXXXXX") and the audit row's login the API's.
 func (s *Server) cancel(w http.ResponseWriter, r *request) error {
-	body, err := readBody(w, r, 64<<10)
+	body, bodyErr, err := readBody(w, r, 64<<10)
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Reason string `json:"reason"`
-	}
-	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil {
-			return fieldProblem("", heraldtype.CodeWrongShape, `the body must be empty or {"reason": "..."}: `+err.Error())
-		}
-	}
-	id := r.PathValue("id")
-	out := Cancellation{NotificationID: id, Canceled: []CanceledRoute{}}
+	out := Cancellation{Canceled: []CanceledRoute{}}
 	err = s.inTx(r, func(tx pgx.Tx, _ string) error {
+		if bodyErr != nil {
+			return bodyErr
+		}
+		var in struct {
+			Reason string `json:"reason"`
+		}
+		if len(bytes.TrimSpace(body)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&in); err != nil {
+				return fieldProblem("", heraldtype.CodeWrongShape, `the body must be empty or {"reason": "..."}: `+err.Error())
+			}
+		}
+		if !validText(in.Reason) {
+			return fieldProblem("reason", heraldtype.CodeInvalidField, "reason must be UTF-8 text without NUL")
+		}
+		id, err := pathText(r, "id")
+		if err != nil {
+			return err
+		}
+		out.NotificationID = id
 		rows, err := store.New().RouteCancelByNotification(r.Context(), tx, store.RouteCancelByNotificationParams{
 			NotificationID: id, Actor: "api key " + displayPrefix(r.key), Reason: in.Reason,
 		})
@@ -713,28 +829,33 @@ type Recipient struct {
 // putRecipient is PUT /v1/recipients/{user_id}: creates or replaces the
 // producer's own entry, validated as the Go client's UpsertRecipient.
 func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
-	body, err := readBody(w, r, 64<<10)
+	body, bodyErr, err := readBody(w, r, 64<<10)
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Email      string   `json:"email"`
-		Phone      string   `json:"phone"`
-		WebhookURL string   `json:"webhook_url"`
-		Locale     string   `json:"locale"`
-		OptedOut   []string `json:"opted_out"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return fieldProblem("", heraldtype.CodeWrongShape, "the body must be a recipient object: "+err.Error())
-	}
-	v, err := intake.ValidateRecipient(heraldtype.Recipient{UserID: r.PathValue("user_id"), Email: in.Email,
-		Phone: in.Phone, WebhookURL: in.WebhookURL, Locale: in.Locale, OptedOut: in.OptedOut})
-	if err != nil {
-		return err
-	}
+	var v heraldtype.Recipient
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if bodyErr != nil {
+			return bodyErr
+		}
+		var in struct {
+			Email      string   `json:"email"`
+			Phone      string   `json:"phone"`
+			WebhookURL string   `json:"webhook_url"`
+			Locale     string   `json:"locale"`
+			OptedOut   []string `json:"opted_out"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			return fieldProblem("", heraldtype.CodeWrongShape, "the body must be a recipient object: "+err.Error())
+		}
+		var err error
+		v, err = intake.ValidateRecipient(heraldtype.Recipient{UserID: r.PathValue("user_id"), Email: in.Email,
+			Phone: in.Phone, WebhookURL: in.WebhookURL, Locale: in.Locale, OptedOut: in.OptedOut})
+		if err != nil {
+			return err
+		}
 		return store.New().RecipientUpsert(r.Context(), tx, store.RecipientUpsertParams{
 			Owner: &producer, UserID: v.UserID, Email: v.Email, Phone: v.Phone, WebhookUrl: v.WebhookURL,
 			Locale: v.Locale, OptedOut: append([]string{}, v.OptedOut...),
@@ -753,8 +874,11 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
 func (s *Server) deleteRecipient(w http.ResponseWriter, r *request) error {
 	var deleted bool
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
-		var err error
-		deleted, err = store.New().RecipientDelete(r.Context(), tx, store.RecipientDeleteParams{UserID: r.PathValue("user_id")})
+		userID, err := pathText(r, "user_id")
+		if err != nil {
+			return err
+		}
+		deleted, err = store.New().RecipientDelete(r.Context(), tx, store.RecipientDeleteParams{UserID: userID})
 		return err
 	})
 	if err != nil {

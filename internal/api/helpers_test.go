@@ -140,7 +140,7 @@ type checkingTransport struct {
 
 func (c *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var reqBody []byte
-	if req.Body != nil {
+	if _, slow := req.Body.(*trickle); !slow && req.Body != nil { // a trickle is sent as it comes
 		reqBody, _ = io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(reqBody))
 	}

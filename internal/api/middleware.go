@@ -105,8 +105,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 			}
 			level := slog.LevelInfo
-			if status >= 500 {
+			switch {
+			case status >= 500:
 				level = slog.LevelError
+			case status == http.StatusRequestTimeout: // a slow client: worth a look, not an error of ours
+				level = slog.LevelWarn
 			}
 			if c.err != nil {
 				attrs = append(attrs, slog.String("err", c.err.Error()))

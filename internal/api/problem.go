@@ -31,6 +31,9 @@ const (
 	CodeMethodNotAllowed heraldtype.Code = "method_not_allowed"
 	// CodeRateLimited: the key made more requests than its rate (429).
 	CodeRateLimited heraldtype.Code = "rate_limited"
+	// CodeRequestTimeout: the client sent its request body too slowly,
+	// past the server's read timeout (408).
+	CodeRequestTimeout heraldtype.Code = "request_timeout"
 	// CodeUnavailable: the database does not answer (503).
 	CodeUnavailable heraldtype.Code = "unavailable"
 	// CodeInternal: a fault of the server's own (500).
@@ -41,7 +44,7 @@ const (
 // validation codes of heraldtype, then the API's own. The slice is fresh.
 func Codes() []heraldtype.Code {
 	return append(heraldtype.Codes(), CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
-		CodeRateLimited, CodeUnavailable, CodeInternal)
+		CodeRateLimited, CodeRequestTimeout, CodeUnavailable, CodeInternal)
 }
 
 // ProblemTypePrefix starts every problem's type; the code follows.
@@ -116,6 +119,10 @@ var (
 	errUnauthorized = problem(http.StatusUnauthorized, CodeUnauthorized,
 		"a valid API key is required: Authorization: Bearer hk_… (herald api-keys create)")
 	errNotFound = problem(http.StatusNotFound, CodeNotFound, "no such notification")
+	// errSlowClient answers a body that did not arrive within the read
+	// timeout: the client's fault, logged at warn, never a 5xx.
+	errSlowClient = problem(http.StatusRequestTimeout, CodeRequestTimeout,
+		"client too slow: the request body did not arrive within the server's read timeout")
 )
 
 // asProblem maps err to the problem the client gets: a *Problem as it is,

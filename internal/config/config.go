@@ -19,6 +19,10 @@
 //	  poll_interval: 1s
 //	receipts:
 //	  listen: ":8081"          # providers post delivery receipts here; off when empty
+//	  read_timeout: 30s        # a request, headers and body, must arrive within this
+//	  write_timeout: 30s       # its answer be written within this
+//	  idle_timeout: 2m         # a keep-alive connection is closed after this long idle
+//	  max_client_conns: 1024   # connections open at once; more wait unaccepted
 //	channels:
 //	  email:
 //	    driver: smtp           # webhook | smtp | sms-http | smpp | log | discard
@@ -60,13 +64,18 @@
 //	HERALD_DISPATCH_STATEMENT_TIMEOUT, HERALD_DISPATCH_STALL_TIMEOUT,
 //	HERALD_INTAKE_BATCH_SIZE, HERALD_RECEIPTS_LISTEN,
 //	HERALD_RECEIPTS_BATCH_SIZE, HERALD_RECEIPTS_POLL_INTERVAL,
+//	HERALD_RECEIPTS_READ_TIMEOUT, HERALD_RECEIPTS_WRITE_TIMEOUT,
+//	HERALD_RECEIPTS_IDLE_TIMEOUT, HERALD_RECEIPTS_MAX_CLIENT_CONNS,
 //	HERALD_INTAKE_POLL_INTERVAL, HERALD_CALLBACKS_DISABLED,
 //	HERALD_CALLBACKS_CONCURRENCY, HERALD_CALLBACKS_MAX_ATTEMPTS,
 //	HERALD_CALLBACKS_TIMEOUT, HERALD_CALLBACKS_ALLOW_PRIVATE,
 //	HERALD_API_LISTEN, HERALD_API_DATABASE_URL
 //	(the URL itself), HERALD_API_MAX_CONNS, HERALD_API_MAX_BATCH,
-//	HERALD_API_RATE_LIMIT, HERALD_API_RATE_BURST, HERALD_API_READ_TIMEOUT,
-//	HERALD_API_WRITE_TIMEOUT, HERALD_API_REQUEST_TIMEOUT,
+//	HERALD_API_RATE_LIMIT, HERALD_API_RATE_BURST,
+//	HERALD_API_AUTH_FAILURE_RATE, HERALD_API_AUTH_FAILURE_BURST,
+//	HERALD_API_AUTH_FAILURE_ADDRS, HERALD_API_READ_TIMEOUT,
+//	HERALD_API_WRITE_TIMEOUT, HERALD_API_IDLE_TIMEOUT,
+//	HERALD_API_MAX_CLIENT_CONNS, HERALD_API_REQUEST_TIMEOUT,
 //	HERALD_API_SHUTDOWN_TIMEOUT, and per channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
@@ -133,6 +142,14 @@ type Receipts struct {
 	Listen       string        `yaml:"listen"`
 	BatchSize    int           `yaml:"batch_size"`
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// The endpoint's server: how long a request may take to arrive, its
+	// answer to be written, a keep-alive connection to stay idle, and how
+	// many connections may be open at once (internal/httpserve's defaults:
+	// 30s, 30s, 2m, 1024).
+	ReadTimeout    time.Duration `yaml:"read_timeout"`
+	WriteTimeout   time.Duration `yaml:"write_timeout"`
+	IdleTimeout    time.Duration `yaml:"idle_timeout"`
+	MaxClientConns int           `yaml:"max_client_conns"`
 }
 
 // Callbacks tunes channel callback, which carries status callbacks to
@@ -174,11 +191,20 @@ type API struct {
 	// serve process, with bursts of RateBurst; 0 means no limit.
 	RateLimit float64 `yaml:"rate_limit"`
 	RateBurst int     `yaml:"rate_burst"`
-	// The http.Server's timeouts, one request's database work, and how
-	// long requests in flight may finish at SIGTERM.
+	// AuthFailureRate is the failed authentications per second one client
+	// address may make, with bursts of AuthFailureBurst, before its
+	// requests get 429 without touching the database; AuthFailureAddrs
+	// addresses are tracked at most. Defaults 1, 20, 10000.
+	AuthFailureRate  float64 `yaml:"auth_failure_rate"`
+	AuthFailureBurst int     `yaml:"auth_failure_burst"`
+	AuthFailureAddrs int     `yaml:"auth_failure_addrs"`
+	// The http.Server's timeouts and bound on open connections, one
+	// request's database work, and how long requests in flight may finish
+	// at SIGTERM.
 	ReadTimeout     time.Duration `yaml:"read_timeout"`
 	WriteTimeout    time.Duration `yaml:"write_timeout"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	MaxClientConns  int           `yaml:"max_client_conns"`
 	RequestTimeout  time.Duration `yaml:"request_timeout"`
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 }
@@ -490,6 +516,10 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setStr(&c.Receipts.Listen, "HERALD_RECEIPTS_LISTEN")
 	setInt(&c.Receipts.BatchSize, "HERALD_RECEIPTS_BATCH_SIZE")
 	setDur(&c.Receipts.PollInterval, "HERALD_RECEIPTS_POLL_INTERVAL")
+	setDur(&c.Receipts.ReadTimeout, "HERALD_RECEIPTS_READ_TIMEOUT")
+	setDur(&c.Receipts.WriteTimeout, "HERALD_RECEIPTS_WRITE_TIMEOUT")
+	setDur(&c.Receipts.IdleTimeout, "HERALD_RECEIPTS_IDLE_TIMEOUT")
+	setInt(&c.Receipts.MaxClientConns, "HERALD_RECEIPTS_MAX_CLIENT_CONNS")
 	setBool(&c.Callbacks.Disabled, "HERALD_CALLBACKS_DISABLED")
 	setInt(&c.Callbacks.Concurrency, "HERALD_CALLBACKS_CONCURRENCY")
 	setInt(&c.Callbacks.MaxAttempts, "HERALD_CALLBACKS_MAX_ATTEMPTS")
@@ -502,15 +532,23 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setInt(&c.API.MaxConns, "HERALD_API_MAX_CONNS")
 	setInt(&c.API.MaxBatch, "HERALD_API_MAX_BATCH")
 	setInt(&c.API.RateBurst, "HERALD_API_RATE_BURST")
-	if v := getenv("HERALD_API_RATE_LIMIT"); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("HERALD_API_RATE_LIMIT: %q is not a number", v))
+	setFloat := func(dst *float64, key string) {
+		if v := getenv(key); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a number", key, v))
+			}
+			*dst = f
 		}
-		c.API.RateLimit = f
 	}
+	setFloat(&c.API.RateLimit, "HERALD_API_RATE_LIMIT")
+	setFloat(&c.API.AuthFailureRate, "HERALD_API_AUTH_FAILURE_RATE")
+	setInt(&c.API.AuthFailureBurst, "HERALD_API_AUTH_FAILURE_BURST")
+	setInt(&c.API.AuthFailureAddrs, "HERALD_API_AUTH_FAILURE_ADDRS")
 	setDur(&c.API.ReadTimeout, "HERALD_API_READ_TIMEOUT")
 	setDur(&c.API.WriteTimeout, "HERALD_API_WRITE_TIMEOUT")
+	setDur(&c.API.IdleTimeout, "HERALD_API_IDLE_TIMEOUT")
+	setInt(&c.API.MaxClientConns, "HERALD_API_MAX_CLIENT_CONNS")
 	setDur(&c.API.RequestTimeout, "HERALD_API_REQUEST_TIMEOUT")
 	setDur(&c.API.ShutdownTimeout, "HERALD_API_SHUTDOWN_TIMEOUT")
 
@@ -597,6 +635,14 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("api.max_body_bytes: must not be negative")
 	case c.API.RateLimit < 0 || c.API.RateBurst < 0:
 		return errors.New("api.rate_limit, api.rate_burst: must not be negative")
+	case c.Receipts.ReadTimeout < 0 || c.Receipts.WriteTimeout < 0 || c.Receipts.IdleTimeout < 0:
+		return errors.New("receipts: timeouts must not be negative")
+	case c.Receipts.MaxClientConns < 0:
+		return errors.New("receipts.max_client_conns: must not be negative")
+	case c.API.AuthFailureRate < 0 || c.API.AuthFailureBurst < 0 || c.API.AuthFailureAddrs < 0:
+		return errors.New("api.auth_failure_rate, api.auth_failure_burst, api.auth_failure_addrs: must not be negative")
+	case c.API.MaxClientConns < 0:
+		return errors.New("api.max_client_conns: must not be negative")
 	case c.API.ReadTimeout < 0 || c.API.WriteTimeout < 0 || c.API.IdleTimeout < 0 || c.API.RequestTimeout < 0 || c.API.ShutdownTimeout < 0:
 		return errors.New("api: timeouts must not be negative")
 	case len(c.Channels) == 0:

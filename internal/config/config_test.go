@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,45 @@ func TestAPINeedsItsOwnDatabaseURLAndTakesEnvironmentOverrides(t *testing.T) {
 	base["HERALD_API_RATE_LIMIT"] = "fast"
 	_, err = Load("", env(base))
 	require.ErrorContains(t, err, "HERALD_API_RATE_LIMIT")
+}
+
+func TestListenerBoundsComeFromTheFileAndTheEnvironment(t *testing.T) {
+	t.Parallel()
+	file := writeFile(t, "receipts:\n  listen: \":0\"\n  read_timeout: 5s\n  max_client_conns: 7\n"+
+		"api:\n  listen: \":0\"\n  database_url: {env: API_URL}\n  idle_timeout: 9s\n  auth_failure_burst: 3\n"+
+		"channels:\n  sms: {driver: log}\n")
+	c, err := Load(file, env(map[string]string{
+		"API_URL":                          "postgres://api@db/herald",
+		"HERALD_RECEIPTS_WRITE_TIMEOUT":    "6s",
+		"HERALD_RECEIPTS_IDLE_TIMEOUT":     "8s",
+		"HERALD_RECEIPTS_MAX_CLIENT_CONNS": "70",
+		"HERALD_API_IDLE_TIMEOUT":          "90s",
+		"HERALD_API_MAX_CLIENT_CONNS":      "11",
+		"HERALD_API_AUTH_FAILURE_RATE":     "0.5",
+		"HERALD_API_AUTH_FAILURE_ADDRS":    "99",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, Receipts{Listen: ":0", ReadTimeout: 5 * time.Second, WriteTimeout: 6 * time.Second,
+		IdleTimeout: 8 * time.Second, MaxClientConns: 70}, c.Receipts)
+	require.Equal(t, 90*time.Second, c.API.IdleTimeout)
+	require.Equal(t, 11, c.API.MaxClientConns)
+	require.Equal(t, 0.5, c.API.AuthFailureRate)
+	require.Equal(t, 3, c.API.AuthFailureBurst)
+	require.Equal(t, 99, c.API.AuthFailureAddrs)
+
+	for key, want := range map[string]string{
+		"HERALD_RECEIPTS_IDLE_TIMEOUT":     "receipts: timeouts",
+		"HERALD_RECEIPTS_MAX_CLIENT_CONNS": "receipts.max_client_conns",
+		"HERALD_API_MAX_CLIENT_CONNS":      "api.max_client_conns",
+		"HERALD_API_AUTH_FAILURE_BURST":    "api.auth_failure_rate",
+	} {
+		value := "-1"
+		if strings.HasSuffix(key, "TIMEOUT") {
+			value = "-1s"
+		}
+		_, err := Load("", env(map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", key: value}))
+		require.ErrorContains(t, err, want, key)
+	}
 }
 
 func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/httpserve"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
@@ -43,7 +44,8 @@ func LogChannels(logger *slog.Logger, c *config.Config) {
 // configuration file c describes: the dispatcher's and the intake worker's
 // settings, and c's channels as Drivers, with tracing as the OTEL_*
 // environment variables say (TracesFromEnv). The caller adds what the file
-// does not say (Logger, GetenvFunc, Registry, MetricsAddr, Maintenance).
+// does not say (Logger, GetenvFunc, Registry, MetricsAddr, MetricsServer,
+// Maintenance).
 func FromConfig(c *config.Config) *Config {
 	return &Config{
 		TracesFromEnv: true,
@@ -57,6 +59,12 @@ func FromConfig(c *config.Config) *Config {
 		},
 		Drivers:      c.Channels,
 		ReceiptsAddr: c.Receipts.Listen,
+		ReceiptsServer: httpserve.Config{
+			ReadTimeout:  c.Receipts.ReadTimeout,
+			WriteTimeout: c.Receipts.WriteTimeout,
+			IdleTimeout:  c.Receipts.IdleTimeout,
+			MaxConns:     c.Receipts.MaxClientConns,
+		},
 		Receipts: receipt.MatcherConfig{
 			BatchSize:    c.Receipts.BatchSize,
 			PollInterval: c.Receipts.PollInterval,
@@ -97,7 +105,9 @@ func apiConfig(c *config.Config) *api.Config {
 	a := c.API
 	return &api.Config{
 		MaxBatch: a.MaxBatch, MaxBodyBytes: a.MaxBodyBytes, RateLimit: a.RateLimit, RateBurst: a.RateBurst,
+		AuthFailureRate: a.AuthFailureRate, AuthFailureBurst: a.AuthFailureBurst, AuthFailureAddrs: a.AuthFailureAddrs,
 		ReadTimeout: a.ReadTimeout, WriteTimeout: a.WriteTimeout, IdleTimeout: a.IdleTimeout,
+		MaxClientConns: a.MaxClientConns,
 		RequestTimeout: a.RequestTimeout, ShutdownTimeout: a.ShutdownTimeout,
 		Limits:            intake.Limits{MaxPayloadBytes: c.Intake.MaxPayloadBytes, MaxSMSSegments: c.Intake.MaxSMSSegments},
 		IdempotencyWindow: c.Intake.IdempotencyWindow,

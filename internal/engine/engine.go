@@ -65,6 +65,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/httpserve"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
@@ -130,6 +131,10 @@ type Config struct {
 	// endpoint listens on (POST or GET /receipts/<provider>, as each
 	// provider's receipts settings say); providers post receipts there.
 	ReceiptsAddr string
+	// ReceiptsServer bounds the receipts endpoint's connections: its read,
+	// write and idle timeouts and how many may be open (internal/httpserve;
+	// zero values take its defaults). Its Logger is the engine's.
+	ReceiptsServer httpserve.Config
 	// Receipts tunes the receipts matcher; its ReceiptsFunc, Logger and
 	// Metrics are the engine's.
 	Receipts receipt.MatcherConfig
@@ -142,6 +147,9 @@ type Config struct {
 	// /metrics (Registry, with the Go runtime, process and backlog
 	// collectors added), /healthz and /readyz on. It requires Registry.
 	MetricsAddr string
+	// MetricsServer bounds the metrics endpoint's connections, as
+	// ReceiptsServer the receipts endpoint's.
+	MetricsServer httpserve.Config
 
 	// API, when not nil, serves the HTTP API (internal/api) on APIAddr
 	// (required then) with this configuration. Its Pool, the API's own
@@ -278,7 +286,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 		}
 	}
 	if cfg.MetricsAddr != "" {
-		if err := e.addMetricsEndpoint(cfg.Registry, cfg.MetricsAddr); err != nil {
+		if err := e.addMetricsEndpoint(cfg.Registry, cfg.MetricsAddr, cfg.MetricsServer); err != nil {
 			return nil, err
 		}
 	}
@@ -466,7 +474,7 @@ func (e *Engine) addMaintenance(cfg maintenance.Config) error {
 // addMetricsEndpoint binds the metrics listener, which serves from now on:
 // a bad address stops New. The channels are reported in the backlog gauges
 // even when empty; /readyz fails while the dispatcher reports a stall.
-func (e *Engine) addMetricsEndpoint(reg *prometheus.Registry, addr string) error {
+func (e *Engine) addMetricsEndpoint(reg *prometheus.Registry, addr string, cfg httpserve.Config) error {
 	logger := e.component("metrics")
 	for _, c := range []prometheus.Collector{
 		collectors.NewGoCollector(),
@@ -483,20 +491,18 @@ func (e *Engine) addMetricsEndpoint(reg *prometheus.Registry, addr string) error
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bound, done, err := metrics.Server(ctx, addr, h)
+	scfg := cfg
+	scfg.Logger = cmp.Or(scfg.Logger, logger)
+	srv, err := httpserve.New(h, &scfg)
 	if err != nil {
-		cancel()
+		return fmt.Errorf("new engine: MetricsServer: %w", err)
+	}
+	ln, err := httpserve.Listen(context.Background(), "metrics", addr)
+	if err != nil {
 		return &MetricsAddrError{Err: err}
 	}
-	e.closers = append(e.closers, cancel)
-	e.metricsAddr = bound
-	e.parts = append(e.parts, part{"metrics", func(ctx context.Context) error {
-		logger.Info("metrics endpoint listening", "addr", bound.String())
-		<-ctx.Done()
-		cancel()
-		return <-done
-	}})
+	e.metricsAddr = ln.Addr()
+	e.serveNow("metrics", "metrics endpoint listening", logger, srv, ln)
 	return nil
 }
 
@@ -519,21 +525,35 @@ func (e *Engine) addReceipts(cfg *Config, w *planeWatcher) error {
 	}
 	h := receipt.Handler(receipt.HandlerConfig{Pool: e.pool, ReceiptsFunc: w.receiptsOf,
 		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics})
-	ctx, cancel := context.WithCancel(context.Background())
-	bound, done, err := metrics.Server(ctx, cfg.ReceiptsAddr, h)
+	scfg := cfg.ReceiptsServer
+	scfg.Logger = cmp.Or(scfg.Logger, mcfg.Logger)
+	srv, err := httpserve.New(h, &scfg)
 	if err != nil {
-		cancel()
+		return fmt.Errorf("new engine: ReceiptsServer: %w", err)
+	}
+	ln, err := httpserve.Listen(context.Background(), "receipts", cfg.ReceiptsAddr)
+	if err != nil {
 		return fmt.Errorf("receipts endpoint: %w", err)
 	}
+	e.receiptsAddr = ln.Addr()
+	e.serveNow("receipts endpoint", "receipts endpoint listening", mcfg.Logger, srv, ln)
+	return nil
+}
+
+// serveNow serves srv on ln from now on (before Run, so that health
+// checks answer while the engine starts) as part name, which logs msg and
+// stops it once Run's context is done; Close stops it too.
+func (e *Engine) serveNow(name, msg string, logger *slog.Logger, srv *httpserve.Server, ln net.Listener) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
 	e.closers = append(e.closers, cancel)
-	e.receiptsAddr = bound
-	e.parts = append(e.parts, part{"receipts endpoint", func(ctx context.Context) error {
-		mcfg.Logger.Info("receipts endpoint listening", "addr", bound.String())
+	e.parts = append(e.parts, part{name, func(ctx context.Context) error {
+		logger.Info(msg, "addr", ln.Addr().String())
 		<-ctx.Done()
 		cancel()
 		return <-done
 	}})
-	return nil
 }
 
 // ReceiptsAddr returns the address the receipts endpoint listens on; nil

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -172,31 +171,4 @@ func writeCheck(w http.ResponseWriter, logger *slog.Logger, name string, chk Che
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	_ = json.NewEncoder(w).Encode(chk)
-}
-
-// Server serves handler on addr until ctx is done, then shuts down
-// gracefully (five seconds at most). It returns once the listener is bound,
-// with the address it is bound to (addr may name port 0), and a channel that
-// receives the serve loop's error, or nil after a clean shutdown.
-func Server(ctx context.Context, addr string, handler http.Handler) (net.Addr, <-chan error, error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen on metrics address %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	return ln.Addr(), done, nil
 }

@@ -223,25 +223,6 @@ func TestHealthzIsUnavailableWithoutADatabase(t *testing.T) {
 	}
 }
 
-func TestServerServesUntilContextIsDone(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: b.pool, Gatherer: metrics.NewRegistry()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, done, err := metrics.Server(ctx, "127.0.0.1:0", h)
-	require.NoError(t, err)
-	code, _ := get(t, "http://"+addr.String()+"/healthz")
-	require.Equal(t, http.StatusOK, code)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("server did not shut down")
-	}
-}
-
 func TestNewHandlerNamesAMissingField(t *testing.T) {
 	t.Parallel()
 	_, err := metrics.NewHandler(&metrics.HandlerConfig{Gatherer: metrics.NewRegistry()})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -43,8 +44,10 @@ const Path = "/receipts/"
 // stored all the same, as malformed, and answered 200, so the provider
 // does not send it again. It answers 401 to a request without the
 // provider's token, 404 for a provider that sends no receipts, 405 for
-// the wrong method, 413 for a body over 64 KiB, and 503 when it could not
-// store the receipt (the provider will send it again).
+// the wrong method, 408 for a body that did not arrive within the
+// server's read timeout (engine.Config.ReceiptsServer), 413 for a body
+// over 64 KiB, and 503 when it could not store the receipt (the provider
+// will send it again).
 func Handler(cfg HandlerConfig) http.Handler {
 	log := cfg.Logger
 	if log == nil {
@@ -86,6 +89,12 @@ func Handler(cfg HandlerConfig) http.Handler {
 		rec, err := read(r, rc)
 		if errors.Is(err, errTooLarge) {
 			http.Error(w, "receipt too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		var netErr net.Error
+		if errors.As(err, &netErr) && netErr.Timeout() {
+			log.Warn("client too slow: the receipt's body did not arrive within the read timeout", "provider", provider)
+			http.Error(w, "client too slow: the body did not arrive in time", http.StatusRequestTimeout)
 			return
 		}
 		if err != nil {
