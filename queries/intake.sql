@@ -22,6 +22,12 @@
 -- herald_relay role an administrator dropped, makes the entry untrusted
 -- instead of stalling the intake.
 --
+-- The batch's transaction waits at most @lock_timeout for a lock (set here,
+-- for the transaction, at no extra round trip): a producer's own open
+-- transaction may hold what an entry needs (its campaign's row, an
+-- idempotency key it is inserting). Entries the worker set aside for that
+-- are left out: those of @skip_ids, and those inserted by @skip_logins.
+--
 -- locked: the oldest @max_entries entries no other worker holds, with what
 -- each would load and whether its login is trusted. A CTE with FOR UPDATE is
 -- always materialized, so the locking scan runs once.
@@ -45,6 +51,9 @@ WITH locked AS MATERIALIZED (
             WHERE login.rolname = intake.submitted_by
         ), false) AS trusted
     FROM herald.intake
+    WHERE id <> ALL (@skip_ids::bigint[])
+        AND submitted_by <> ALL (@skip_logins::text[])
+        AND (SELECT set_config('lock_timeout', @lock_timeout::text, true)) IS NOT NULL
     ORDER BY id
     LIMIT @max_entries
     FOR UPDATE SKIP LOCKED

@@ -389,6 +389,60 @@ dead_lettered AS (
 )
 SELECT notification_id, route_id FROM updated;
 
+-- name: RouteCompletionsLock :many
+-- The routes of a batch of completions that are still theirs to write
+-- (unfinished, claimed, with the attempt and lease each completion names),
+-- each with whether this transaction now holds its row: the rows are locked
+-- FOR UPDATE SKIP LOCKED, so a row another transaction holds (a producer's
+-- cancel in its own open transaction) is returned with locked false rather
+-- than waited for. A completion whose route is not returned is fenced out.
+-- The dispatcher runs it, and RouteCompleteMany for the locked routes, in
+-- one transaction, when a completion batch waited its lock_timeout for a
+-- row: the others' routes are written, the held ones set aside.
+WITH d AS (
+    SELECT unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@attempts::integer[]) AS attempt,
+        unnest(@lease_untils::timestamptz[]) AS lease_until
+),
+locked AS MATERIALIZED (
+    SELECT r.notification_id, r.route_id
+    FROM herald.routes AS r
+    JOIN d ON r.notification_id = d.notification_id AND r.route_id = d.route_id
+    WHERE r.finished_at IS NULL AND r.status = 'claimed'
+        AND r.attempt_count = d.attempt AND r.lease_until = d.lease_until
+    FOR UPDATE OF r SKIP LOCKED
+)
+SELECT r.notification_id, r.route_id, (l.route_id IS NOT NULL)::boolean AS locked
+FROM herald.routes AS r
+JOIN d ON r.notification_id = d.notification_id AND r.route_id = d.route_id
+LEFT JOIN locked AS l ON l.notification_id = r.notification_id AND l.route_id = r.route_id
+WHERE r.finished_at IS NULL AND r.status = 'claimed'
+    AND r.attempt_count = d.attempt AND r.lease_until = d.lease_until;
+
+-- name: RouteLockHolders :one
+-- Who may hold routes' rows right now: the sessions of other logins than
+-- the caller's (the engine's) that write herald.routes in an open
+-- transaction, each one's login, pid and how long its transaction has been
+-- open when the caller may see that, oldest first. A row's lock names no
+-- session PostgreSQL shows (its xmax may be a subtransaction's, which
+-- pg_locks no longer lists once it is done): the writers of the table are
+-- the candidates, and the one whose transaction has been open for long is
+-- the holder. What the dispatcher says when it sets completions aside.
+SELECT coalesce(string_agg(format('%s (pid %s) writes herald.routes%s',
+        coalesce(a.usename::text, '?'), l.pid,
+        CASE WHEN a.xact_start IS NULL THEN ''
+            ELSE format(', in a transaction open %s', date_trunc('second', now() - a.xact_start)) END),
+        '; ' ORDER BY a.xact_start NULLS FIRST, l.pid),
+    'no other session writes herald.routes now')::text AS holders
+FROM pg_catalog.pg_locks AS l
+LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'relation' AND l.granted AND l.mode = 'RowExclusiveLock'
+    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = current_database())
+    AND l.relation = 'herald.routes'::regclass
+    AND l.pid <> pg_backend_pid()
+    AND a.usename IS DISTINCT FROM current_user;
+
 -- name: RouteReleaseLeases :execrows
 -- Gives back claimed routes whose delivery never started (shutdown): due
 -- again at once, and the attempt taken at claim is handed back, because

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -36,6 +37,15 @@ const (
 	DefaultWorkerBatchBytes = 8 << 20
 	// DefaultWorkerPollInterval is the default WorkerConfig.PollInterval.
 	DefaultWorkerPollInterval = time.Second
+	// DefaultWorkerLockTimeout is the default WorkerConfig.LockTimeout.
+	DefaultWorkerLockTimeout = time.Second
+)
+
+// Bounds of how long an entry set aside behind a producer's lock waits
+// before it is tried again: doubling from the first to the second.
+const (
+	minDeferral = time.Second
+	maxDeferral = 30 * time.Second
 )
 
 // Results an intake entry can have, as passed to WorkerConfig.ResultFunc
@@ -91,6 +101,13 @@ type WorkerConfig struct {
 	// before it is read again; default content.DefaultRulesMaxAge,
 	// negative reads it for every batch.
 	ContentRulesMaxAge time.Duration
+	// LockTimeout is the longest a batch's statements wait for a lock
+	// (lock_timeout). A producer's own open transaction may hold what one
+	// of its entries needs (its campaign's row, an idempotency key it is
+	// inserting): a batch that times out is settled entry by entry, and an
+	// entry that waits in vain is set aside, left in the intake and tried
+	// again later, so the other entries go through. Default 1s.
+	LockTimeout time.Duration
 	// TracerProvider, when set, makes a span (herald.intake.validate) of
 	// each batch that claimed entries: a root span whose context the
 	// batch's intents without a trace_id store as theirs (see Accept). Nil
@@ -110,6 +127,8 @@ func (c *WorkerConfig) validate() error {
 		return errors.New("PollInterval must be at least 1ms")
 	case c.IdempotencyWindow != 0 && c.IdempotencyWindow < time.Second:
 		return errors.New("IdempotencyWindow must be at least 1s")
+	case c.LockTimeout != 0 && c.LockTimeout < time.Millisecond:
+		return errors.New("LockTimeout must be at least 1ms")
 	}
 	return nil
 }
@@ -131,6 +150,14 @@ type Worker struct {
 	now        func() time.Time
 	tracer     trace.Tracer // nil: no spans
 	content    *content.Checker
+	lockWait   string // lock_timeout, as set_config takes it
+
+	// deferred are the entries set aside behind a lock a producer holds,
+	// until they are tried again: by entry id ("id:<n>") for a trusted
+	// login's entry, by login ("login:<name>") for an untrusted login's,
+	// whose entries are all its producer's own.
+	mu       sync.Mutex
+	deferred map[string]*deferral
 
 	afterClaim func(batch []intakeEntry) // test hook: called after each batch is claimed
 }
@@ -158,6 +185,8 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
 		content:    content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: cfg.Logger}),
+		lockWait:   fmt.Sprintf("%dms", cmp.Or(cfg.LockTimeout, DefaultWorkerLockTimeout).Milliseconds()),
+		deferred:   map[string]*deferral{},
 	}
 	if cfg.TracerProvider != nil {
 		w.tracer = tracing.Tracer(cfg.TracerProvider)
@@ -245,7 +274,7 @@ func (w *Worker) listen(ctx context.Context, woken chan<- struct{}, listening ch
 func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err error) {
 	for {
 		a, m, n, more, _, err := w.drainBatch(ctx, w.batch)
-		if err != nil && refusedByDatabase(err) {
+		if err != nil && (refusedByDatabase(err) || lockTimedOut(err)) {
 			// Some entry of the batch passed validation but the database
 			// refused it. Settle the batch's entries one at a time, so that
 			// entry is set aside and the rest flow.
@@ -311,32 +340,145 @@ func refusedByDatabase(err error) bool {
 		pgErr.Code == pgerrcode.InsufficientPrivilege
 }
 
+// lockTimedOut reports whether err is a statement canceled by its
+// lock_timeout (55P03).
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.LockNotAvailable
+}
+
 // isolate settles up to one batch of entries one transaction each, after a
 // batch failed with cause. An entry the database refuses on its own is
 // recorded in malformed_intents as rejected_by_database, with the
 // database's message, and removed from the intake: nothing is lost, and one
-// entry cannot stall the intake.
+// entry cannot stall the intake. An entry that waited its lock_timeout is
+// deferred: left in the intake and tried again later.
 func (w *Worker) isolate(ctx context.Context, cause error) (accepted, malformed, n int, err error) {
-	w.logger.WarnContext(ctx, "intake batch refused by the database; settling its entries one by one", slog.Any("err", cause))
+	if lockTimedOut(cause) {
+		w.logger.WarnContext(ctx, "intake batch waited too long for a lock; settling its entries one by one", slog.Any("err", cause))
+	} else {
+		w.logger.WarnContext(ctx, "intake batch refused by the database; settling its entries one by one", slog.Any("err", cause))
+	}
+	waits := 0 // lock timeouts in a row
 	for n < w.batch {
-		a, m, took, _, id, err := w.drainBatch(ctx, 1)
+		a, m, took, _, first, err := w.drainBatch(ctx, 1)
 		if took == 0 && err == nil {
 			return accepted, malformed, n, nil // the intake is empty
 		}
 		if err != nil {
-			if !refusedByDatabase(err) || id == 0 {
+			switch {
+			case first.id == 0:
+				return accepted, malformed, n, err
+			case lockTimedOut(err):
+				w.deferEntry(ctx, first, err)
+				if waits++; waits == maxWaitsInARow {
+					// A lock on a whole table (a maintenance step) holds
+					// every entry up: this round ends, the next drain
+					// tries again.
+					return accepted, malformed, n + 1, err
+				}
+				m, took = 0, 1
+			case refusedByDatabase(err):
+				if err := w.setAside(ctx, first.id, err); err != nil {
+					return accepted, malformed, n, err
+				}
+				m, took = 1, 1
+			default:
 				return accepted, malformed, n, err
 			}
-			if err := w.setAside(ctx, id, err); err != nil {
-				return accepted, malformed, n, err
-			}
-			m, took = 1, 1
+		}
+		if err == nil {
+			waits = 0
 		}
 		accepted += a
 		malformed += m
 		n += took
 	}
 	return accepted, malformed, n, nil
+}
+
+// maxWaitsInARow is how many entries in a row an isolating round sets
+// aside behind locks before it ends.
+const maxWaitsInARow = 3
+
+// deferral is how long entries set aside behind a lock wait.
+type deferral struct {
+	until time.Time
+	delay time.Duration
+}
+
+// deferralKey is what an entry set aside is left out of claims by: its
+// login when untrusted (every entry of that login is its producer's own,
+// and they keep their order), else its id.
+func deferralKey(e intakeEntry) string {
+	if e.trusted {
+		return "id:" + strconv.FormatInt(e.id, 10)
+	}
+	return "login:" + e.submittedBy
+}
+
+// deferEntry sets entry e aside after its transaction waited its
+// lock_timeout: it stays in the intake, left out of claims for a while
+// that doubles each time, and the log names who holds the locks an entry
+// waits for.
+func (w *Worker) deferEntry(ctx context.Context, e intakeEntry, cause error) {
+	k := deferralKey(e)
+	w.mu.Lock()
+	d := w.deferred[k]
+	if d == nil {
+		d = &deferral{}
+		w.deferred[k] = d
+	}
+	d.delay = min(max(2*d.delay, minDeferral), maxDeferral)
+	d.until = time.Now().Add(d.delay)
+	retryIn := d.delay
+	w.mu.Unlock()
+	holders, err := store.New().LockHolders(ctx, w.pool, []string{"herald.campaigns", "herald.idempotency_keys"})
+	if err != nil {
+		holders = "unknown: " + err.Error()
+	}
+	_, producer, _ := intake.PartialFields([]byte(e.body))
+	w.logger.WarnContext(ctx, "intake entry waits for a lock another transaction holds; set aside, tried again later",
+		slog.Int64("intake_id", e.id), slog.String("producer", metricProducer(producer)),
+		slog.String("submitted_by", e.submittedBy), slog.Duration("retry_in", retryIn),
+		slog.String("holders", holders), slog.Any("err", cause))
+}
+
+// skipped returns the entry ids and logins claims leave out now (empty,
+// not nil: a NULL array would leave out every entry).
+func (w *Worker) skipped() (ids []int64, logins []string) {
+	ids, logins = []int64{}, []string{}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, d := range w.deferred {
+		if !now.Before(d.until) {
+			if now.Sub(d.until) > maxDeferral {
+				// Long over (settled by another worker, say): forgotten.
+				delete(w.deferred, k)
+			}
+			continue
+		}
+		if login, ok := strings.CutPrefix(k, "login:"); ok {
+			logins = append(logins, login)
+		} else if id, err := strconv.ParseInt(strings.TrimPrefix(k, "id:"), 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, logins
+}
+
+// settled forgets the deferrals of entries now settled: their waits are
+// over.
+func (w *Worker) settled(entries []intakeEntry) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.deferred) == 0 {
+		return
+	}
+	for _, e := range entries {
+		delete(w.deferred, deferralKey(e))
+	}
 }
 
 // setAside records intake entry id as rejected_by_database with the
@@ -399,28 +541,32 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 // drainBatch takes up to limit entries (and BatchBytes of bodies) off the
 // intake and settles them in one transaction; n is the number of entries
 // taken, more whether entries may be left that this batch could have taken
-// but for its bounds, and firstID the id of the first (0 if none), so a
+// but for its bounds, and first the first entry (id 0 if none), so a
 // failed batch of one names its entry.
-func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, more bool, firstID int64, err error) {
+func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, more bool, first intakeEntry, err error) {
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, 0, false, 0, fmt.Errorf("begin intake batch: %w", err)
+		return 0, 0, 0, false, first, fmt.Errorf("begin intake batch: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
 
 	q := store.New()
 	began := time.Now()
+	skipIDs, skipLogins := w.skipped()
 	rows, err := q.IntakeClaimBatch(ctx, tx, store.IntakeClaimBatchParams{
 		MaxEntries:    int32(limit),
 		MaxBatchBytes: int64(w.batchBytes),
 		MaxEntryBytes: int32(w.limits.MaxEntryBytes),
 		ExcerptChars:  intake.RawFieldsExcerpt,
+		SkipIds:       skipIDs,
+		SkipLogins:    skipLogins,
+		LockTimeout:   w.lockWait,
 	})
 	if err != nil {
-		return 0, 0, 0, false, 0, fmt.Errorf("claim intake batch: %w", err)
+		return 0, 0, 0, false, first, fmt.Errorf("claim intake batch: %w", err)
 	}
 	if len(rows) == 0 {
-		return 0, 0, 0, false, 0, nil
+		return 0, 0, 0, false, first, nil
 	}
 	if w.tracer != nil {
 		var span trace.Span
@@ -442,7 +588,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	for i, r := range rows {
 		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes), submittedBy: r.SubmittedBy, trusted: r.Trusted, reviewed: r.Reviewed}
 	}
-	firstID = entries[0].id
+	first = entries[0]
 	if w.afterClaim != nil {
 		w.afterClaim(entries)
 	}
@@ -483,7 +629,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 	}
 	verdicts, err := w.content.Check(ctx, tx, valid, w.limits, &content.CheckOpts{Reviewed: reviewed})
 	if err != nil {
-		return 0, 0, 0, false, firstID, fmt.Errorf("check intake batch's content: %w", err)
+		return 0, 0, 0, false, first, fmt.Errorf("check intake batch's content: %w", err)
 	}
 	kept := 0
 	for j, v := range valid {
@@ -497,7 +643,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 				Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
 				Body: e.body, RuleID: verdict.Held.Rule.ID, Rule: verdict.Held.Rule.String(), Part: verdict.Held.Part, SubmittedBy: e.submittedBy,
 			}); err != nil {
-				return 0, 0, 0, false, firstID, fmt.Errorf("hold intake entry %d for review: %w", e.id, err)
+				return 0, 0, 0, false, first, fmt.Errorf("hold intake entry %d for review: %w", e.id, err)
 			}
 			results = append(results, resultOf{v.Intent.Producer, ResultHeld})
 			continue
@@ -512,7 +658,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		hint := HintChannel(valid)
 		outcomes, err := Accept(ctx, tx, valid, Params{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
 		if err != nil {
-			return 0, 0, 0, false, firstID, fmt.Errorf("accept intake batch: %w", err)
+			return 0, 0, 0, false, first, fmt.Errorf("accept intake batch: %w", err)
 		}
 		for j, o := range outcomes {
 			v := valid[j]
@@ -570,12 +716,13 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			results = append(results, resultOf{metricProducer(producer), result})
 		}
 		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
-			return 0, 0, 0, false, firstID, fmt.Errorf("record malformed intents: %w", err)
+			return 0, 0, 0, false, first, fmt.Errorf("record malformed intents: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, 0, false, firstID, fmt.Errorf("commit intake batch: %w", err)
+		return 0, 0, 0, false, first, fmt.Errorf("commit intake batch: %w", err)
 	}
+	w.settled(entries)
 	for _, b := range bad {
 		w.logger.InfoContext(ctx, "intake entry malformed", slog.Int64("intake_id", b.entry.id),
 			slog.String("failure_code", string(b.code)), slog.String("producer", b.producer),
@@ -586,7 +733,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			w.result(r.producer, r.result)
 		}
 	}
-	return accepted, len(bad), len(entries), more, firstID, nil
+	return accepted, len(bad), len(entries), more, first, nil
 }
 
 // rawFields returns e's malformed_intents.raw_fields: intake.RawFields of

@@ -105,9 +105,41 @@ func (c *completer) start(ctx context.Context) <-chan struct{} {
 
 func (c *completer) work(ctx context.Context, prog *progress) {
 	batch := make([]completion, 0, c.d.batchSize)
+	// held are completions whose routes another transaction holds (a
+	// producer's cancel in its own open transaction): tried again, without
+	// waiting for their rows, every heldDelay until written or fenced out.
+	var held []completion
+	heldDelay := minCompleteDelay
+	retry := time.NewTimer(0)
+	<-retry.C
+	defer retry.Stop()
 	for {
-		first, ok := <-c.in
+		var first completion
+		ok := true
+		if len(held) == 0 {
+			first, ok = <-c.in
+		} else {
+			select {
+			case first, ok = <-c.in:
+			case <-retry.C:
+				held = c.flushHeld(ctx, prog, held)
+				heldDelay = min(2*heldDelay, maxCompleteDelay)
+				if len(held) == 0 {
+					heldDelay = minCompleteDelay
+				} else {
+					retry.Reset(heldDelay)
+				}
+				continue
+			}
+		}
 		if !ok {
+			// Shutting down: the held completions are tried until written
+			// or ctx ends (then their leases expire: at-least-once).
+			for len(held) > 0 && pause.For(ctx, heldDelay) == nil {
+				held = c.flushHeld(ctx, prog, held)
+				heldDelay = min(2*heldDelay, maxCompleteDelay)
+			}
+			c.release(held)
 			return
 		}
 		batch = append(batch[:0], first)
@@ -123,33 +155,63 @@ func (c *completer) work(ctx context.Context, prog *progress) {
 				break drain
 			}
 		}
-		c.flush(ctx, prog, batch)
+		more := c.flush(ctx, prog, batch)
+		if len(more) > 0 {
+			if len(held) == 0 {
+				retry.Reset(heldDelay)
+			}
+			held = append(held, more...)
+		}
+	}
+}
+
+// release counts completions out of hand: written, fenced out or given up.
+func (c *completer) release(xs []completion) {
+	if len(xs) == 0 {
+		return
+	}
+	c.d.stats.inHand.Add(-int64(len(xs)))
+	if c.d.metrics == nil {
+		return
+	}
+	perChannel := map[string]int{}
+	for _, x := range xs {
+		perChannel[x.channel]++
+	}
+	for ch, n := range perChannel {
+		c.d.metrics.InFlight(ch, -n)
 	}
 }
 
 // flush writes one batch, retrying database errors until ctx ends (then the
 // routes' leases expire and they are attempted again: at-least-once). prog
-// is the calling worker's.
-func (c *completer) flush(ctx context.Context, prog *progress, batch []completion) {
+// is the calling worker's. held are the completions whose routes another
+// transaction holds: still in hand, for the caller to try again later
+// (flushHeld).
+//
+// The batch's statement waits for a row at most the dispatcher's
+// lock_timeout. Routes are locked only by the engine's own short
+// statements, and by a producer's notification_cancel, which a producer
+// may run in a transaction it keeps open: so a batch that timed out is
+// settled (settle) without waiting for any row, and only the held routes'
+// completions wait, not the batch's other routes, every producer's.
+func (c *completer) flush(ctx context.Context, prog *progress, batch []completion) (held []completion) {
 	// Written, fenced out or given up: out of hand either way.
-	defer func() {
-		c.d.stats.inHand.Add(-int64(len(batch)))
-		if c.d.metrics == nil {
-			return
-		}
-		perChannel := map[string]int{}
-		for _, x := range batch {
-			perChannel[x.channel]++
-		}
-		for ch, n := range perChannel {
-			c.d.metrics.InFlight(ch, -n)
-		}
-	}()
+	defer func() { c.release(without(batch, held)) }()
 	ctx, span := c.completeSpan(ctx, batch)
 	defer span.End()
-	rows, ok := c.write(ctx, prog, span, batch, true)
+	rows, ok, locked := c.write(ctx, prog, span, batch, true)
 	if !ok {
-		return
+		return nil
+	}
+	if locked {
+		rows, held, ok = c.settle(ctx, prog, batch)
+		if !ok {
+			return nil
+		}
+		c.holdersOf(ctx, held)
+		c.record(without(batch, held), rows)
+		return held
 	}
 	// A route updated since its claim has a new tuple id, and its
 	// completion matched nothing. Most such routes have moved on (canceled,
@@ -165,7 +227,11 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 			}
 		}
 		if len(moved) > 0 {
-			more, ok := c.write(ctx, prog, span, moved, false)
+			more, ok, locked := c.write(ctx, prog, span, moved, false)
+			if ok && locked {
+				more, held, ok = c.settle(ctx, prog, moved)
+				c.holdersOf(ctx, held)
+			}
 			if !ok {
 				// Shutting down: count what the first statement wrote;
 				// the moved routes come due again when their leases end.
@@ -173,7 +239,7 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 					_, ok := written[writtenKey{x.notificationID, x.routeID}]
 					return !ok
 				}), rows)
-				return
+				return nil
 			}
 			rows = append(rows, more...)
 		}
@@ -181,15 +247,177 @@ func (c *completer) flush(ctx context.Context, prog *progress, batch []completio
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("herald.batch.written", len(rows)))
 	}
-	c.record(batch, rows)
+	c.record(without(batch, held), rows)
+	return held
+}
+
+// without returns xs less the completions of the routes in drop.
+func without(xs, drop []completion) []completion {
+	if len(drop) == 0 {
+		return xs
+	}
+	return slices.DeleteFunc(slices.Clone(xs), func(x completion) bool {
+		return slices.ContainsFunc(drop, func(h completion) bool {
+			return h.notificationID == x.notificationID && h.routeID == x.routeID
+		})
+	})
+}
+
+// flushHeld tries the held completions again without waiting for their
+// rows, and returns those still held.
+func (c *completer) flushHeld(ctx context.Context, prog *progress, held []completion) []completion {
+	ctx, span := c.completeSpan(ctx, held)
+	defer span.End()
+	rows, still, ok := c.settle(ctx, prog, held)
+	if !ok {
+		return held
+	}
+	done := without(held, still)
+	c.record(done, rows)
+	c.release(done)
+	if len(done) > 0 {
+		c.d.log.Info("held completions settled: their routes were let go", "routes", len(done), "still_held", len(still))
+	}
+	return still
+}
+
+// settle writes the completions whose routes no other transaction holds,
+// in one transaction that locks them first with SKIP LOCKED (a fenced-out
+// completion is dropped as in write), and returns the rest as held. Other
+// database errors are retried until ctx ends; ok is false when it gave up.
+// A table lock that outlasts lock_timeout holds the whole batch.
+func (c *completer) settle(ctx context.Context, prog *progress, xs []completion) (rows []store.RouteCompleteManyRow, held []completion, ok bool) {
+	delay := minCompleteDelay
+	racedOnce := false
+	for {
+		prog.begin()
+		rows, held, err := c.settleOnce(ctx, xs)
+		if err == nil {
+			prog.done()
+			return rows, held, true
+		}
+		if raced(err) && !racedOnce && ctx.Err() == nil {
+			racedOnce = true
+			continue
+		}
+		if ctx.Err() != nil {
+			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
+				"routes", len(xs), "err", err)
+			return nil, nil, false
+		}
+		prog.fail(opComplete, err, delay, batchChannels(xs)...)
+		if timeoutKind(err) == "lock" {
+			return nil, xs, true
+		}
+		if pause.For(ctx, delay) != nil {
+			return nil, nil, false
+		}
+		delay = min(2*delay, maxCompleteDelay)
+	}
+}
+
+func (c *completer) settleOnce(ctx context.Context, xs []completion) (rows []store.RouteCompleteManyRow, held []completion, err error) {
+	tx, err := c.d.pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	lp := store.RouteCompletionsLockParams{}
+	for _, x := range xs {
+		lp.NotificationIds = append(lp.NotificationIds, x.notificationID)
+		lp.RouteIds = append(lp.RouteIds, x.routeID)
+		lp.Attempts = append(lp.Attempts, x.attempt)
+		lp.LeaseUntils = append(lp.LeaseUntils, x.leaseUntil)
+	}
+	live, err := c.d.q.RouteCompletionsLock(ctx, tx, lp)
+	if err != nil {
+		return nil, nil, err
+	}
+	state := make(map[writtenKey]bool, len(live))
+	for _, r := range live {
+		state[writtenKey{r.NotificationID, r.RouteID}] = r.Locked
+	}
+	var mine []completion
+	for _, x := range xs {
+		locked, ok := state[writtenKey{x.notificationID, x.routeID}]
+		switch {
+		case !ok: // fenced out
+		case locked:
+			mine = append(mine, x)
+		default:
+			held = append(held, x)
+		}
+	}
+	if len(mine) > 0 {
+		if rows, err = c.d.q.RouteCompleteMany(ctx, tx, c.params(mine, false)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, held, tx.Commit(ctx)
+}
+
+// holdersOf logs the held completions' routes and who may hold them.
+func (c *completer) holdersOf(ctx context.Context, held []completion) {
+	if len(held) == 0 {
+		return
+	}
+	ids := make([]string, len(held))
+	for i, x := range held {
+		ids[i] = x.notificationID + " " + x.routeID
+	}
+	holders, err := c.d.q.RouteLockHolders(ctx, c.d.pool)
+	if err != nil {
+		holders = "unknown: " + err.Error()
+	}
+	c.d.log.Warn("completions set aside: another transaction holds their routes; the batch's other routes are written, these are tried again until it lets go",
+		"routes", ids, "channels", batchChannels(held), "holders", holders)
 }
 
 // write runs RouteCompleteMany for batch, each completion addressed by its
 // tuple id when byTid (else by its primary key), retrying database errors
-// until ctx ends. ok is false when it gave up.
-func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, batch []completion, byTid bool) (rows []store.RouteCompleteManyRow, ok bool) {
+// until ctx ends. ok is false when it gave up; locked is true when the
+// statement waited its lock_timeout (nothing was written: the caller
+// settles the batch).
+func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, batch []completion, byTid bool) (rows []store.RouteCompleteManyRow, ok, locked bool) {
+	p := c.params(batch, byTid)
+	delay := minCompleteDelay
+	racedOnce := false
+	for {
+		prog.begin()
+		rows, err := c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
+		if err == nil {
+			prog.done()
+			return rows, true, false
+		}
+		// A batch with a route a cancel finished (moved) meanwhile is
+		// written again at once, once: that route is then fenced out.
+		if raced(err) && !racedOnce && ctx.Err() == nil {
+			racedOnce = true
+			c.d.log.Debug("completion raced a route's move; writing the batch again", "routes", len(batch))
+			continue
+		}
+		if ctx.Err() != nil {
+			span.SetStatus(codes.Error, "gave up: shutting down")
+			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
+				"routes", len(batch), "err", err)
+			return nil, false, false
+		}
+		prog.fail(opComplete, err, delay, batchChannels(batch)...)
+		if timeoutKind(err) == "lock" {
+			return nil, true, true
+		}
+		if pause.For(ctx, delay) != nil {
+			return nil, false, false
+		}
+		delay = min(2*delay, maxCompleteDelay)
+	}
+}
+
+// params are RouteCompleteMany's for xs, each addressed by its tuple id
+// when byTid, else by its primary key.
+func (c *completer) params(xs []completion, byTid bool) store.RouteCompleteManyParams {
 	p := store.RouteCompleteManyParams{Now: c.d.now()}
-	for _, x := range batch {
+	for _, x := range xs {
 		p.NotificationIds = append(p.NotificationIds, x.notificationID)
 		p.RouteIds = append(p.RouteIds, x.routeID)
 		tid := x.tid
@@ -211,34 +439,7 @@ func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, 
 		p.Providers = append(p.Providers, x.provider)
 		p.ReceiptKeys = append(p.ReceiptKeys, x.receiptKey)
 	}
-	delay := minCompleteDelay
-	racedOnce := false
-	for {
-		prog.begin()
-		rows, err := c.d.q.RouteCompleteMany(ctx, c.d.pool, p)
-		if err == nil {
-			prog.done()
-			return rows, true
-		}
-		// A batch with a route a cancel finished (moved) meanwhile is
-		// written again at once, once: that route is then fenced out.
-		if raced(err) && !racedOnce && ctx.Err() == nil {
-			racedOnce = true
-			c.d.log.Debug("completion raced a route's move; writing the batch again", "routes", len(batch))
-			continue
-		}
-		if ctx.Err() != nil {
-			span.SetStatus(codes.Error, "gave up: shutting down")
-			c.d.log.Error("complete routes: giving up; they come due again when their leases end",
-				"routes", len(batch), "err", err)
-			return nil, false
-		}
-		prog.fail(opComplete, err, delay, batchChannels(batch)...)
-		if pause.For(ctx, delay) != nil {
-			return nil, false
-		}
-		delay = min(2*delay, maxCompleteDelay)
-	}
+	return p
 }
 
 // writtenKey names a written route.

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,6 +53,7 @@ type routeSpec struct {
 	priority    int16
 	expiresAt   *time.Time
 	sendAt      *time.Time
+	producer    string // "shop" when empty
 }
 
 type routeKey struct{ notificationID, routeID string }
@@ -77,7 +79,7 @@ func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
 		keys[i] = routeKey{nid, rid}
 		p.NotificationIds = append(p.NotificationIds, nid)
 		p.NotificationTypes = append(p.NotificationTypes, "order.shipped")
-		p.Producers = append(p.Producers, "shop")
+		p.Producers = append(p.Producers, cmp.Or(s.producer, "shop"))
 		p.AudienceKinds = append(p.AudienceKinds, "addresses")
 		p.RecipientUserIds = append(p.RecipientUserIds, []byte(`[]`))
 		p.PayloadJsons = append(p.PayloadJsons, payload)

@@ -26,8 +26,11 @@ WITH locked AS MATERIALIZED (
             WHERE login.rolname = intake.submitted_by
         ), false) AS trusted
     FROM herald.intake
+    WHERE id <> ALL ($4::bigint[])
+        AND submitted_by <> ALL ($5::text[])
+        AND (SELECT set_config('lock_timeout', $6::text, true)) IS NOT NULL
     ORDER BY id
-    LIMIT $4
+    LIMIT $7
     FOR UPDATE SKIP LOCKED
 ),
 budgeted AS (
@@ -63,6 +66,9 @@ type IntakeClaimBatchParams struct {
 	MaxBatchBytes int64
 	MaxEntryBytes int32
 	ExcerptChars  int32
+	SkipIds       []int64
+	SkipLogins    []string
+	LockTimeout   string
 	MaxEntries    int32
 }
 
@@ -99,6 +105,12 @@ type IntakeClaimBatchRow struct {
 // herald_relay role an administrator dropped, makes the entry untrusted
 // instead of stalling the intake.
 //
+// The batch's transaction waits at most @lock_timeout for a lock (set here,
+// for the transaction, at no extra round trip): a producer's own open
+// transaction may hold what an entry needs (its campaign's row, an
+// idempotency key it is inserting). Entries the worker set aside for that
+// are left out: those of @skip_ids, and those inserted by @skip_logins.
+//
 // locked: the oldest @max_entries entries no other worker holds, with what
 // each would load and whether its login is trusted. A CTE with FOR UPDATE is
 // always materialized, so the locking scan runs once.
@@ -112,6 +124,9 @@ func (q *Queries) IntakeClaimBatch(ctx context.Context, db DBTX, arg IntakeClaim
 		arg.MaxBatchBytes,
 		arg.MaxEntryBytes,
 		arg.ExcerptChars,
+		arg.SkipIds,
+		arg.SkipLogins,
+		arg.LockTimeout,
 		arg.MaxEntries,
 	)
 	if err != nil {

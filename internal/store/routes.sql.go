@@ -734,6 +734,76 @@ func (q *Queries) RouteCompleteMany(ctx context.Context, db DBTX, arg RouteCompl
 	return items, nil
 }
 
+const routeCompletionsLock = `-- name: RouteCompletionsLock :many
+WITH d AS (
+    SELECT unnest($1::text[]) AS notification_id,
+        unnest($2::text[]) AS route_id,
+        unnest($3::integer[]) AS attempt,
+        unnest($4::timestamptz[]) AS lease_until
+),
+locked AS MATERIALIZED (
+    SELECT r.notification_id, r.route_id
+    FROM herald.routes AS r
+    JOIN d ON r.notification_id = d.notification_id AND r.route_id = d.route_id
+    WHERE r.finished_at IS NULL AND r.status = 'claimed'
+        AND r.attempt_count = d.attempt AND r.lease_until = d.lease_until
+    FOR UPDATE OF r SKIP LOCKED
+)
+SELECT r.notification_id, r.route_id, (l.route_id IS NOT NULL)::boolean AS locked
+FROM herald.routes AS r
+JOIN d ON r.notification_id = d.notification_id AND r.route_id = d.route_id
+LEFT JOIN locked AS l ON l.notification_id = r.notification_id AND l.route_id = r.route_id
+WHERE r.finished_at IS NULL AND r.status = 'claimed'
+    AND r.attempt_count = d.attempt AND r.lease_until = d.lease_until
+`
+
+type RouteCompletionsLockParams struct {
+	NotificationIds []string
+	RouteIds        []string
+	Attempts        []int32
+	LeaseUntils     []time.Time
+}
+
+type RouteCompletionsLockRow struct {
+	NotificationID string
+	RouteID        string
+	Locked         bool
+}
+
+// The routes of a batch of completions that are still theirs to write
+// (unfinished, claimed, with the attempt and lease each completion names),
+// each with whether this transaction now holds its row: the rows are locked
+// FOR UPDATE SKIP LOCKED, so a row another transaction holds (a producer's
+// cancel in its own open transaction) is returned with locked false rather
+// than waited for. A completion whose route is not returned is fenced out.
+// The dispatcher runs it, and RouteCompleteMany for the locked routes, in
+// one transaction, when a completion batch waited its lock_timeout for a
+// row: the others' routes are written, the held ones set aside.
+func (q *Queries) RouteCompletionsLock(ctx context.Context, db DBTX, arg RouteCompletionsLockParams) ([]RouteCompletionsLockRow, error) {
+	rows, err := db.Query(ctx, routeCompletionsLock,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.Attempts,
+		arg.LeaseUntils,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteCompletionsLockRow{}
+	for rows.Next() {
+		var i RouteCompletionsLockRow
+		if err := rows.Scan(&i.NotificationID, &i.RouteID, &i.Locked); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const routeDeliveryStatusSetMany = `-- name: RouteDeliveryStatusSetMany :many
 UPDATE herald.routes AS r
 SET delivery_status = CASE WHEN d.retry AND r.status = 'published' THEN NULL ELSE d.delivery_status END,
@@ -1158,6 +1228,37 @@ func (q *Queries) RouteLockDue(ctx context.Context, db DBTX, arg RouteLockDuePar
 		return nil, err
 	}
 	return items, nil
+}
+
+const routeLockHolders = `-- name: RouteLockHolders :one
+SELECT coalesce(string_agg(format('%s (pid %s) writes herald.routes%s',
+        coalesce(a.usename::text, '?'), l.pid,
+        CASE WHEN a.xact_start IS NULL THEN ''
+            ELSE format(', in a transaction open %s', date_trunc('second', now() - a.xact_start)) END),
+        '; ' ORDER BY a.xact_start NULLS FIRST, l.pid),
+    'no other session writes herald.routes now')::text AS holders
+FROM pg_catalog.pg_locks AS l
+LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.locktype = 'relation' AND l.granted AND l.mode = 'RowExclusiveLock'
+    AND l.database = (SELECT d.oid FROM pg_catalog.pg_database AS d WHERE d.datname = current_database())
+    AND l.relation = 'herald.routes'::regclass
+    AND l.pid <> pg_backend_pid()
+    AND a.usename IS DISTINCT FROM current_user
+`
+
+// Who may hold routes' rows right now: the sessions of other logins than
+// the caller's (the engine's) that write herald.routes in an open
+// transaction, each one's login, pid and how long its transaction has been
+// open when the caller may see that, oldest first. A row's lock names no
+// session PostgreSQL shows (its xmax may be a subtransaction's, which
+// pg_locks no longer lists once it is done): the writers of the table are
+// the candidates, and the one whose transaction has been open for long is
+// the holder. What the dispatcher says when it sets completions aside.
+func (q *Queries) RouteLockHolders(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, routeLockHolders)
+	var holders string
+	err := row.Scan(&holders)
+	return holders, err
 }
 
 const routeNextDue = `-- name: RouteNextDue :one
