@@ -31,7 +31,7 @@ func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
 	b := accessSetup(t)
 	ctx := context.Background()
 
-	bases := []string{wake.RoutesTopic, wake.IntakeTopic, wake.RoutingTopic, "herald_receipts"}
+	bases := []string{wake.RoutesTopic, wake.VetTopic, wake.IntakeTopic, wake.RoutingTopic, "herald_receipts"}
 	spy, err := b.asA.Acquire(ctx)
 	require.NoError(t, err)
 	defer spy.Release()
@@ -46,8 +46,12 @@ func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
 	defer engine.Release()
 	topic, err := store.New().NotifyTopic(ctx, engine, wake.RoutesTopic)
 	require.NoError(t, err)
-	_, err = engine.Exec(ctx, "LISTEN "+pgx.Identifier{topic}.Sanitize())
+	vetTopic, err := store.New().NotifyTopic(ctx, engine, wake.VetTopic)
 	require.NoError(t, err)
+	for _, name := range []string{topic, vetTopic} {
+		_, err = engine.Exec(ctx, "LISTEN "+pgx.Identifier{name}.Sanitize())
+		require.NoError(t, err)
+	}
 
 	// The producer cannot learn the name.
 	_, err = b.asA.Exec(ctx, `SELECT token FROM herald.notify_secret`)
@@ -60,11 +64,13 @@ func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
 	require.NoError(t, b.asA.QueryRow(ctx, `SELECT string_agg(prosrc, ' ') FROM pg_proc WHERE pronamespace = 'herald'::regnamespace`).Scan(&prosrc))
 	require.NotContains(t, prosrc, topic[len(wake.RoutesTopic)+1:], "no function's text holds the secret")
 
-	// Another producer submits (its Submit still wakes the engine), writes
-	// an SQL-door entry; an operator applies routing.
+	// Another producer submits (its Submit still wakes the engine: the
+	// vetter, which checks a producer's routes first), writes an SQL-door
+	// entry; an operator applies routing.
 	submit(t, b.clientB, b.nameB, "k1")
 	n, err := engine.Conn().WaitForNotification(ctxTimeout(t, 5*time.Second))
 	require.NoError(t, err)
+	require.Equal(t, vetTopic, n.Channel)
 	require.Equal(t, "email", n.Payload)
 	_, err = b.asB.Exec(ctx, `INSERT INTO herald.intake (body) VALUES ('{}')`)
 	require.NoError(t, err)
