@@ -83,9 +83,9 @@ func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
 	require.True(t, errors.Is(err, context.DeadlineExceeded) || pgconnTimeout(err), "the producer heard: %v", err)
 }
 
-// Advisory keys the engine used to serialise migrate runs and routing
-// applies, held by a producer, hold nothing up: an operator's apply goes
-// through, and the row it serialises on is one a producer may not lock.
+// An advisory key, which any login may take, held by a producer on the
+// routing apply's name holds nothing up: an operator's apply serialises
+// on a row a producer may not lock, and goes through.
 func TestProducerAdvisoryLockHoldsUpNoRoutingApply(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
