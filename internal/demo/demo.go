@@ -27,9 +27,15 @@
 // the client refuses), intents over the engine's HTTP API with that
 // producer's key, and raw JSON INSERTed into herald.intake (with malformed
 // entries). The summary adds the delivery statuses and receipts per
-// provider, the callbacks per event, and the HTTP part. A second
-// producer's login then tries to step outside its own rows, and the summary
-// shows each refusal.
+// provider, the callbacks per event, and the HTTP part. Then a long SMS
+// goes to the SMSC, which sends one receipt for its last part; a refuse
+// rule's word, hidden by zero-width, homoglyph and fullwidth tricks, is
+// refused by the Go client and the SQL intake; and two hostile templates
+// (a range over a number, a printf amplification) are refused, one by the
+// check before storing, one by the render budget at submit. A second
+// producer's login then tries to step outside its own rows while the
+// engine runs (including rows written by hand that the engine's vetter
+// dead-letters), and the summary shows each refusal.
 //
 // The public client is the module root, which no internal package imports
 // (see DESIGN.md), so Run reaches it through the Client interface:
@@ -64,6 +70,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -326,9 +333,24 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
 		return err
 	}
-	say("demo: a templated notification to users in pt-BR and fr, and an intent the blocklist refuses…")
-	if sum.Content, err = cd.run(runCtx, pool, client, w.runID, cfg.Timeout); err != nil {
+	say("demo: a templated notification to users in pt-BR and fr, a long SMS over SMPP, intents the blocklist refuses")
+	say("      through the Go client and the SQL intake, and two hostile templates…")
+	if sum.Content, err = cd.run(runCtx, pool, client, w.runID, cfg.Timeout, pl != nil); err != nil {
 		return err
+	}
+	if cd.longID != "" {
+		if sum.LongSMS, err = readLongSMS(runCtx, pool, cd.longID, cfg.Timeout); err != nil {
+			return err
+		}
+	}
+	// The probe runs while the engine does: the rows its second producer
+	// writes by hand meet the engine's vetter.
+	say("demo: a second producer's login tries to step outside its own rows…")
+	if sum.Isolation, err = probeIsolation(runCtx, pool, cfg.NewClientFunc, cd.handDoor()); err != nil {
+		return err
+	}
+	if d := sum.Isolation.ByHand; d != nil {
+		sum.Content.Doors = append(sum.Content.Doors, *d)
 	}
 	if !cfg.Keep {
 		// Stopped before the summary so the intake worker's last results are
@@ -363,10 +385,6 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	say("demo: producer %s schedules a campaign an hour ahead, then cancels it…", prod.name)
 	if sum.Campaign, err = runCampaign(ctx, pool, cmp.Or(prod.client, client), prod.name, w); err != nil {
-		return err
-	}
-	say("demo: a second producer's login tries to step outside its own rows…")
-	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClientFunc); err != nil {
 		return err
 	}
 	sum.Elapsed = time.Since(cfg.Started).Seconds()
@@ -431,7 +449,10 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 			PollInterval:    200 * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
 		},
-		Intake:      &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		Intake: &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		// The isolation probe adds a rule while the engine runs, then
+		// writes rows by hand that only that rule refuses.
+		Vet:         vet.Config{PollInterval: 100 * time.Millisecond, ContentRulesMaxAge: -1},
 		Maintenance: &maintenance.Config{RunOnStart: true},
 		// Receipts come to an endpoint of the engine's own, on loopback.
 		ReceiptsAddr: "127.0.0.1:0",

@@ -36,7 +36,8 @@ type Servers struct {
 	// number but the unknown ones.
 	SMSBackup *SMSProvider
 	// SMSC is an operator's SMSC (sms/operator) on SMPP 3.4: it accepts
-	// every submit and sends a delivery receipt for each.
+	// every submit and sends a delivery receipt for each message, a long
+	// one's for its last part only.
 	SMSC *smsctest.Server
 	// Callbacks is the demo producer's endpoint for status callbacks.
 	Callbacks *CallbackReceiver
@@ -148,7 +149,9 @@ func Start(ctx context.Context) (*Servers, error) {
 		return nil, fmt.Errorf("start the SMSC: %w", err)
 	}
 	s.closers = append(s.closers, s.SMSC.Close)
-	s.SMSC.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD"})
+	// A long message's receipt comes once, for the part that completed it,
+	// as many SMSCs send it: herald decides the route from its parts.
+	s.SMSC.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD", LastPartOnly: true})
 	for _, p := range []*SMSProvider{s.SMS, s.SMSBackup} {
 		base, err := s.serveHTTP(ctx, http.HandlerFunc(p.serve))
 		if err != nil {
