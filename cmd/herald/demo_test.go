@@ -157,11 +157,15 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	p := sum.Providers
 	require.NotNil(t, p)
 	require.Empty(t, p.Skipped)
-	require.Len(t, p.Rules, 3)
+	require.Len(t, p.Rules, 4)
 	require.Equal(t, []string{"sms/acme", "sms/backup"}, p.Rules[0].Providers)
 	require.Equal(t, []string{"sms/operator"}, p.Rules[1].Providers)
-	require.Len(t, p.Providers, 3)
-	acme, backup, operator := p.Providers[0], p.Providers[1], p.Providers[2]
+	require.Equal(t, []string{"sms/legacy", "sms/operator"}, p.Rules[2].Providers)
+	require.Len(t, p.Providers, 4)
+	acme, backup, operator, legacy := p.Providers[0], p.Providers[1], p.Providers[2], p.Providers[3]
+	require.Equal(t, "sms/legacy", legacy.Name)
+	require.Zero(t, legacy.Attempts, "a provider whose binds are refused spends no attempt")
+	require.Zero(t, legacy.Received)
 	require.Equal(t, "sms/acme", acme.Name)
 	require.Equal(t, "sms/backup", backup.Name)
 	require.Equal(t, "sms/operator", operator.Name)
@@ -214,7 +218,7 @@ func checkDemoReceipts(t *testing.T, r *demo.Receipts, count func(string, ...any
 	t.Helper()
 	require.NotNil(t, r)
 	require.Empty(t, r.Skipped)
-	require.Len(t, r.Providers, 3)
+	require.Len(t, r.Providers, 4)
 	for _, c := range r.Providers {
 		status := func(s string) int64 {
 			return count(`SELECT count(*) FROM herald.routes
@@ -654,6 +658,10 @@ func checkDemoLongSMS(t *testing.T, l *demo.LongSMSPart, dbURL string) {
 	require.Equal(t, "delivered", l.DeliveryStatus)
 	require.Equal(t, []string{"", "", "delivered"}, l.PartStatuses, "the SMSC's one receipt is for the last part")
 	require.Equal(t, map[string]int64{"matched": 1}, l.Receipts, "one receipt, matched; none unmatched")
+	require.Equal(t, []string{"sms/operator"}, l.Providers, "sms/legacy, first in its rule, was passed over")
+	require.Equal(t, "sms/legacy", l.PassedOver)
+	require.Zero(t, l.LegacyAttempts)
+	require.Contains(t, l.PassedOverReason, "ESME_RINVPASWD", "its health says why it cannot send")
 
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)
@@ -661,8 +669,10 @@ func checkDemoLongSMS(t *testing.T, l *demo.LongSMSPart, dbURL string) {
 	defer pool.Close()
 	var parts, statuses []string
 	var status string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT rt.receipt_parts, rt.part_delivery_statuses, rt.delivery_status
-		FROM herald.routes rt WHERE rt.recipient_ref = $1`, l.To).Scan(&parts, &statuses, &status))
+	var providers []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT rt.receipt_parts, rt.part_delivery_statuses, rt.delivery_status, rt.providers
+		FROM herald.routes rt WHERE rt.recipient_ref = $1`, l.To).Scan(&parts, &statuses, &status, &providers))
+	require.Equal(t, l.Providers, providers)
 	require.Len(t, parts, demo.LongSMSParts)
 	require.Equal(t, l.PartStatuses, statuses)
 	require.Equal(t, l.DeliveryStatus, status)

@@ -12,8 +12,10 @@
 //
 // The SMS providers are the database's: the demo applies a providers file
 // (sms/acme, and sms/backup with a cap, both with receipts settings, and
-// sms/operator over SMPP; a failover rule for +254 numbers, which sms/acme
-// cannot reach, a rule for +44 to the SMSC, and a catch-all) with
+// sms/operator over SMPP, and sms/legacy, whose binds the SMSC refuses; a
+// failover rule for +254 numbers, which sms/acme cannot reach, a rule for
+// +44 to the SMSC, a failover rule for +353 from sms/legacy to the SMSC,
+// and a catch-all) with
 // routing.Apply before
 // the engine starts, and the summary reports what each provider took, the
 // failovers, and the most the capped provider's own server received in any
@@ -28,7 +30,8 @@
 // producer's key, and raw JSON INSERTed into herald.intake (with malformed
 // entries). The summary adds the delivery statuses and receipts per
 // provider, the callbacks per event, and the HTTP part. Then a long SMS
-// goes to the SMSC, which sends one receipt for its last part; a refuse
+// goes to the SMSC (sms/legacy passed over without an attempt), which
+// sends one receipt for its last part; a refuse
 // rule's word, hidden by zero-width, homoglyph and fullwidth tricks, is
 // refused by the Go client and the SQL intake; and two hostile templates
 // (a range over a number, a printf amplification) are refused, one by the
@@ -369,6 +372,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		}
 		if sum.Receipts, err = pl.summarizeReceipts(ctx, pool, srv, w.runID, since); err != nil {
 			return err
+		}
+		if l := sum.LongSMS; l != nil {
+			for _, c := range sum.Providers.Providers {
+				if c.Name == l.PassedOver {
+					l.LegacyAttempts = c.Attempts
+				}
+			}
 		}
 	}
 	sum.Callbacks = &Callbacks{Skipped: prod.callbacksSkipped}

@@ -117,6 +117,10 @@ const (
 	// SMSCPrefix is the destination prefix the demo's rules send to the
 	// SMSC (sms/operator, over SMPP).
 	SMSCPrefix = "+44"
+	// LegacyPrefix is the destination prefix the demo's rules send to
+	// sms/legacy, whose binds the SMSC refuses, failing over to
+	// sms/operator: the demo's long SMS goes there.
+	LegacyPrefix = "+353"
 )
 
 // The SMSC's credentials (a system_id of at most 15 characters, a

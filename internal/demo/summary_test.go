@@ -38,8 +38,9 @@ func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T)
 				{What: "{{range 100000000000}}x{{end}}", Where: "validation", Refused: true, Error: "never a number", Asks: 100e9, Allocated: 7 << 10, Micros: 110},
 				{What: "printf", Where: "submit", Error: "", Asks: 110e6, Allocated: 3 << 20, Micros: 900},
 			}},
-		LongSMS: &demo.LongSMSPart{To: "+447911199901", Parts: 3, Provider: "sms/operator", Status: "published", DeliveryStatus: "delivered",
-			PartStatuses: []string{"", "", "delivered"}, Receipts: map[string]int64{"matched": 1}},
+		LongSMS: &demo.LongSMSPart{To: "+353851119901", Parts: 3, Provider: "sms/operator", Providers: []string{"sms/operator"},
+			Status: "published", DeliveryStatus: "delivered", PartStatuses: []string{"", "", "delivered"}, Receipts: map[string]int64{"matched": 1},
+			PassedOver: "sms/legacy", PassedOverReason: "refused"},
 	}
 	var out bytes.Buffer
 	require.NoError(t, demo.WriteSummary(&out, s))
@@ -50,8 +51,9 @@ func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T)
 		"  by hand        3 of 3 refused, 1 delivered: vetter\n",
 		"hostile template {{range 100000000000}}x{{end}}: refused at validation in 110µs; the process allocated 7 KiB meanwhile (would have built 100 GB)\n",
 		"hostile template printf: ACCEPTED in 900µs; the process allocated 3072 KiB meanwhile (would have built 110 MB)\n",
-		"long SMS over SMPP to +447911199901: 3 parts through sms/operator, published; the SMSC sent one receipt, for the part that completed it\n",
+		"long SMS over SMPP to +353851119901: 3 parts through sms/operator (attempts' providers: sms/operator), published; the SMSC sent one receipt, for the part that completed it\n",
 		"  delivery status delivered, decided from its parts (part 1: none, part 2: none, part 3: delivered); receipts: 1 matched, 0 duplicate, 0 unmatched\n",
+		"  passed over sms/legacy, whose binds the SMSC refuses: 0 attempts; its health says \"refused\"\n",
 	} {
 		require.Contains(t, text, line)
 	}
