@@ -342,6 +342,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	if cd.longID != "" {
+		sum.SubmittedClient++ // the long SMS is the run's, as the workload's intents are
 		if sum.LongSMS, err = readLongSMS(runCtx, pool, cd.longID, cfg.Timeout); err != nil {
 			return err
 		}
