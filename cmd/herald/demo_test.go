@@ -35,7 +35,7 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(100+1+23+10+40+11), sum.Accepted, "orders, the newsletter, invoices, reminders, resets, over HTTP")
+	require.Equal(t, int64(100+1+23+10+40+11+1), sum.Accepted, "orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS")
 	require.Equal(t, 15+5, sum.Duplicates)
 	require.Equal(t, 2, sum.Conflicts, "one through each door")
 	require.Equal(t, 1, sum.Invalid)
@@ -53,11 +53,15 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	// each was refused.
 	require.NotNil(t, sum.Isolation)
 	require.Empty(t, sum.Isolation.Skipped)
-	require.Len(t, sum.Isolation.Attempts, 8)
+	require.Len(t, sum.Isolation.Attempts, 11)
 	for _, a := range sum.Isolation.Attempts {
 		require.True(t, a.Refused, "%s: %s", a.What, a.How)
 	}
-	require.Equal(t, 8, sum.Isolation.Refused)
+	require.Equal(t, 11, sum.Isolation.Refused)
+	listen := sum.Isolation.Attempts[9]
+	require.Regexp(t, `^heard 0; the engine's topics \(named after a secret\) carried [1-9][0-9]* meanwhile$`, listen.How,
+		"the engine's topics carried shop's wake-ups, rogue's LISTEN heard none of them")
+	require.Contains(t, sum.Isolation.Attempts[8].How, "42501", "a forged held intent is refused by the database")
 
 	// A templated notification, rendered in each user's locale (pt-BR falls
 	// back to pt), and an intent the blocklist refused.
@@ -76,6 +80,8 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	}
 	require.Contains(t, sum.Content.Blocked, "content_blocked")
 	require.Contains(t, sum.Content.Blocked, `word "jackpot"`)
+	checkDemoContentDoors(t, &sum, dbURL)
+	checkDemoLongSMS(t, sum.LongSMS, dbURL)
 
 	// The same numbers, read independently from the database.
 	ctx := context.Background()
@@ -133,8 +139,11 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.Equal(t, records, keys)
 	require.Equal(t, keys, count(`SELECT count(*) FROM herald.idempotency_keys k JOIN herald.records r
 		USING (notification_id) WHERE r.request_id LIKE $1`, prefix))
-	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters WHERE channel <> 'callback'`))
-	require.Equal(t, sum.Malformed, count(`SELECT count(*) FROM herald.malformed_intents`))
+	// The content part's refusals (the evasions through the SQL intake and
+	// the rows written by hand) are not the workload's.
+	require.Equal(t, sum.DeadLettered, count(`SELECT count(*) FROM herald.dead_letters WHERE channel <> 'callback'
+		AND failure_classification <> 'content_blocked'`))
+	require.Equal(t, sum.Malformed, count(`SELECT count(*) FROM herald.malformed_intents WHERE failure_code <> 'content_blocked'`))
 	require.Equal(t, sum.Retried, count(`SELECT count(*) FROM herald.routes WHERE attempt_count > 1 AND channel <> 'callback'`))
 	require.Zero(t, count(`SELECT count(*) FROM herald.intake`))
 	var dl int64
@@ -148,16 +157,20 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	p := sum.Providers
 	require.NotNil(t, p)
 	require.Empty(t, p.Skipped)
-	require.Len(t, p.Rules, 3)
+	require.Len(t, p.Rules, 4)
 	require.Equal(t, []string{"sms/acme", "sms/backup"}, p.Rules[0].Providers)
 	require.Equal(t, []string{"sms/operator"}, p.Rules[1].Providers)
-	require.Len(t, p.Providers, 3)
-	acme, backup, operator := p.Providers[0], p.Providers[1], p.Providers[2]
+	require.Equal(t, []string{"sms/legacy", "sms/operator"}, p.Rules[2].Providers)
+	require.Len(t, p.Providers, 4)
+	acme, backup, operator, legacy := p.Providers[0], p.Providers[1], p.Providers[2], p.Providers[3]
+	require.Equal(t, "sms/legacy", legacy.Name)
+	require.Zero(t, legacy.Attempts, "a provider whose binds are refused spends no attempt")
+	require.Zero(t, legacy.Received)
 	require.Equal(t, "sms/acme", acme.Name)
 	require.Equal(t, "sms/backup", backup.Name)
 	require.Equal(t, "sms/operator", operator.Name)
 	require.Positive(t, operator.Published, "UK numbers go to the SMSC")
-	require.Equal(t, operator.Received, operator.Attempts, "the SMSC received every submit")
+	require.Equal(t, operator.Received, operator.Attempts+demo.LongSMSParts-1, "the SMSC received every submit, the long SMS's in parts")
 	for _, c := range p.Providers {
 		require.Equal(t, c.Attempts, count(`SELECT count(*) FROM herald.routes, unnest(providers) AS p WHERE p = $1`, c.Name), c.Name)
 		require.Equal(t, c.Routes, count(`SELECT count(*) FROM herald.routes WHERE $1 = ANY(providers)`, c.Name), c.Name)
@@ -205,7 +218,7 @@ func checkDemoReceipts(t *testing.T, r *demo.Receipts, count func(string, ...any
 	t.Helper()
 	require.NotNil(t, r)
 	require.Empty(t, r.Skipped)
-	require.Len(t, r.Providers, 3)
+	require.Len(t, r.Providers, 4)
 	for _, c := range r.Providers {
 		status := func(s string) int64 {
 			return count(`SELECT count(*) FROM herald.routes
@@ -346,7 +359,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)
 	require.Zero(t, sum.Unfinished)
-	require.Equal(t, int64(10+1+23+10+40+6), sum.Accepted, "five intents over HTTP in a batch, one alone")
+	require.Equal(t, int64(10+1+23+10+40+6+1), sum.Accepted, "five intents over HTTP in a batch, one alone, and the long SMS")
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
 	require.NotNil(t, sum.Providers)
 	require.Empty(t, sum.Providers.Skipped)
@@ -578,4 +591,93 @@ func checkDemoCampaign(t *testing.T, c *demo.CampaignPart, count func(string, ..
 		c.Producer, c.Campaign), "the late intent was not stored")
 	require.Equal(t, c.AuditRows, count(`SELECT count(*) FROM herald.audit_log WHERE action = 'campaign_cancel'
 		AND filter ->> 'campaign' = $1 AND reason = 'spring sale postponed'`, c.Campaign))
+}
+
+// checkDemoContentDoors checks the evasions through each door and the
+// hostile templates against the database.
+func checkDemoContentDoors(t *testing.T, sum *demo.Summary, dbURL string) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, sql, args...).Scan(&n))
+		return n
+	}
+	n := len(demo.Evasions)
+	doors := sum.Content.Doors
+	require.Len(t, doors, 3)
+	for i, door := range []string{demo.DoorClient, demo.DoorSQL, demo.DoorByHand} {
+		require.Equal(t, door, doors[i].Door)
+		require.Equal(t, n, doors[i].Tried, door)
+		require.Equal(t, n, doors[i].Refused, "%s: %s", door, doors[i].How)
+		require.Zero(t, doors[i].Delivered, door)
+	}
+	require.Contains(t, doors[0].How, "content_blocked")
+	// Nothing of the client's evasions was stored; the SQL door's are kept
+	// as content_blocked; the rows written by hand are content_blocked dead
+	// letters, never published.
+	require.Zero(t, count(`SELECT count(*) FROM herald.records WHERE producer = $1 AND idempotency_key LIKE $2`,
+		demo.ContentProducer, sum.RunID+"/evasion-%"))
+	require.Equal(t, n, count(`SELECT count(*) FROM herald.malformed_intents WHERE failure_code = 'content_blocked'`))
+	require.Equal(t, n, count(`SELECT count(*) FROM herald.dead_letters WHERE failure_classification = 'content_blocked'`))
+	require.Equal(t, n, count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r USING (notification_id)
+		WHERE r.idempotency_key LIKE 'by-hand-%' AND rt.status = 'dead_letter' AND rt.attempt_count = 0`))
+	require.Equal(t, sum.Isolation.ByHand, &doors[2])
+
+	// Two hostile templates, each refused, the process's allocations while
+	// each was checked a small fraction of what it would have built.
+	require.Len(t, sum.Content.Hostile, 2)
+	for _, h := range sum.Content.Hostile {
+		require.True(t, h.Refused, h.What)
+		require.GreaterOrEqual(t, h.Asks, int64(100_000_000), h.What)
+		require.Less(t, h.Allocated, uint64(16<<20), h.What)
+	}
+	loop, amplify := sum.Content.Hostile[0], sum.Content.Hostile[1]
+	require.Contains(t, loop.Where, "validation")
+	require.Contains(t, loop.Error, "never a number")
+	require.Equal(t, "submit", amplify.Where)
+	require.Contains(t, amplify.Error, "over the template's budget")
+	require.Equal(t, 1, count(`SELECT count(*) FROM herald.templates WHERE producer = $1 AND name = 'amplify'`, demo.ContentProducer),
+		"the amplification passes the check before storing")
+	require.Zero(t, count(`SELECT count(*) FROM herald.templates WHERE name = 'loop'`))
+	require.Zero(t, count(`SELECT count(*) FROM herald.records WHERE idempotency_key = $1`, sum.RunID+"/amplify"))
+}
+
+// checkDemoLongSMS checks the long SMS's line against the database: three
+// parts, one receipt (for the last), the route delivered by it.
+func checkDemoLongSMS(t *testing.T, l *demo.LongSMSPart, dbURL string) {
+	t.Helper()
+	require.NotNil(t, l)
+	require.Equal(t, demo.LongSMSParts, l.Parts)
+	require.Equal(t, "sms/operator", l.Provider)
+	require.Equal(t, "published", l.Status)
+	require.Equal(t, "delivered", l.DeliveryStatus)
+	require.Equal(t, []string{"", "", "delivered"}, l.PartStatuses, "the SMSC's one receipt is for the last part")
+	require.Equal(t, map[string]int64{"matched": 1}, l.Receipts, "one receipt, matched; none unmatched")
+	require.Equal(t, []string{"sms/operator"}, l.Providers, "sms/legacy, first in its rule, was passed over")
+	require.Equal(t, "sms/legacy", l.PassedOver)
+	require.Zero(t, l.LegacyAttempts)
+	require.Contains(t, l.PassedOverReason, "ESME_RINVPASWD", "its health says why it cannot send")
+
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var parts, statuses []string
+	var status string
+	var providers []string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT rt.receipt_parts, rt.part_delivery_statuses, rt.delivery_status, rt.providers
+		FROM herald.routes rt WHERE rt.recipient_ref = $1`, l.To).Scan(&parts, &statuses, &status, &providers))
+	require.Equal(t, l.Providers, providers)
+	require.Len(t, parts, demo.LongSMSParts)
+	require.Equal(t, l.PartStatuses, statuses)
+	require.Equal(t, l.DeliveryStatus, status)
+	var last string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT d.provider || ' ' || d.provider_message_id FROM herald.delivery_receipts d
+		JOIN herald.routes rt USING (notification_id, route_id) WHERE rt.recipient_ref = $1 AND d.state = 'matched'`, l.To).Scan(&last))
+	require.Equal(t, parts[len(parts)-1], last, "the receipt carried the last part's id")
 }

@@ -46,6 +46,12 @@ type ContentPart struct {
 	// refusal of an intent that matched it.
 	Rule    string `json:"rule"`
 	Blocked string `json:"blocked"`
+	// Doors are the evasions of the rule (Evasions) through each door: the
+	// Go client, the SQL intake, and rows a producer's login wrote by hand
+	// (the isolation probe's), which the engine's vetter dead-letters.
+	Doors []DoorCount `json:"doors"`
+	// Hostile are the templates built to exhaust the engine, each refused.
+	Hostile []HostileTemplate `json:"hostile_templates"`
 }
 
 // TemplatedDelivery is one route of the templated notification.
@@ -68,6 +74,7 @@ type contentDemo struct {
 	url    string
 	mu     sync.Mutex
 	bodies map[string]string // by path
+	longID string            // the long SMS's notification
 }
 
 // setupContent publishes the template, writes the users and adds the
@@ -115,15 +122,17 @@ func setupContent(ctx context.Context, pool *pgxpool.Pool, runID string) (*conte
 	return c, nil
 }
 
-// run submits the templated notification and the blocked intent through
-// client, waits for the notification's routes and reads back what each
-// recipient got.
-func (c *contentDemo) run(ctx context.Context, pool *pgxpool.Pool, client Client, runID string, timeout time.Duration) (*ContentPart, error) {
+// run submits the templated notification, the blocked intent and (with
+// long, when the demo's providers route it to the SMSC) the long SMS
+// through client, the evasions through the client and the SQL
+// intake, and the hostile templates; it waits for the templated
+// notification's routes and reads back what each recipient got.
+func (c *contentDemo) run(ctx context.Context, pool *pgxpool.Pool, client Client, runID string, timeout time.Duration, long bool) (*ContentPart, error) {
 	var users []string
 	for id := range c.users {
 		users = append(users, id)
 	}
-	res, err := client.SubmitMany(ctx, []*intake.Intent{{
+	intents := []*intake.Intent{{
 		NotificationType: "welcome", Producer: ContentProducer, IdempotencyKey: runID + "/welcome", RequestID: runID + "/content",
 		Audience: intake.Audience{UserIDs: users}, Channels: []string{channel.Webhook},
 		Template: &heraldtype.TemplateRef{Name: c.part.Template}, Data: map[string]any{"name": "Ana & Zoé", "order": 1042},
@@ -131,7 +140,11 @@ func (c *contentDemo) run(ctx context.Context, pool *pgxpool.Pool, client Client
 		NotificationType: "promo", Producer: ContentProducer, IdempotencyKey: runID + "/blocked", RequestID: runID + "/content",
 		Audience: intake.Audience{SMS: []string{"+14155550199"}}, Channels: []string{channel.SMS},
 		Content: intake.Content{SMS: &intake.SMSContent{Body: "Win the JACKPOT tonight!"}},
-	}})
+	}}
+	if long {
+		intents = append(intents, longSMSIntent(runID))
+	}
+	res, err := client.SubmitMany(ctx, intents)
 	if err != nil {
 		return nil, fmt.Errorf("submit the templated and the blocked intent: %w", err)
 	}
@@ -142,6 +155,18 @@ func (c *contentDemo) run(ctx context.Context, pool *pgxpool.Pool, client Client
 		return nil, fmt.Errorf("the intent the blocklist should refuse was accepted as %s", res[1].NotificationID)
 	}
 	c.part.Blocked = res[1].Err.Error()
+	if long {
+		if res[2].Err != nil {
+			return nil, fmt.Errorf("submit the long SMS: %w", res[2].Err)
+		}
+		c.longID = res[2].NotificationID
+	}
+	if c.part.Doors, err = c.evasions(ctx, pool, client, runID, timeout); err != nil {
+		return nil, err
+	}
+	if c.part.Hostile, err = c.hostileTemplates(ctx, pool, client, runID); err != nil {
+		return nil, err
+	}
 
 	deadline := time.Now().Add(timeout)
 	for {
@@ -191,4 +216,62 @@ func writeContent(out io.Writer, p *ContentPart) {
 		fmt.Fprintf(out, "  %-28s locale %-6s rendered %-3s %-10s %q\n", d.User, d.Locale, d.ResolvedLocale, d.Status, d.Text)
 	}
 	fmt.Fprintf(out, "content blocklist: %s\n  refused: %s\n", p.Rule, p.Blocked)
+	var names []string
+	for _, e := range Evasions {
+		names = append(names, e.Name)
+	}
+	fmt.Fprintf(out, "  evasions (%s), folded before matching, by door:\n", strings.Join(names, ", "))
+	for _, d := range p.Doors {
+		delivered := ""
+		if d.Door == DoorByHand {
+			delivered = fmt.Sprintf(", %d delivered", d.Delivered)
+		}
+		fmt.Fprintf(out, "  %-14s %d of %d refused%s: %s\n", d.Door, d.Refused, d.Tried, delivered, d.How)
+	}
+	for _, h := range p.Hostile {
+		verdict := "ACCEPTED"
+		if h.Refused {
+			verdict = "refused at " + h.Where
+		}
+		fmt.Fprintf(out, "hostile template %s: %s in %dµs; the process allocated %d KiB meanwhile (would have built %s)\n",
+			h.What, verdict, h.Micros, h.Allocated>>10, humanBytes(h.Asks))
+		if h.Error != "" {
+			fmt.Fprintf(out, "  %s\n", h.Error)
+		}
+	}
+}
+
+// humanBytes is n in B, MB or GB.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.0f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.0f MB", float64(n)/1e6)
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}
+
+// handDoor is where the isolation probe's rows written by hand send their
+// webhook: the content part's receiver, which counts what reaches it.
+type handDoor struct {
+	url       string
+	delivered func() int
+}
+
+// handDoor returns the receiver's address for rows written by hand and a
+// count of the requests that reached it there.
+func (c *contentDemo) handDoor() handDoor {
+	return handDoor{url: c.url + "/by-hand/", delivered: func() int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		n := 0
+		for path := range c.bodies {
+			if strings.HasPrefix(path, "/by-hand/") {
+				n++
+			}
+		}
+		return n
+	}}
 }

@@ -138,7 +138,7 @@ func (p *plane) summarizeReceipts(ctx context.Context, pool *pgxpool.Pool, srv *
 		}
 		if s := servers[name]; s != nil {
 			c.Sent = s.ReceiptsSent.Load()
-		} else {
+		} else if name == "sms/operator" {
 			for _, st := range srv.SMSC.DeliverResps() {
 				if st == smpp.StatusOK {
 					c.Sent++

@@ -12,8 +12,10 @@
 //
 // The SMS providers are the database's: the demo applies a providers file
 // (sms/acme, and sms/backup with a cap, both with receipts settings, and
-// sms/operator over SMPP; a failover rule for +254 numbers, which sms/acme
-// cannot reach, a rule for +44 to the SMSC, and a catch-all) with
+// sms/operator over SMPP, and sms/legacy, whose binds the SMSC refuses; a
+// failover rule for +254 numbers, which sms/acme cannot reach, a rule for
+// +44 to the SMSC, a failover rule for +353 from sms/legacy to the SMSC,
+// and a catch-all) with
 // routing.Apply before
 // the engine starts, and the summary reports what each provider took, the
 // failovers, and the most the capped provider's own server received in any
@@ -27,9 +29,16 @@
 // the client refuses), intents over the engine's HTTP API with that
 // producer's key, and raw JSON INSERTed into herald.intake (with malformed
 // entries). The summary adds the delivery statuses and receipts per
-// provider, the callbacks per event, and the HTTP part. A second
-// producer's login then tries to step outside its own rows, and the summary
-// shows each refusal.
+// provider, the callbacks per event, and the HTTP part. Then a long SMS
+// goes to the SMSC (sms/legacy passed over without an attempt), which
+// sends one receipt for its last part; a refuse
+// rule's word, hidden by zero-width, homoglyph and fullwidth tricks, is
+// refused by the Go client and the SQL intake; and two hostile templates
+// (a range over a number, a printf amplification) are refused, one by the
+// check before storing, one by the render budget at submit. A second
+// producer's login then tries to step outside its own rows while the
+// engine runs (including rows written by hand that the engine's vetter
+// dead-letters), and the summary shows each refusal.
 //
 // The public client is the module root, which no internal package imports
 // (see DESIGN.md), so Run reaches it through the Client interface:
@@ -64,6 +73,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -326,9 +336,25 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
 		return err
 	}
-	say("demo: a templated notification to users in pt-BR and fr, and an intent the blocklist refuses…")
-	if sum.Content, err = cd.run(runCtx, pool, client, w.runID, cfg.Timeout); err != nil {
+	say("demo: a templated notification to users in pt-BR and fr, a long SMS over SMPP, intents the blocklist refuses")
+	say("      through the Go client and the SQL intake, and two hostile templates…")
+	if sum.Content, err = cd.run(runCtx, pool, client, w.runID, cfg.Timeout, pl != nil); err != nil {
 		return err
+	}
+	if cd.longID != "" {
+		sum.SubmittedClient++ // the long SMS is the run's, as the workload's intents are
+		if sum.LongSMS, err = readLongSMS(runCtx, pool, cd.longID, cfg.Timeout); err != nil {
+			return err
+		}
+	}
+	// The probe runs while the engine does: the rows its second producer
+	// writes by hand meet the engine's vetter.
+	say("demo: a second producer's login tries to step outside its own rows…")
+	if sum.Isolation, err = probeIsolation(runCtx, pool, cfg.NewClientFunc, cd.handDoor()); err != nil {
+		return err
+	}
+	if d := sum.Isolation.ByHand; d != nil {
+		sum.Content.Doors = append(sum.Content.Doors, *d)
 	}
 	if !cfg.Keep {
 		// Stopped before the summary so the intake worker's last results are
@@ -348,6 +374,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		if sum.Receipts, err = pl.summarizeReceipts(ctx, pool, srv, w.runID, since); err != nil {
 			return err
 		}
+		if l := sum.LongSMS; l != nil {
+			for _, c := range sum.Providers.Providers {
+				if c.Name == l.PassedOver {
+					l.LegacyAttempts = c.Attempts
+				}
+			}
+		}
 	}
 	sum.Callbacks = &Callbacks{Skipped: prod.callbacksSkipped}
 	if prod.callbacksSkipped == "" {
@@ -363,10 +396,6 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	say("demo: producer %s schedules a campaign an hour ahead, then cancels it…", prod.name)
 	if sum.Campaign, err = runCampaign(ctx, pool, cmp.Or(prod.client, client), prod.name, w); err != nil {
-		return err
-	}
-	say("demo: a second producer's login tries to step outside its own rows…")
-	if sum.Isolation, err = probeIsolation(ctx, pool, cfg.NewClientFunc); err != nil {
 		return err
 	}
 	sum.Elapsed = time.Since(cfg.Started).Seconds()
@@ -431,7 +460,10 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 			PollInterval:    200 * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
 		},
-		Intake:      &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		Intake: &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		// The isolation probe adds a rule while the engine runs, then
+		// writes rows by hand that only that rule refuses.
+		Vet:         vet.Config{PollInterval: 100 * time.Millisecond, ContentRulesMaxAge: -1},
 		Maintenance: &maintenance.Config{RunOnStart: true},
 		// Receipts come to an endpoint of the engine's own, on loopback.
 		ReceiptsAddr: "127.0.0.1:0",

@@ -45,6 +45,7 @@ const (
 	backupKeyEnv      = "HERALD_DEMO_BACKUP_KEY"
 	backupReceiptsEnv = "HERALD_DEMO_BACKUP_RECEIPTS_TOKEN"
 	smscPasswordEnv   = "HERALD_DEMO_SMSC_PASSWORD"
+	legacyPasswordEnv = "HERALD_DEMO_LEGACY_PASSWORD"
 	demoKeyEnv        = "HERALD_DEMO_" // how the demo's own providers are recognised
 
 	demoActor = "herald-demo"
@@ -74,6 +75,11 @@ func providersFile(srv *Servers) string {
   - name: sms/operator
     driver: smpp
     smpp: {host: %q, port: %s, system_id: %s, password: {env: %s}, source_addr: HERALD}
+  # sms/legacy's password is wrong: the SMSC refuses its binds, so it is
+  # passed over, spending no attempt, and its health says why.
+  - name: sms/legacy
+    driver: smpp
+    smpp: {host: %q, port: %s, system_id: %s, password: {env: %s}, source_addr: HERALD}
 rules:
   sms:
     - name: kenya
@@ -83,10 +89,14 @@ rules:
     - name: uk
       match: {prefixes: [%q]}
       providers: [sms/operator]
+    - name: ireland
+      match: {prefixes: [%q]}
+      strategy: failover
+      providers: [sms/legacy, sms/operator]
     - name: default
       providers: [sms/acme]
 `, srv.SMS.URL, acmeKeyEnv, acmeReceiptsEnv, BackupCapPerSecond, srv.SMSBackup.URL, backupKeyEnv, backupReceiptsEnv,
-		host, port, smscSystemID, smscPasswordEnv, SMSDownPrefix, SMSCPrefix)
+		host, port, smscSystemID, smscPasswordEnv, host, port, smscSystemID, legacyPasswordEnv, SMSDownPrefix, SMSCPrefix, LegacyPrefix)
 }
 
 // getenv resolves the demo's credential references for its engine.
@@ -102,6 +112,8 @@ func (srv *Servers) getenv(name string) string {
 		return srv.SMSBackup.ReceiptsToken
 	case smscPasswordEnv:
 		return smscPassword
+	case legacyPasswordEnv:
+		return "wrong-pw"
 	}
 	return ""
 }
@@ -213,7 +225,7 @@ func (p *plane) summarize(ctx context.Context, pool *pgxpool.Pool, srv *Servers,
 		c.CapPerSecond = spec.CapPerSecond
 		if s := servers[spec.Name]; s != nil {
 			c.Received, c.MaxPerSecond = s.Requests.Load(), s.MaxPerSecond()
-		} else if spec.Driver == "smpp" {
+		} else if spec.Name == "sms/operator" { // sms/legacy never binds, so never submits
 			var times []time.Time
 			for _, sub := range srv.SMSC.Submits() {
 				times = append(times, sub.At)

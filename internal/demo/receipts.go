@@ -58,15 +58,11 @@ func (p *SMSProvider) ReceiptsPending() int64 { return p.pending.Load() }
 
 // receiptsPending returns how many receipts the providers have still to
 // send: the HTTP providers' still to post, and the SMSC's still to be
-// answered (one per submit it accepted).
+// answered (one per whole message it accepted: a long one's comes with its
+// last part).
 func (s *Servers) receiptsPending() int64 {
 	n := s.SMS.ReceiptsPending() + s.SMSBackup.ReceiptsPending()
-	for _, sub := range s.SMSC.Submits() {
-		if sub.MessageID != "" {
-			n++
-		}
-	}
-	return n - int64(len(s.SMSC.DeliverResps()))
+	return n + int64(len(s.SMSC.Messages())) - int64(len(s.SMSC.DeliverResps()))
 }
 
 // later posts id's receipts after plan.after, in the background.

@@ -36,7 +36,8 @@ type Servers struct {
 	// number but the unknown ones.
 	SMSBackup *SMSProvider
 	// SMSC is an operator's SMSC (sms/operator) on SMPP 3.4: it accepts
-	// every submit and sends a delivery receipt for each.
+	// every submit and sends a delivery receipt for each message, a long
+	// one's for its last part only.
 	SMSC *smsctest.Server
 	// Callbacks is the demo producer's endpoint for status callbacks.
 	Callbacks *CallbackReceiver
@@ -116,6 +117,10 @@ const (
 	// SMSCPrefix is the destination prefix the demo's rules send to the
 	// SMSC (sms/operator, over SMPP).
 	SMSCPrefix = "+44"
+	// LegacyPrefix is the destination prefix the demo's rules send to
+	// sms/legacy, whose binds the SMSC refuses, failing over to
+	// sms/operator: the demo's long SMS goes there.
+	LegacyPrefix = "+353"
 )
 
 // The SMSC's credentials (a system_id of at most 15 characters, a
@@ -148,7 +153,9 @@ func Start(ctx context.Context) (*Servers, error) {
 		return nil, fmt.Errorf("start the SMSC: %w", err)
 	}
 	s.closers = append(s.closers, s.SMSC.Close)
-	s.SMSC.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD"})
+	// A long message's receipt comes once, for the part that completed it,
+	// as many SMSCs send it: herald decides the route from its parts.
+	s.SMSC.SetReceipts(&smsctest.ReceiptPlan{Stat: "DELIVRD", LastPartOnly: true})
 	for _, p := range []*SMSProvider{s.SMS, s.SMSBackup} {
 		base, err := s.serveHTTP(ctx, http.HandlerFunc(p.serve))
 		if err != nil {

@@ -59,6 +59,8 @@ type Summary struct {
 	API       *APIPart   `json:"api"`
 	// Content is the templates and content blocklist part.
 	Content *ContentPart `json:"content"`
+	// LongSMS is the long SMS over SMPP and its receipt.
+	LongSMS *LongSMSPart `json:"long_sms"`
 	// Campaign is a campaign scheduled and then canceled (issue 17, part 3).
 	Campaign *CampaignPart `json:"campaign"`
 
@@ -175,6 +177,9 @@ type Isolation struct {
 	// Attempts are the hostile attempts in order, each with its outcome.
 	Attempts []Attempt `json:"attempts,omitempty"`
 	Refused  int       `json:"refused"`
+	// ByHand is what became of the rows the second producer's login wrote
+	// by hand with the blocked word hidden.
+	ByHand *DoorCount `json:"by_hand,omitempty"`
 }
 
 // Attempt is one of the isolation probe's hostile attempts.
@@ -268,6 +273,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 		writeProviders(out, s.Providers, row)
 	}
 	writeDelivery(out, s, row)
+	if s.LongSMS != nil {
+		writeLongSMS(out, s.LongSMS)
+	}
 	if s.Content != nil {
 		writeContent(out, s.Content)
 	}

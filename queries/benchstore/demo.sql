@@ -215,3 +215,12 @@ LEFT JOIN herald.idempotency_keys k
 WHERE starts_with(r.request_id, @prefix::text)
 GROUP BY 1
 ORDER BY 1;
+
+-- name: DemoRouteReceiptStates :many
+-- The receipts matched, or left, to one route, by the matcher's state: the
+-- demo's long SMS.
+SELECT state, count(*)::bigint AS receipts
+FROM herald.delivery_receipts
+WHERE notification_id = @notification_id::text AND route_id = @route_id::text
+GROUP BY state
+ORDER BY state;

@@ -391,6 +391,46 @@ func (q *Queries) DemoRecordStorage(ctx context.Context, db DBTX, prefix string)
 	return items, nil
 }
 
+const demoRouteReceiptStates = `-- name: DemoRouteReceiptStates :many
+SELECT state, count(*)::bigint AS receipts
+FROM herald.delivery_receipts
+WHERE notification_id = $1::text AND route_id = $2::text
+GROUP BY state
+ORDER BY state
+`
+
+type DemoRouteReceiptStatesParams struct {
+	NotificationID string
+	RouteID        string
+}
+
+type DemoRouteReceiptStatesRow struct {
+	State    string
+	Receipts int64
+}
+
+// The receipts matched, or left, to one route, by the matcher's state: the
+// demo's long SMS.
+func (q *Queries) DemoRouteReceiptStates(ctx context.Context, db DBTX, arg DemoRouteReceiptStatesParams) ([]DemoRouteReceiptStatesRow, error) {
+	rows, err := db.Query(ctx, demoRouteReceiptStates, arg.NotificationID, arg.RouteID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DemoRouteReceiptStatesRow{}
+	for rows.Next() {
+		var i DemoRouteReceiptStatesRow
+		if err := rows.Scan(&i.State, &i.Receipts); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const demoRouteStorage = `-- name: DemoRouteStorage :many
 SELECT rt.tableoid::regclass::text AS partition,
     count(*)::bigint AS routes,

@@ -1,0 +1,60 @@
+package demo_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/content"
+	"github.com/heraldhq/herald/internal/demo"
+)
+
+// The demo's evasions hide the blocked word from a byte-wise match, and
+// the blocklist's folding finds it in each.
+func TestEvasionsHideTheWordFromBytesButNotFromTheBlocklist(t *testing.T) {
+	t.Parallel()
+	bl := content.Compile([]content.Rule{{ID: 1, Producer: demo.ContentProducer, Kind: content.KindWord, Pattern: "jackpot", Mode: content.ModeRefuse}})
+	for _, e := range demo.Evasions {
+		require.NotContains(t, strings.ToLower(e.Text), "jackpot", e.Name)
+		require.NotNil(t, bl.Match(e.Text), e.Name)
+	}
+}
+
+// The summary prints each door's figures, the hostile templates' verdicts
+// and measurements, the long SMS's parts and receipts, and the isolation
+// refusals, as the Summary holds them.
+func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T) {
+	t.Parallel()
+	s := &demo.Summary{RunID: "demo-x",
+		Content: &demo.ContentPart{Producer: demo.ContentProducer, Template: "welcome", Version: 1, Rule: "rule 1", Blocked: "blocked",
+			Doors: []demo.DoorCount{
+				{Door: demo.DoorClient, Tried: 3, Refused: 3, How: "content_blocked"},
+				{Door: demo.DoorSQL, Tried: 3, Refused: 2, How: "malformed"},
+				{Door: demo.DoorByHand, Tried: 3, Refused: 3, Delivered: 1, How: "vetter"},
+			},
+			Hostile: []demo.HostileTemplate{
+				{What: "{{range 100000000000}}x{{end}}", Where: "validation", Refused: true, Error: "never a number", Asks: 100e9, Allocated: 7 << 10, Micros: 110},
+				{What: "printf", Where: "submit", Error: "", Asks: 110e6, Allocated: 3 << 20, Micros: 900},
+			}},
+		LongSMS: &demo.LongSMSPart{To: "+353851119901", Parts: 3, Provider: "sms/operator", Providers: []string{"sms/operator"},
+			Status: "published", DeliveryStatus: "delivered", PartStatuses: []string{"", "", "delivered"}, Receipts: map[string]int64{"matched": 1},
+			PassedOver: "sms/legacy", PassedOverReason: "refused"},
+	}
+	var out bytes.Buffer
+	require.NoError(t, demo.WriteSummary(&out, s))
+	text := out.String()
+	for _, line := range []string{
+		"  Go client      3 of 3 refused: content_blocked\n",
+		"  SQL door       2 of 3 refused: malformed\n",
+		"  by hand        3 of 3 refused, 1 delivered: vetter\n",
+		"hostile template {{range 100000000000}}x{{end}}: refused at validation in 110µs; the process allocated 7 KiB meanwhile (would have built 100 GB)\n",
+		"hostile template printf: ACCEPTED in 900µs; the process allocated 3072 KiB meanwhile (would have built 110 MB)\n",
+		"long SMS over SMPP to +353851119901: 3 parts through sms/operator (attempts' providers: sms/operator), published; the SMSC sent one receipt, for the part that completed it\n",
+		"  delivery status delivered, decided from its parts (part 1: none, part 2: none, part 3: delivered); receipts: 1 matched, 0 duplicate, 0 unmatched\n",
+		"  passed over sms/legacy, whose binds the SMSC refuses: 0 attempts; its health says \"refused\"\n",
+	} {
+		require.Contains(t, text, line)
+	}
+}
