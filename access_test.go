@@ -5,7 +5,7 @@ package herald_test
 // every table, view, sequence and function of schema herald against it, as
 // each role, so an object added without a row fails here. The tests after
 // it try, as two producer logins, an operator and an auditor, each of the
-// ways a hostile producer stepped outside its own rows (issue 10).
+// ways a hostile producer stepped outside its own rows.
 //
 // The SQL in this file is the test's own: grants, catalog reads and the
 // statements a hostile login would type, none of which belong in queries/.

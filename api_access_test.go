@@ -1,6 +1,6 @@
 package herald_test
 
-// The HTTP API's identity, checked in the database (issue 16): a login
+// The HTTP API's identity, checked in the database: a login
 // that is a member of herald_api acts as the producer of the API key its
 // transaction sets (herald.api_key), and as nobody without a valid one.
 // internal/api's tests drive the same rules over HTTP.

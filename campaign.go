@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-// Campaigns (issue 17, part 3): intents grouped under Intent.Campaign,
+// Campaigns: intents grouped under Intent.Campaign,
 // scheduled, shown and canceled as one. See "Campaigns" in the package
 // documentation.
 

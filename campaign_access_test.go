@@ -1,6 +1,6 @@
 package herald_test
 
-// Campaigns as each role (issue 17, part 3): a producer submits into,
+// Campaigns as each role: a producer submits into,
 // reads and cancels its own campaigns only, through the Go client and
 // through SQL; an operator reads and cancels any; an auditor reads all
 // and cancels none. The SQL here is what each login would type in psql.

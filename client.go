@@ -336,7 +336,7 @@ func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx 
 	}
 	for j, o := range outcomes {
 		v := valid[j]
-		if o.Refused != nil { // its campaign refused it (issue 17, part 3)
+		if o.Refused != nil { // its campaign refused it
 			results[index[j]].Err = o.Refused
 			c.logger.DebugContext(ctx, "intent refused by its campaign", slog.String("campaign", v.Intent.Campaign))
 			continue

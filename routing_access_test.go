@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/routing"
 )
 
-// The routing tables' access (issue 12): operators apply, auditors read,
+// The routing tables' access: operators apply, auditors read,
 // producers neither read nor apply.
 
 const accessProvidersFile = `

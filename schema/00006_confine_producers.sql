@@ -1,5 +1,5 @@
 -- +goose Up
--- Producers confined to their own rows (issue 10). The access policy this
+-- Producers confined to their own rows. The access policy this
 -- migration implements is written out, table by table, in doc.go's "Roles
 -- and access" section and README's Roles section; internal/access's test
 -- checks the database against it, so an object added without a policy

@@ -1,5 +1,5 @@
 -- +goose Up
--- The delivery plane's first part (issue 12): providers, routing rules,
+-- The delivery plane's first part: providers, routing rules,
 -- throughput caps and provider health, every part data in Postgres.
 --
 -- A provider is a named instance of a driver for one channel ("sms/acme"

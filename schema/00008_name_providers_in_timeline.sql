@@ -1,5 +1,5 @@
 -- +goose Up
--- The timeline names the provider (issue 12): each attempt records the
+-- The timeline names the provider: each attempt records the
 -- provider that took it (routes.providers, in order; dead_letters.provider
 -- for the final one), and the published, failed and dead-lettered events now
 -- say which, as "via sms/backup, " before their detail. Routes of a channel

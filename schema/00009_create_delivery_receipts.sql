@@ -1,5 +1,5 @@
 -- +goose Up
--- Delivery receipts (issue 13): what providers say happened after they
+-- Delivery receipts: what providers say happened after they
 -- accepted a message, stored first, matched to routes later.
 --
 -- Every receipt is written to delivery_receipts as it arrived, before its

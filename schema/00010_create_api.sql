@@ -1,5 +1,5 @@
 -- +goose Up
--- The HTTP API's identity (issue 16). A producer reaches herald over HTTP
+-- The HTTP API's identity. A producer reaches herald over HTTP
 -- with an API key bound to it; the API server connects as a login of its
 -- own, a member of herald_api (never as the engine's owning login, which
 -- row-level security does not hold), and starts each request's transaction

@@ -1,5 +1,5 @@
 -- +goose Up
--- Providers may use the smpp driver (issue 15): SMS submitted to an SMSC
+-- Providers may use the smpp driver: SMS submitted to an SMSC
 -- over SMPP 3.4. Its settings, like every driver's, hold references to
 -- credentials only ({"smpp": {"password": {"env": ...}}}).
 ALTER TABLE herald.providers DROP CONSTRAINT providers_driver_check;

@@ -1,5 +1,5 @@
 -- +goose Up
--- Status callbacks to producers (issue 13, item 4). A callback is a
+-- Status callbacks to producers. A callback is a
 -- notification herald sends to a producer through its own engine: one
 -- record plus one route on delivery channel 'callback', owned by the
 -- producer whose route changed (so the producer reads its own callbacks,

@@ -1,6 +1,6 @@
 -- +goose Up
 -- dead_letter_view names the provider of the route's final attempt
--- (dead_letters.provider, issue 12; '' when no provider took it, as for
+-- (dead_letters.provider, '' when no provider took it, as for
 -- no_route or a channel without providers), as its last column: CREATE OR
 -- REPLACE VIEW may only add columns at the end, and keeps the view's grants
 -- (SELECT for herald_operator and herald_auditor).

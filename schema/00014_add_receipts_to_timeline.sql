@@ -1,5 +1,5 @@
 -- +goose Up
--- The timeline shows delivery receipts (issue 13): each receipt the
+-- The timeline shows delivery receipts: each receipt the
 -- matcher matched to one of the notification's routes, with the provider's
 -- status as sent, what it meant, and whether it set the route's delivery
 -- status (matched) or changed nothing (duplicate). Everything else is

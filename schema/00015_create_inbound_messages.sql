@@ -1,5 +1,5 @@
 -- +goose Up
--- Mobile-originated messages (issue 15): a deliver_sm that is not a
+-- Mobile-originated messages: a deliver_sm that is not a
 -- delivery receipt is a message someone sent to one of the senders' numbers
 -- (a STOP, a reply). The SMPP driver stores it here before it answers the
 -- SMSC, so none is dropped; operators read them. (Acting on them, as an

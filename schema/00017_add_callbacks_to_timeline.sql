@@ -1,5 +1,5 @@
 -- +goose Up
--- The timeline shows status callbacks (issue 13, item 5): for each route,
+-- The timeline shows status callbacks: for each route,
 -- the callbacks herald created about it (00012), with their event and their
 -- own route's status. Everything else is 00014's; the signature, LANGUAGE
 -- sql STABLE, the caller's privileges and the grants stay as they were.

@@ -1,5 +1,5 @@
 -- +goose Up
--- Templates (issue 17): an intent may name a template and give data instead
+-- Templates: an intent may name a template and give data instead
 -- of finished content; the dispatcher renders it at delivery, in the
 -- recipient's locale.
 --

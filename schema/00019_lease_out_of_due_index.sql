@@ -1,5 +1,5 @@
 -- +goose Up
--- The claim becomes a HOT update (issue 14, item 1). Until now a claim moved
+-- The claim becomes a HOT update. Until now a claim moved
 -- next_attempt_at to the lease's end and a completion moved it again (to
 -- NULL, or to the retry's time): both changed a column routes_due_idx
 -- holds, so neither could be HOT, and each route cost an insert and two

@@ -1,5 +1,5 @@
 -- +goose Up
--- Campaigns (issue 17, part 3): a producer's intents grouped under one id,
+-- Campaigns: a producer's intents grouped under one id,
 -- scheduled as one (one send_at for every intent of the campaign, seed
 -- 002's "scheduled" state), shown with their progress, and canceled as one,
 -- in batches, audited.

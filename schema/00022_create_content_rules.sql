@@ -1,5 +1,5 @@
 -- +goose Up
--- The content blocklist and the intents it holds for review (issue 17).
+-- The content blocklist and the intents it holds for review.
 
 -- content_rules: words and patterns an intent's text must not hold, for
 -- every producer (producer '') or one. kind 'word' matches the word or

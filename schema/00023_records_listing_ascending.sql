@@ -5,7 +5,7 @@
 -- entry (no cached rightmost leaf) and leaf splits that leave both halves
 -- half full. Ascending, accepts append at the right end. Inserting 200,000
 -- records took 0.78-0.90x the time, and the index came out 13 MB instead
--- of 23 (issue 14). Every reader orders both columns the same way (newest
+-- of 23. Every reader orders both columns the same way (newest
 -- first for listings, oldest first for retention), which Postgres reads
 -- from either end of either index.
 --

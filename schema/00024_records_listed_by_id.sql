@@ -1,5 +1,5 @@
 -- +goose Up
--- records_listing_idx goes (issue 14). Every notification id is a UUIDv7
+-- records_listing_idx goes. Every notification id is a UUIDv7
 -- that herald makes when it accepts the intent (internal/accept, and the
 -- callback trigger of migration 00012), and a UUIDv7's text begins with its
 -- millisecond timestamp in hex: records_pkey already holds the records in

@@ -1,5 +1,5 @@
 -- +goose Up
--- Routes are partitioned by the week they finished in (issue 14), so that
+-- Routes are partitioned by the week they finished in, so that
 -- retention drops a finished week's routes whole instead of deleting them
 -- row by row, and the engine's hot path still sees one table.
 --

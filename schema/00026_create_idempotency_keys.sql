@@ -1,5 +1,5 @@
 -- +goose Up
--- Idempotency keys get a table of their own (issue 14). The UNIQUE
+-- Idempotency keys get a table of their own. The UNIQUE
 -- (producer, idempotency_key) check moves from records to
 -- herald.idempotency_keys, whose primary key it is: still one constraint,
 -- checked by every door (the Go client, the SQL intake through accept,

@@ -1,5 +1,5 @@
 -- +goose Up
--- Records are partitioned by the week they were accepted in (issue 14), so
+-- Records are partitioned by the week they were accepted in, so
 -- that retention drops a week's records whole instead of deleting them row
 -- by row, as routes go by the week they finished in (migration 00025).
 --

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// maxLines bounds cmd/herald's non-test Go code (issue 11): cmd/ parses
+// maxLines bounds cmd/herald's non-test Go code: cmd/ parses
 // flags and wires, as in WTF Dial; what commands do lives in
 // internal/operator, tables and text in internal/render, connecting in
 // internal/connstr, the bench's modes in internal/bench, the demo in

@@ -131,7 +131,7 @@ type Outcome struct {
 	// notification holding the key.
 	Conflict bool
 
-	// Campaigns (issue 17, part 3).
+	// Campaigns.
 
 	// Refused, when not nil, says why a valid intent of a campaign was not
 	// stored: the campaign's cancel was requested (code campaign_canceled,

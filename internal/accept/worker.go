@@ -663,7 +663,7 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		for j, o := range outcomes {
 			v := valid[j]
 			switch {
-			case o.Refused != nil: // its campaign refused it (issue 17, part 3)
+			case o.Refused != nil: // its campaign refused it
 				bad = append(bad, malformedEntry{
 					entry:    entries[from[j]],
 					code:     o.Refused.Code(),

@@ -389,7 +389,7 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 	for j, o := range outs {
 		i, v := index[j], valid[j]
 		res[i].producer = v.Intent.Producer
-		if o.Refused != nil { // its campaign refused it (issue 17, part 3)
+		if o.Refused != nil { // its campaign refused it
 			res[i].problem = asProblem(o.Refused)
 			continue
 		}

@@ -23,7 +23,7 @@ import (
 // Defaults of the retention mode.
 const (
 	// DefaultHistory is the finished history the retention mode fills, in
-	// routes: issue 14's ten million.
+	// routes: ten million.
 	DefaultHistory = 10_000_000
 	// DefaultWindow is how long each of the retention mode's alternating
 	// windows with and without retention lasts.
@@ -129,10 +129,10 @@ type RetentionReport struct {
 	Cost  PGCost          `json:"pg_cost"`
 	Sizes []RetentionSize `json:"sizes"`
 	// Headroom is RoutesDeletedPerSec over the engine's delivered/s
-	// without retention: issue 14 asks for at least 2.
+	// without retention; the bound herald holds itself to is at least 2.
 	Headroom float64 `json:"headroom"`
 	// EngineCost is the share of its delivered/s the live engine lost
-	// with retention running, against without: issue 14 allows 0.10.
+	// with retention running, against without; the bound is at most 0.10.
 	EngineCost float64  `json:"engine_cost"`
 	Notes      []string `json:"notes"`
 }
@@ -289,7 +289,7 @@ func RunRetention(ctx context.Context, db *Database, cfg *Config, p RetentionPar
 		fmt.Sprintf("history: %d records of %d route(s) each, with their idempotency keys (long expired), accepted evenly over 30 days that ended 22 days ago (routes go by the week they finished in, records by the week they were accepted in, seven days after it: 22 days is past both), published; one record in %d dead-lettered (kept: dead-letter retention is off by default); filled with generate_series in statements of %d records, then VACUUM ANALYZEd and CHECKPOINTed",
 			records, c.RoutesPerIntent, historyDeadEvery, historyChunk),
 		fmt.Sprintf("retention: internal/maintenance's DeleteFinished with the default 7-day finished retention, on a pool of its own while the engine delivers, in windows of %s alternating with windows without it (so that the machine's drift falls on both alike), each run cut short at its window's end (its last batch rolled back) and the next going on from where it stood, as the periodic job's next run does after one cut short; producers keep about 20,000 routes ahead of the deliveries", p.Window),
-		"headroom: routes deleted per second (over the windows with retention) over the engine's routes delivered per second without it (issue 14: at least 2); engine cost: 1 - delivered/s with retention over without (issue 14: at most 0.10); autovacuum runs whenever it will, in either",
+		"headroom: routes deleted per second (over the windows with retention) over the engine's routes delivered per second without it (bound: at least 2); engine cost: 1 - delivered/s with retention over without (bound: at most 0.10); autovacuum runs whenever it will, in either",
 		"retention WAL: the windows' WAL with retention (the whole cluster's) less the engine's WAL rate without it over as long: an estimate",
 		"sizes: before retention, and after the last window (the live workload's rows included); deleted rows' space is reused, not returned to the file system",
 	)

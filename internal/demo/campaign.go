@@ -14,7 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
-// CampaignPart is the summary's campaign part (issue 17, part 3): the
+// CampaignPart is the summary's campaign part: the
 // run's producer submits a campaign, scheduled an hour ahead, in one
 // SubmitMany; the campaign is shown as scheduled, canceled in batches,
 // shown again, and an intent submitted into it afterwards is refused. Its

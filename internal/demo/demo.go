@@ -108,7 +108,7 @@ type Client interface {
 	// Close releases the client (not its pool).
 	Close()
 
-	// Campaigns (issue 17, part 3).
+	// Campaigns.
 
 	// Campaign reads producer's campaign with its progress.
 	Campaign(ctx context.Context, producer, campaign string) (*heraldtype.Campaign, error)

@@ -22,7 +22,7 @@ import (
 
 // probeIsolation creates two producer logins for the run ("shop" and
 // "rogue", with the run's suffix), has shop submit a notification and keep a
-// directory entry, and then has rogue try what issue 10's findings did:
+// directory entry, and then has rogue try what a hostile producer would:
 // read, cancel and resubmit shop's notification, rewrite shop's directory
 // entry, lock the engine out, forge an audit row, insert a route no
 // dispatcher would claim, forge a held intent, listen to the engine's

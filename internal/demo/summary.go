@@ -61,7 +61,7 @@ type Summary struct {
 	Content *ContentPart `json:"content"`
 	// LongSMS is the long SMS over SMPP and its receipt.
 	LongSMS *LongSMSPart `json:"long_sms"`
-	// Campaign is a campaign scheduled and then canceled (issue 17, part 3).
+	// Campaign is a campaign scheduled and then canceled.
 	Campaign *CampaignPart `json:"campaign"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`

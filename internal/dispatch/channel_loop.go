@@ -629,7 +629,7 @@ const workerIdle = 2 * time.Second
 // each holds a slot), so a delivery runs on a goroutine whose stack has
 // grown to what delivery needs already: a goroutine per delivery paid for
 // that growth every time, 6% of the bench process's CPU (pprof:
-// runtime.newstack under deliver, issue 14).
+// runtime.newstack under deliver).
 func (l *channelLoop) handOff(ctx context.Context, j *job) {
 	select {
 	case l.work <- j:

@@ -11,7 +11,7 @@ import (
 )
 
 // TestUserRoutesResolveThroughTheirProducersEntryThenTheSharedOneNeverAnothers
-// is issue 10's first finding, end to end: another producer writing an entry
+// proves, end to end, that another producer writing an entry
 // for the same user id must not receive this producer's deliveries.
 func TestUserRoutesResolveThroughTheirProducersEntryThenTheSharedOneNeverAnothers(t *testing.T) {
 	t.Parallel()

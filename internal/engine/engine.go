@@ -682,7 +682,7 @@ func (e *Engine) warnUnservedChannels(ctx context.Context) {
 // plan's cost counts a hundred rows, the generic plan's a tenth of the
 // table. So every claim was planned again, a third of its database time
 // (pg_stat_statements: 5,020 plans in 6,017 claims, 9.6 µs per route,
-// herald bench, issue 14). The generic plans are the same index scans, and
+// herald bench). The generic plans are the same index scans, and
 // with seq scans priced out they stay so.
 func ConfigurePool(cfg *pgxpool.Config) {
 	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {

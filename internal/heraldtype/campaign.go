@@ -2,7 +2,7 @@ package heraldtype
 
 import "time"
 
-// Campaigns (issue 17, part 3): a producer's intents grouped under one
+// Campaigns: a producer's intents grouped under one
 // campaign id (Intent.Campaign), scheduled, shown and canceled as one.
 
 // Campaign is one campaign with its progress: its schedule, the state of

@@ -115,7 +115,7 @@ const (
 	// operator is recorded in malformed_intents with this code too.
 	CodeContentBlocked Code = "content_blocked"
 
-	// Campaigns (issue 17, part 3).
+	// Campaigns.
 
 	// CodeCampaignCanceled: the intent names a campaign (Intent.Campaign)
 	// whose cancel was requested: nothing more joins it. The accept path

@@ -74,7 +74,7 @@ type Intent struct {
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
 
-	// Campaigns (issue 17, part 3).
+	// Campaigns.
 
 	// Campaign groups the intent with the producer's other intents under
 	// one campaign id, so that they are scheduled, shown and canceled as
@@ -86,7 +86,7 @@ type Intent struct {
 	// fingerprint.
 	Campaign string `json:"campaign,omitempty"`
 
-	// Templates (issue 17). An intent gives either Content or a Template
+	// Templates. An intent gives either Content or a Template
 	// with its Data, never both.
 
 	// Template names a stored template (herald.templates) of the intent's

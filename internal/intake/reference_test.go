@@ -63,7 +63,7 @@ func refNormalizeList(errs *errorList, field string, list []string, norm func(st
 // absolute http or https URL with a host and no userinfo.
 //
 // The port rule (1..65535) and the UTF-8 check were added after the fast
-// path, with the same rule in both (issue 10); the port rule is written here
+// path, with the same rule in both; the port rule is written here
 // without validPort.
 func refNormalizeURL(s string) (string, heraldtype.Code, string) {
 	if utf8.RuneCountInString(s) > maxURLLen {

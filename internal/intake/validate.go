@@ -104,7 +104,7 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		out.CallbackURL = v
 	}
 
-	// Campaigns (issue 17, part 3): a name, as producer is, when given.
+	// Campaigns: a name, as producer is, when given.
 	if c := strings.TrimSpace(in.Campaign); c != "" {
 		out.Campaign = checkName(&errs, "campaign", c)
 	}

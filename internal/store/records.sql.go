@@ -433,8 +433,8 @@ type RecordDeleteFinishedRow struct {
 // are read once per run, not once per batch. Start with the empty id.
 //
 // A candidate is read again, checked and deleted by its tuple id (ctid),
-// one heap fetch each, not by a descent of records_pkey each (25 buffer
-// hits per record deleted became 19, issue 14): no statement updates a
+// one heap fetch each, not by a descent of records_pkey each (19 buffer
+// hits per record deleted against 25): no statement updates a
 // record, so the version the walk read is the one to delete, and the
 // statement's snapshot keeps its tid from being reused meanwhile. Were a
 // record updated all the same, the delete would find the newer version

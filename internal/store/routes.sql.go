@@ -604,7 +604,7 @@ updated AS (
     -- steer the plan) made it quadratic again in a generic plan that nests
     -- the routes scan inside the batch: Postgres sorts a scan's array again
     -- at every rescan, and under load that sort was a third of the
-    -- database's CPU (perf, issue 14).
+    -- database's CPU (perf).
     --
     -- Each completion carries the tuple id its claim's UPDATE returned
     -- (route_tid), and reaches its route by a TID scan, one heap fetch,

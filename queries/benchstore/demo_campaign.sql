@@ -1,4 +1,4 @@
--- The demo's campaign part (issue 17, part 3), read back from the
+-- The demo's campaign part, read back from the
 -- database: what the audit log says of a campaign's cancel.
 
 -- name: DemoCampaignCancelAudit :one

@@ -93,7 +93,7 @@ func fingerprintTime(t time.Time) string {
 // nesting deeper than canonjson.MaxDepth and numbers PostgreSQL's numeric
 // cannot hold, so that the result is always castable to jsonb.
 //
-// Since issue 10 it also refuses strings (and keys) that are not text:
+// It also refuses strings (and keys) that are not text:
 // invalid UTF-8 or an unpaired surrogate escape, which encoding/json
 // silently decodes as U+FFFD. That check reads each string's literal in raw
 // (validText), where encoding/json's tokens no longer show it.

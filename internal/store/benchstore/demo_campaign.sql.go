@@ -27,7 +27,7 @@ type DemoCampaignCancelAuditRow struct {
 	AuditedRoutes int64
 }
 
-// The demo's campaign part (issue 17, part 3), read back from the
+// The demo's campaign part, read back from the
 // database: what the audit log says of a campaign's cancel.
 // The audit rows a campaign's cancel wrote (one per batch that canceled
 // something) and the routes they say it canceled.
