@@ -37,7 +37,11 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("POST /v1/notifications/{id}/cancel", s.authed(s.cancel))
 	mux.HandleFunc("PUT /v1/recipients/{user_id}", s.authed(s.putRecipient))
 	mux.HandleFunc("DELETE /v1/recipients/{user_id}", s.authed(s.deleteRecipient))
-	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		if p := checkAccept(r); p != nil {
+			writeProblem(w, r, p)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
 		_, _ = w.Write(openAPIDocument)
@@ -88,6 +92,10 @@ type request struct {
 	// token once the key authenticated.
 	unmetered bool
 }
+
+// maxUserIDLen is the longest user id the directory holds (as the
+// intake's rule).
+const maxUserIDLen = 255
 
 // maxKeyLen bounds what is sent to the database as a key: a key is 46
 // characters (NewSecret).
@@ -266,6 +274,9 @@ func (s *Server) submit(w http.ResponseWriter, r *request) error {
 	var res []result
 	var committed func()
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if p := checkMedia(r.Request, len(body)); p != nil {
+			return p
+		}
 		if bodyErr != nil {
 			return bodyErr
 		}
@@ -456,6 +467,9 @@ func (s *Server) submitBatch(w http.ResponseWriter, r *request) error {
 	var res []result
 	var committed func()
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if p := checkMedia(r.Request, len(body)); p != nil {
+			return p
+		}
 		if bodyErr != nil {
 			return bodyErr
 		}
@@ -596,6 +610,9 @@ func notFound(err error, what string) error {
 func (s *Server) get(w http.ResponseWriter, r *request) error {
 	var n *Notification
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
+		if p := checkAccept(r.Request); p != nil {
+			return p
+		}
 		id, err := pathText(r, "id")
 		if err != nil {
 			return err
@@ -679,6 +696,9 @@ const (
 func (s *Server) list(w http.ResponseWriter, r *request) error {
 	out := List{Notifications: []Summary{}}
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
+		if p := checkAccept(r.Request); p != nil {
+			return p
+		}
 		params, err := listParams(r)
 		if err != nil {
 			return err
@@ -776,6 +796,9 @@ func (s *Server) cancel(w http.ResponseWriter, r *request) error {
 	}
 	out := Cancellation{Canceled: []CanceledRoute{}}
 	err = s.inTx(r, func(tx pgx.Tx, _ string) error {
+		if p := checkMedia(r.Request, len(body)); p != nil {
+			return p
+		}
 		if bodyErr != nil {
 			return bodyErr
 		}
@@ -835,6 +858,9 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
 	}
 	var v heraldtype.Recipient
 	err = s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if p := checkMedia(r.Request, len(body)); p != nil {
+			return p
+		}
 		if bodyErr != nil {
 			return bodyErr
 		}
@@ -874,9 +900,17 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
 func (s *Server) deleteRecipient(w http.ResponseWriter, r *request) error {
 	var deleted bool
 	err := s.inTx(r, func(tx pgx.Tx, _ string) error {
+		if p := checkAccept(r.Request); p != nil {
+			return p
+		}
 		userID, err := pathText(r, "user_id")
 		if err != nil {
 			return err
+		}
+		if utf8.RuneCountInString(userID) > maxUserIDLen {
+			// No entry can have it: refused as PUT refuses it.
+			return fieldProblem("user_id", heraldtype.CodeInvalidField,
+				fmt.Sprintf("user_id is longer than %d characters", maxUserIDLen))
 		}
 		deleted, err = store.New().RecipientDelete(r.Context(), tx, store.RecipientDeleteParams{UserID: userID})
 		return err
@@ -912,6 +946,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request, ready func(context.Context) error) {
+	if p := checkAccept(r); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	h := Health{}

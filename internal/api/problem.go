@@ -29,6 +29,12 @@ const (
 	CodeNotFound heraldtype.Code = "not_found"
 	// CodeMethodNotAllowed: the path exists, the method does not (405).
 	CodeMethodNotAllowed heraldtype.Code = "method_not_allowed"
+	// CodeNotAcceptable: the Accept header admits neither application/json
+	// nor application/problem+json (406).
+	CodeNotAcceptable heraldtype.Code = "not_acceptable"
+	// CodeUnsupportedMediaType: a request body that is not declared
+	// application/json (415).
+	CodeUnsupportedMediaType heraldtype.Code = "unsupported_media_type"
 	// CodeRateLimited: the key made more requests than its rate (429).
 	CodeRateLimited heraldtype.Code = "rate_limited"
 	// CodeRequestTimeout: the client sent its request body too slowly,
@@ -44,7 +50,7 @@ const (
 // validation codes of heraldtype, then the API's own. The slice is fresh.
 func Codes() []heraldtype.Code {
 	return append(heraldtype.Codes(), CodeUnauthorized, CodeForbidden, CodeNotFound, CodeMethodNotAllowed,
-		CodeRateLimited, CodeRequestTimeout, CodeUnavailable, CodeInternal)
+		CodeNotAcceptable, CodeUnsupportedMediaType, CodeRateLimited, CodeRequestTimeout, CodeUnavailable, CodeInternal)
 }
 
 // ProblemTypePrefix starts every problem's type; the code follows.
@@ -119,6 +125,13 @@ var (
 	errUnauthorized = problem(http.StatusUnauthorized, CodeUnauthorized,
 		"a valid API key is required: Authorization: Bearer hk_… (herald api-keys create)")
 	errNotFound = problem(http.StatusNotFound, CodeNotFound, "no such notification")
+	// errNotAcceptable answers an Accept header that admits no type the
+	// API answers in; the problem itself is application/problem+json.
+	errNotAcceptable = problem(http.StatusNotAcceptable, CodeNotAcceptable,
+		"the API answers only application/json and application/problem+json; the Accept header admits neither")
+	// errUnsupportedMediaType answers a body not declared application/json.
+	errUnsupportedMediaType = problem(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+		"the body must be sent as Content-Type: application/json (charset utf-8, if named)")
 	// errSlowClient answers a body that did not arrive within the read
 	// timeout: the client's fault, logged at warn, never a 5xx.
 	errSlowClient = problem(http.StatusRequestTimeout, CodeRequestTimeout,

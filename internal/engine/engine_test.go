@@ -326,6 +326,7 @@ func TestTheAPIPartServesOnItsOwnLoginAndStopsWithTheEngine(t *testing.T) {
 		`{"notification_type":"otp","idempotency_key":"k1","channels":["sms"],"audience":{"sms":["+14155550123"]},"content":{"sms":{"body":"123456"}}}`))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+key.Secret)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -27,7 +27,9 @@ import (
 //     unpaired surrogate escape such as "\ud800" (which decoding would turn
 //     into U+FFFD), or an integer out of range: invalid_field, but
 //     schedule_out_of_range for an expires_at at the zero instant, which is
-//     long past.
+//     long past;
+//   - a max_attempts of 0 written out: invalid_field (a budget is 1..100;
+//     absent or null means the channel's default).
 //
 // Field names match exactly (not case-insensitively, unlike
 // encoding/json); a null field, and an empty time string, mean the field is
@@ -55,10 +57,18 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"send_at":           d.time(&in.SendAt, heraldtype.CodeInvalidField),
 		"expires_at":        d.time(&in.ExpiresAt, heraldtype.CodeScheduleOutOfRange),
 		"priority":          d.str((*string)(&in.Priority)),
-		"max_attempts":      d.int(&in.MaxAttempts),
-		"request_id":        d.str(&in.RequestID),
-		"trace_id":          d.str(&in.TraceID),
-		"callback_url":      d.str(&in.CallbackURL),
+		"max_attempts": func(path string, raw json.RawMessage) {
+			n := len(d.errs)
+			d.int(&in.MaxAttempts)(path, raw)
+			if !isNull(raw) && in.MaxAttempts == 0 && len(d.errs) == n {
+				// 0 is the Go Intent's "absent"; written out, it is a
+				// budget of no attempts, which no channel has.
+				d.errs.add(path, heraldtype.CodeInvalidField, "max_attempts 0 is outside 1..%d; leave it out for the channel's default", maxMaxAttempts)
+			}
+		},
+		"request_id":   d.str(&in.RequestID),
+		"trace_id":     d.str(&in.TraceID),
+		"callback_url": d.str(&in.CallbackURL),
 		"template": func(path string, raw json.RawMessage) {
 			ref := &heraldtype.TemplateRef{}
 			if d.object(path, raw, map[string]func(string, json.RawMessage){

@@ -102,6 +102,7 @@ func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
 		{"MaxAttemptsExponent", `{"max_attempts":1e1}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
 		{"MaxAttemptsBoolean", `{"max_attempts":true}`, Limits{}, "max_attempts", heraldtype.CodeWrongShape},
 		{"MaxAttemptsOverflow", `{"max_attempts":99999999999}`, Limits{}, "max_attempts", heraldtype.CodeInvalidField},
+		{"MaxAttemptsZeroWrittenOut", `{"max_attempts":0}`, Limits{}, "max_attempts", heraldtype.CodeInvalidField},
 		{"SendAtGivenNumber", `{"send_at":1767225600}`, Limits{}, "send_at", heraldtype.CodeWrongShape},
 		{"SendAtNotRFC3339", `{"send_at":"tomorrow"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
 		{"SendAtWithoutZone", `{"send_at":"2026-03-01T12:00:00"}`, Limits{}, "send_at", heraldtype.CodeInvalidField},
