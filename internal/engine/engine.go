@@ -500,11 +500,14 @@ func (e *Engine) addReceipts(cfg *Config, w *planeWatcher) error {
 		return err
 	}
 	e.parts = append(e.parts, part{"receipts", m.Run})
+	// Receipts are matched as they are stored; the matcher's rounds take
+	// the ones that found no route yet, and the SQL door's.
+	e.receipts.MatchWith(m)
 	if cfg.ReceiptsAddr == "" {
 		return nil
 	}
 	h := receipt.Handler(receipt.HandlerConfig{Pool: e.pool, ReceiptsFunc: w.receiptsOf,
-		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics})
+		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics, Matcher: m})
 	ctx, cancel := context.WithCancel(context.Background())
 	bound, done, err := metrics.Server(ctx, cfg.ReceiptsAddr, h)
 	if err != nil {
