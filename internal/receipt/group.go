@@ -13,6 +13,10 @@ import (
 // statement stores.
 const groupMax = 500
 
+// groupLingerMax bounds how long a receipts group waits for more receipts
+// (see batcher.write).
+const groupLingerMax = 5 * time.Millisecond
+
 // groupTimeout bounds one group's statement: it runs on behalf of several
 // requests, so no one request's context may cancel it.
 const groupTimeout = 10 * time.Second
@@ -44,8 +48,9 @@ type Group struct {
 // messages.
 func NewGroup(db store.DBTX) *Group {
 	g := &Group{
-		receipts: &batcher[Receipt]{db: db, many: insertReceipts, one: storeReceipt},
-		inbound:  &batcher[Inbound]{db: db, many: insertInbound, one: storeInbound},
+		receipts: &batcher[Receipt]{db: db, many: insertReceipts, one: storeReceipt, linger: true,
+			enough: make(chan struct{}, 1)},
+		inbound: &batcher[Inbound]{db: db, many: insertInbound, one: storeInbound},
 	}
 	g.receipts.first = g.storeMatched
 	return g
@@ -130,6 +135,13 @@ type batcher[T any] struct {
 	// first, when set, is tried on a group before many: true when it
 	// stored the whole group.
 	first func(context.Context, []T) bool
+	// linger makes the writer wait, before a group, for the callers of
+	// the group it just wrote (see write); enough tells it they are back.
+	linger bool
+	enough chan struct{}
+	// want is how many waiting items end the writer's wait; 0 while it
+	// does not wait.
+	want int
 
 	mu      sync.Mutex
 	waiting []*groupEntry[T]
@@ -150,6 +162,12 @@ func (b *batcher[T]) store(ctx context.Context, item T) error {
 		b.writing = true
 		go b.write()
 	}
+	if b.want > 0 && len(b.waiting) >= b.want {
+		select {
+		case b.enough <- struct{}{}:
+		default:
+		}
+	}
 	b.mu.Unlock()
 	select {
 	case <-e.done:
@@ -160,9 +178,38 @@ func (b *batcher[T]) store(ctx context.Context, item T) error {
 }
 
 // write stores groups until none is waiting.
+//
+// With linger, after a group of several items it waits for that group's
+// callers to come back before it takes the next: until as many items wait
+// as that group held and were waiting, for at most as long as the group
+// took to write (and groupLingerMax). Concurrent callers that each wait
+// for their item (a provider's connections, each posting its next receipt
+// once the last is answered) otherwise split into two cohorts that
+// alternate, each written while the other waits: twice the groups, each
+// paying a transaction's fixed cost (its commit, its statements' start-up
+// and their CHECK constraints), which is most of what a receipt costs
+// Postgres in groups of a few. A caller's answer waits at most that long
+// more; an item alone is written at once.
 func (b *batcher[T]) write() {
+	last, took := 0, time.Duration(0)
 	for {
 		b.mu.Lock()
+		if want := min(last+len(b.waiting), groupMax); b.linger && last > 1 && len(b.waiting) < want {
+			b.want = want
+			b.mu.Unlock()
+			t := time.NewTimer(min(took, groupLingerMax))
+			select {
+			case <-b.enough:
+			case <-t.C:
+			}
+			t.Stop()
+			b.mu.Lock()
+			b.want = 0
+			select {
+			case <-b.enough:
+			default:
+			}
+		}
 		batch := b.waiting[:min(len(b.waiting), groupMax)]
 		b.waiting = b.waiting[len(batch):]
 		if len(batch) == 0 {
@@ -172,7 +219,9 @@ func (b *batcher[T]) write() {
 			return
 		}
 		b.mu.Unlock()
+		began := time.Now()
 		b.flush(batch)
+		last, took = len(batch), time.Since(began)
 	}
 }
 
