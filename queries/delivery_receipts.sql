@@ -96,3 +96,39 @@ SELECT
     unnest(@raws::text[]),
     unnest(@sources::text[]),
     coalesce(sqlc.narg('now')::timestamptz, now());
+
+-- name: ReceiptClock :one
+-- The time receipts stored now arrive at: the transaction's start on the
+-- database's clock (the clock of routes.receipt_keyed_at, which they are
+-- compared with), or the test clock given.
+SELECT coalesce(sqlc.narg('now')::timestamptz, now())::timestamptz AS received_at;
+
+-- name: ReceiptInsertDecidedMany :execrows
+-- Stores receipts that have just arrived with what the matcher decided in
+-- the same transaction (Matcher.StoreMatched): a receipt that matched or
+-- changed nothing is written once, already decided, outside
+-- delivery_receipts_due_idx; one still new is due after its retry
+-- seconds. The arrays are parallel, one element per receipt (zipped row
+-- by row).
+INSERT INTO herald.delivery_receipts (provider, provider_message_id, status, error_code, raw, source, received_at,
+    state, delivery_status, notification_id, route_id, matched_at, attempt, match_attempts, next_match_at)
+SELECT d.provider, d.provider_message_id, d.status, d.error_code, d.raw, d.source, d.received_at,
+    d.state, nullif(d.delivery_status, ''), nullif(d.notification_id, ''), nullif(d.route_id, ''),
+    CASE WHEN d.state IN ('matched', 'duplicate') THEN d.received_at END,
+    nullif(d.attempt, 0), 1, d.received_at + make_interval(secs => d.retry_seconds)
+FROM (
+    SELECT
+        unnest(@providers::text[]) AS provider,
+        unnest(@provider_message_ids::text[]) AS provider_message_id,
+        unnest(@statuses::text[]) AS status,
+        unnest(@error_codes::text[]) AS error_code,
+        unnest(@raws::text[]) AS raw,
+        unnest(@sources::text[]) AS source,
+        unnest(@states::text[]) AS state,
+        unnest(@delivery_statuses::text[]) AS delivery_status,
+        unnest(@notification_ids::text[]) AS notification_id,
+        unnest(@route_ids::text[]) AS route_id,
+        unnest(@retry_seconds::float8[]) AS retry_seconds,
+        unnest(@attempts::integer[]) AS attempt,
+        @received_at::timestamptz AS received_at
+) AS d;

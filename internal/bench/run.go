@@ -125,7 +125,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	if c.Provider {
 		what := "without receipts: the baseline of -receipts"
 		if c.Receipts {
-			what = fmt.Sprintf("with receipts: the completion records each route's receipt key, the sink posts one delivery receipt per message (%d connections) to herald's receipts endpoint %s after answering it, each stored by its own INSERT, and the matcher matches them; a phase ends once every receipt is matched, so the Postgres figures include the receipts' work; compare them with a -provider run for the cost of receipts per route", receiptSenders, c.ReceiptDelay)
+			what = fmt.Sprintf("with receipts: the completion records each route's receipt key, the sink posts one delivery receipt per message (%d connections) to herald's receipts endpoint %s after answering it, where concurrent ones are stored and matched together (one transaction per group); a phase ends once every receipt is matched, so the Postgres figures include the receipts' work; compare them with a -provider run for the cost of receipts per route", receiptSenders, c.ReceiptDelay)
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("herald delivers SMS routes (one number per route, a %d-character text) through provider %s (driver sms-http, the only provider of its routing rule) to the loopback sink, which answers each with a message id, %s", c.PayloadBytes, benchProvider, what))
 		if c.Vs == "river" {

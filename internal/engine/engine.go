@@ -520,11 +520,14 @@ func (e *Engine) addReceipts(cfg *Config, w *planeWatcher) error {
 		return err
 	}
 	e.parts = append(e.parts, part{"receipts", m.Run})
+	// Receipts are matched as they are stored; the matcher's rounds take
+	// the ones that found no route yet, and the SQL door's.
+	e.receipts.MatchWith(m)
 	if cfg.ReceiptsAddr == "" {
 		return nil
 	}
 	h := receipt.Handler(receipt.HandlerConfig{Pool: e.pool, ReceiptsFunc: w.receiptsOf,
-		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics})
+		GetenvFunc: w.getenv, Logger: mcfg.Logger, Metrics: e.metrics, Matcher: m})
 	scfg := cfg.ReceiptsServer
 	scfg.Logger = cmp.Or(scfg.Logger, mcfg.Logger)
 	srv, err := httpserve.New(h, &scfg)

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/routing"
@@ -115,6 +116,60 @@ func BenchmarkConcurrentReceiptStore(b *testing.B) {
 			require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FROM herald.delivery_receipts`).Scan(&stored))
 			require.Equal(b, b.N, stored)
 			b.ReportMetric(float64(walAfter-walBefore)/float64(b.N), "WAL-bytes/receipt")
+		})
+	}
+}
+
+// BenchmarkReceiptStoreMatched stores receipts for published routes from
+// 16 callers at once through a Group with a matcher, as the receipts
+// endpoint does under the bench's sink, and reports Postgres's CPU per
+// receipt (the cluster's processes, from /proc) beside the receipts per
+// group.
+//
+//	go run ./internal/pgtemp/withpg go test -run '^$' -bench ReceiptStoreMatched -benchtime 20000x ./internal/receipt
+func BenchmarkReceiptStoreMatched(b *testing.B) {
+	for _, callers := range []int{4, 16, 64} {
+		b.Run(fmt.Sprintf("callers-%d", callers), func(b *testing.B) {
+			ctx := context.Background()
+			cfg, err := pgxpool.ParseConfig(pgtemp.NewDatabase(b))
+			require.NoError(b, err)
+			cfg.MaxConns = 8
+			engine.ConfigurePool(cfg) // serve's connections
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(b, err)
+			b.Cleanup(pool.Close)
+			bundle := &testBundle{pool: pool}
+			ids := make([]string, b.N)
+			for i := range b.N {
+				ids[i] = fmt.Sprintf("bench-%d", i)
+			}
+			bundle.publishedRoutes(b, "sms/bench", ids)
+			m, err := receipt.NewMatcher(pool, receipt.MatcherConfig{ReceiptsFunc: func(string) *routing.Receipts { return nil }})
+			require.NoError(b, err)
+			grp := receipt.NewGroup(pool)
+			grp.MatchWith(m)
+			before := clusterCPU(b, pool)
+			var seq atomic.Int64
+			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := ids[seq.Add(1)-1]
+					if err := grp.Store(ctx, receipt.Receipt{Provider: "sms/bench", ProviderMessageID: id,
+						Status: "DELIVRD", Raw: `{"id":"` + id + `","status":"DELIVRD"}`, Source: receipt.SourceHTTP}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			after := clusterCPU(b, pool)
+			var delivered, groups int
+			require.NoError(b, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'matched'), count(DISTINCT xmin::text)
+				FROM herald.delivery_receipts`).Scan(&delivered, &groups))
+			require.Equal(b, b.N, delivered)
+			b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "µs-pg-cpu/receipt")
+			b.ReportMetric(float64(b.N)/float64(groups), "receipts/group")
 		})
 	}
 }

@@ -32,6 +32,9 @@ type HandlerConfig struct {
 	Logger *slog.Logger
 	// Metrics counts receipts received; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Matcher, when set, matches the receipts in the transaction that
+	// stores them (Group.MatchWith); nil leaves them to a Matcher's rounds.
+	Matcher *Matcher
 }
 
 // Path is where the endpoint serves: Path + the provider's name, e.g.
@@ -59,6 +62,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 	}
 	// Concurrent requests store their receipts together (group.go).
 	grp := NewGroup(cfg.Pool)
+	grp.MatchWith(cfg.Matcher)
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path+"{provider...}", func(w http.ResponseWriter, r *http.Request) {
 		provider := r.PathValue("provider")

@@ -205,13 +205,9 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 	began := time.Now()
 	span := trace.SpanFromContext(context.Background()) // a no-op until a batch is taken
 	defer func() { span.End() }()
+	var ds []decision
 	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
-		var now *time.Time
-		clock := time.Now()
-		if m.cfg.NowFunc != nil {
-			clock = m.cfg.NowFunc()
-			now = &clock
-		}
+		clock, now := m.clock()
 		rows, err := m.q.ReceiptClaimDue(ctx, tx, store.ReceiptClaimDueParams{Now: now, Max: int32(m.cfg.BatchSize)})
 		if err != nil {
 			return fmt.Errorf("claim receipts: %w", err)
@@ -224,178 +220,285 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 			ctx, span = m.tracer.Start(ctx, "herald.receipt.match", trace.WithNewRoot(), trace.WithTimestamp(began),
 				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BatchSize.Int(n)))
 		}
-		ds := make([]decision, len(rows))
-		var keys []string
-		var asked []int // the receipts with a key, in order
-		for i, r := range rows {
-			d := &ds[i]
-			d.row = r
-			rc := m.cfg.ReceiptsFunc(r.Provider)
-			if r.ProviderMessageID == "" || r.Status == "" {
-				d.state = "malformed"
-				continue
-			}
-			d.status = rc.MapStatus(r.Status)
-			d.errCode = r.ErrorCode
-			d.permanent = rc.Permanent(r.ErrorCode)
-			d.resend = rc.Retries(d.status, r.ErrorCode)
-			keys = append(keys, key(r.Provider, r.ProviderMessageID))
-			asked = append(asked, i)
-		}
-		found, err := m.q.RouteListByReceiptKeys(ctx, tx, keys)
+		ds, err = m.decide(ctx, tx, rows, clock, now, span)
 		if err != nil {
-			return fmt.Errorf("find routes by receipt key: %w", err)
-		}
-		byKey := keyedRoutes(found)
-		// Per route, the receipts in arrival order: each that moves its
-		// status (or, for a route of several parts, its part's status) is
-		// matched; the others change nothing.
-		states := map[string]*routeState{}
-		var order []*routeState
-		for _, i := range asked {
-			d := &ds[i]
-			rt, ok := newestBefore(byKey[key(d.row.Provider, d.row.ProviderMessageID)], d.row.ReceivedAt)
-			if !ok {
-				window := m.cfg.ReceiptsFunc(d.row.Provider).WindowOrDefault()
-				if clock.Sub(d.row.ReceivedAt) >= window {
-					d.state = "unmatched"
-				} else {
-					d.state, d.retry = "new", backoff(d.row.MatchAttempts)
-				}
-				continue
-			}
-			d.notificationID, d.route, d.attempt = rt.NotificationID, rt.RouteID, rt.AttemptCount
-			rk := rt.NotificationID + "\x00" + rt.RouteID
-			parts := len(rt.ReceiptParts)
-			st := states[rk]
-			if st == nil {
-				st = &routeState{nid: rt.NotificationID, rid: rt.RouteID, status: rt.DeliveryStatus}
-				if parts > 1 {
-					st.oldParts = rt.PartStatuses
-					st.parts = make([]string, parts)
-					if old := strings.Split(rt.PartStatuses, ","); len(old) == len(st.parts) {
-						copy(st.parts, old)
-					}
-				}
-				states[rk] = st
-				order = append(order, st)
-			}
-			if st.parts == nil {
-				cur := st.status
-				if cur == nil || (*cur == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown) {
-					s := d.status
-					st.status = &s
-					if len(st.matched) > 0 {
-						ds[st.matched[0]].state = "duplicate" // superseded in this batch by a final status
-					}
-					st.write, st.matched, st.statusChanged = d, []int{i}, true
-					d.state = "matched"
-					continue
-				}
-			} else if part := rt.part; part >= 0 && part < len(st.parts) &&
-				(st.parts[part] == "" || (st.parts[part] == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown)) {
-				st.parts[part] = d.status
-				agg := PartsStatus(st.parts)
-				if st.status == nil || *st.status != agg {
-					st.status, st.statusChanged = &agg, true
-					st.write = d
-				} else if st.write == nil {
-					st.write = d // the parts change; the status, error and time stay
-				}
-				st.matched = append(st.matched, i)
-				d.state = "matched"
-				continue
-			}
-			// It changes nothing: a duplicate, unless it is young enough
-			// that a newer route with its id may not be visible yet.
-			if clock.Sub(d.row.ReceivedAt) < DuplicateSettle {
-				d.state, d.retry = "new", backoff(d.row.MatchAttempts)
-				continue
-			}
-			d.state = "duplicate"
-		}
-		var set store.RouteDeliveryStatusSetManyParams
-		set.Now = now
-		for _, st := range order {
-			if st.write == nil {
-				continue
-			}
-			d := st.write
-			set.NotificationIds = append(set.NotificationIds, st.nid)
-			set.RouteIds = append(set.RouteIds, st.rid)
-			set.DeliveryStatuses = append(set.DeliveryStatuses, *st.status)
-			set.DeliveryErrors = append(set.DeliveryErrors, d.errCode)
-			set.Permanents = append(set.Permanents, d.permanent)
-			set.Retries = append(set.Retries, d.resend && st.statusChanged && *st.status == d.status)
-			set.PartStatuses = append(set.PartStatuses, strings.Join(st.parts, ","))
-			set.OldPartStatuses = append(set.OldPartStatuses, st.oldParts)
-		}
-		changed := map[string]store.RouteDeliveryStatusSetManyRow{}
-		if len(set.RouteIds) > 0 {
-			out, err := m.q.RouteDeliveryStatusSetMany(ctx, tx, set)
-			if err != nil {
-				return fmt.Errorf("set delivery statuses: %w", err)
-			}
-			for _, r := range out {
-				changed[r.NotificationID+"\x00"+r.RouteID] = r
-			}
-		}
-		for _, st := range order {
-			if st.write == nil {
-				continue
-			}
-			r, ok := changed[st.nid+"\x00"+st.rid]
-			for _, i := range st.matched {
-				d := &ds[i]
-				switch {
-				case !ok && st.parts != nil:
-					// Another matcher changed the parts first: try again.
-					d.state, d.retry = "new", 0
-				case !ok:
-					d.state = "duplicate" // another matcher set it first
-				case span.IsRecording():
-					span.AddEvent("herald.receipt.matched", trace.WithAttributes(
-						tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
-						tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
-				}
-			}
-			if ok && st.statusChanged {
-				m.cfg.Metrics.ReceiptLagged(st.write.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
-			}
+			return err
 		}
 		mark := store.ReceiptMarkManyParams{Now: now}
 		for i := range ds {
 			d := &ds[i]
-			var attempt int32
-			switch d.state {
-			case "matched", "duplicate":
-				attempt = d.attempt
-			case "new":
-				d.notificationID, d.route = "", "" // not decided: it belongs to no route yet
-			}
 			mark.Ids = append(mark.Ids, d.row.ID)
 			mark.States = append(mark.States, d.state)
 			mark.DeliveryStatuses = append(mark.DeliveryStatuses, d.status)
 			mark.NotificationIds = append(mark.NotificationIds, d.notificationID)
 			mark.RouteIds = append(mark.RouteIds, d.route)
 			mark.RetrySeconds = append(mark.RetrySeconds, d.retry.Seconds())
-			mark.Attempts = append(mark.Attempts, attempt)
+			mark.Attempts = append(mark.Attempts, d.attempt)
 		}
 		if err := m.q.ReceiptMarkMany(ctx, tx, mark); err != nil {
 			return fmt.Errorf("mark receipts: %w", err)
-		}
-		for _, d := range ds {
-			if d.state != "new" {
-				m.cfg.Metrics.ReceiptDecided(d.row.Provider, cmp.Or(d.status, "none"), d.state)
-			}
 		}
 		return nil
 	})
 	if err != nil {
 		span.SetStatus(codes.Error, "receipt batch failed")
 		span.RecordError(err)
+		return n, err
 	}
-	return n, err
+	m.decided(ds)
+	return n, nil
+}
+
+// StoreMatched stores receipts that have just arrived and matches them, in
+// one transaction: each is inserted with what the matcher decided
+// (matched, duplicate, malformed, or new, to be tried again after its
+// backoff, when its route is not visible yet or it would change nothing
+// while young), so that a receipt that finds its route is written once
+// and never queued. It returns once they are committed, or with the error
+// that stored none of them (the caller stores them the plain way then,
+// for the matcher).
+func (m *Matcher) StoreMatched(ctx context.Context, rs []Receipt) error {
+	began := time.Now()
+	span := trace.SpanFromContext(context.Background())
+	defer func() { span.End() }()
+	var ds []decision
+	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		clock, now := m.clock()
+		// The receipts arrive now on the database's clock, the clock of
+		// the routes' receipt_keyed_at they are compared with.
+		at, err := m.q.ReceiptClock(ctx, tx, now)
+		if err != nil {
+			return fmt.Errorf("read the clock: %w", err)
+		}
+		if now == nil {
+			clock = at
+		}
+		if m.tracer != nil {
+			ctx, span = m.tracer.Start(ctx, "herald.receipt.match", trace.WithNewRoot(), trace.WithTimestamp(began),
+				trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(tracing.BatchSize.Int(len(rs))))
+		}
+		rows := make([]store.ReceiptClaimDueRow, len(rs))
+		for i, r := range rs {
+			r = r.clipped()
+			rs[i] = r
+			rows[i] = store.ReceiptClaimDueRow{Provider: r.Provider, ProviderMessageID: r.ProviderMessageID,
+				Status: r.Status, ErrorCode: r.ErrorCode, ReceivedAt: at}
+		}
+		ds, err = m.decide(ctx, tx, rows, clock, now, span)
+		if err != nil {
+			return err
+		}
+		p := store.ReceiptInsertDecidedManyParams{ReceivedAt: at}
+		for i := range ds {
+			d, r := &ds[i], rs[i]
+			p.Providers = append(p.Providers, r.Provider)
+			p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
+			p.Statuses = append(p.Statuses, r.Status)
+			p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
+			p.Raws = append(p.Raws, r.Raw)
+			p.Sources = append(p.Sources, r.Source)
+			p.States = append(p.States, d.state)
+			p.DeliveryStatuses = append(p.DeliveryStatuses, d.status)
+			p.NotificationIds = append(p.NotificationIds, d.notificationID)
+			p.RouteIds = append(p.RouteIds, d.route)
+			p.RetrySeconds = append(p.RetrySeconds, d.retry.Seconds())
+			p.Attempts = append(p.Attempts, d.attempt)
+		}
+		if _, err := m.q.ReceiptInsertDecidedMany(ctx, tx, p); err != nil {
+			return fmt.Errorf("store matched receipts: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		span.SetStatus(codes.Error, "receipt batch failed")
+		span.RecordError(err)
+		return err
+	}
+	m.decided(ds)
+	return nil
+}
+
+// clock returns the time a round decides by, and the time its statements
+// are given: the test clock when NowFunc is set, else the process's clock
+// and nil (the statements use the database's).
+func (m *Matcher) clock() (time.Time, *time.Time) {
+	if m.cfg.NowFunc != nil {
+		t := m.cfg.NowFunc()
+		return t, &t
+	}
+	return time.Now(), nil
+}
+
+// decided counts a committed round's decisions.
+func (m *Matcher) decided(ds []decision) {
+	for _, d := range ds {
+		if d.state != "new" {
+			m.cfg.Metrics.ReceiptDecided(d.row.Provider, cmp.Or(d.status, "none"), d.state)
+		}
+	}
+}
+
+// decide finds the routes of rows (receipts, in arrival order), sets
+// their delivery statuses in tx, and returns what it decided for each
+// receipt, in rows' order: matched or duplicate (with the route and its
+// attempt), unmatched, malformed, or new with the time to wait before the
+// next try (and no route).
+func (m *Matcher) decide(ctx context.Context, tx pgx.Tx, rows []store.ReceiptClaimDueRow, clock time.Time,
+	now *time.Time, span trace.Span) ([]decision, error) {
+	ds := make([]decision, len(rows))
+	var keys []string
+	var asked []int // the receipts with a key, in order
+	for i, r := range rows {
+		d := &ds[i]
+		d.row = r
+		rc := m.cfg.ReceiptsFunc(r.Provider)
+		if r.ProviderMessageID == "" || r.Status == "" {
+			d.state = "malformed"
+			continue
+		}
+		d.status = rc.MapStatus(r.Status)
+		d.errCode = r.ErrorCode
+		d.permanent = rc.Permanent(r.ErrorCode)
+		d.resend = rc.Retries(d.status, r.ErrorCode)
+		keys = append(keys, key(r.Provider, r.ProviderMessageID))
+		asked = append(asked, i)
+	}
+	var found []store.RouteListByReceiptKeysRow
+	if len(keys) > 0 {
+		var err error
+		found, err = m.q.RouteListByReceiptKeys(ctx, tx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("find routes by receipt key: %w", err)
+		}
+	}
+	byKey := keyedRoutes(found)
+	// Per route, the receipts in arrival order: each that moves its
+	// status (or, for a route of several parts, its part's status) is
+	// matched; the others change nothing.
+	states := map[string]*routeState{}
+	var order []*routeState
+	for _, i := range asked {
+		d := &ds[i]
+		rt, ok := newestBefore(byKey[key(d.row.Provider, d.row.ProviderMessageID)], d.row.ReceivedAt)
+		if !ok {
+			window := m.cfg.ReceiptsFunc(d.row.Provider).WindowOrDefault()
+			if clock.Sub(d.row.ReceivedAt) >= window {
+				d.state = "unmatched"
+			} else {
+				d.state, d.retry = "new", backoff(d.row.MatchAttempts)
+			}
+			continue
+		}
+		d.notificationID, d.route, d.attempt = rt.NotificationID, rt.RouteID, rt.AttemptCount
+		rk := rt.NotificationID + "\x00" + rt.RouteID
+		parts := len(rt.ReceiptParts)
+		st := states[rk]
+		if st == nil {
+			st = &routeState{nid: rt.NotificationID, rid: rt.RouteID, status: rt.DeliveryStatus}
+			if parts > 1 {
+				st.oldParts = rt.PartStatuses
+				st.parts = make([]string, parts)
+				if old := strings.Split(rt.PartStatuses, ","); len(old) == len(st.parts) {
+					copy(st.parts, old)
+				}
+			}
+			states[rk] = st
+			order = append(order, st)
+		}
+		if st.parts == nil {
+			cur := st.status
+			if cur == nil || (*cur == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown) {
+				s := d.status
+				st.status = &s
+				if len(st.matched) > 0 {
+					ds[st.matched[0]].state = "duplicate" // superseded in this batch by a final status
+				}
+				st.write, st.matched, st.statusChanged = d, []int{i}, true
+				d.state = "matched"
+				continue
+			}
+		} else if part := rt.part; part >= 0 && part < len(st.parts) &&
+			(st.parts[part] == "" || (st.parts[part] == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown)) {
+			st.parts[part] = d.status
+			agg := PartsStatus(st.parts)
+			if st.status == nil || *st.status != agg {
+				st.status, st.statusChanged = &agg, true
+				st.write = d
+			} else if st.write == nil {
+				st.write = d // the parts change; the status, error and time stay
+			}
+			st.matched = append(st.matched, i)
+			d.state = "matched"
+			continue
+		}
+		// It changes nothing: a duplicate, unless it is young enough
+		// that a newer route with its id may not be visible yet.
+		if clock.Sub(d.row.ReceivedAt) < DuplicateSettle {
+			d.state, d.retry = "new", backoff(d.row.MatchAttempts)
+			continue
+		}
+		d.state = "duplicate"
+	}
+	var set store.RouteDeliveryStatusSetManyParams
+	set.Now = now
+	for _, st := range order {
+		if st.write == nil {
+			continue
+		}
+		d := st.write
+		set.NotificationIds = append(set.NotificationIds, st.nid)
+		set.RouteIds = append(set.RouteIds, st.rid)
+		set.DeliveryStatuses = append(set.DeliveryStatuses, *st.status)
+		set.DeliveryErrors = append(set.DeliveryErrors, d.errCode)
+		set.Permanents = append(set.Permanents, d.permanent)
+		set.Retries = append(set.Retries, d.resend && st.statusChanged && *st.status == d.status)
+		set.PartStatuses = append(set.PartStatuses, strings.Join(st.parts, ","))
+		set.OldPartStatuses = append(set.OldPartStatuses, st.oldParts)
+	}
+	changed := map[string]store.RouteDeliveryStatusSetManyRow{}
+	if len(set.RouteIds) > 0 {
+		out, err := m.q.RouteDeliveryStatusSetMany(ctx, tx, set)
+		if err != nil {
+			return nil, fmt.Errorf("set delivery statuses: %w", err)
+		}
+		for _, r := range out {
+			changed[r.NotificationID+"\x00"+r.RouteID] = r
+		}
+	}
+	for _, st := range order {
+		if st.write == nil {
+			continue
+		}
+		r, ok := changed[st.nid+"\x00"+st.rid]
+		for _, i := range st.matched {
+			d := &ds[i]
+			switch {
+			case !ok && st.parts != nil:
+				// Another matcher changed the parts first: try again.
+				d.state, d.retry = "new", 0
+			case !ok:
+				d.state = "duplicate" // another matcher set it first
+			case span.IsRecording():
+				span.AddEvent("herald.receipt.matched", trace.WithAttributes(
+					tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
+					tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
+			}
+		}
+		if ok && st.statusChanged {
+			m.cfg.Metrics.ReceiptLagged(st.write.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
+		}
+	}
+	for i := range ds {
+		d := &ds[i]
+		switch d.state {
+		case "matched", "duplicate":
+		case "new":
+			d.notificationID, d.route, d.attempt = "", "", 0 // not decided: it belongs to no route yet
+		default:
+			d.attempt = 0
+		}
+	}
+	return ds, nil
 }
 
 // keyedRoute is a route a receipt key names, and which part's key it is

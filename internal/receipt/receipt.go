@@ -4,7 +4,9 @@
 // Every receipt is stored in herald.delivery_receipts as it arrived, before
 // its sender is answered (Store): by serve's HTTP endpoint (Handler), by the
 // SMPP driver before its deliver_sm_resp, or by a plain INSERT. The Matcher
-// then finds each one's route by provider and provider message id (the
+// finds each one's route (the endpoint's and the SMPP driver's in the
+// transaction that stores them, Matcher.StoreMatched; the rest in its
+// rounds) by provider and provider message id (the
 // route's receipt key, written at completion for providers that send
 // receipts) and records the route's delivery status — delivered,
 // undelivered (with the provider's error code, permanent or temporary as

@@ -327,9 +327,24 @@ func TestTemporaryUndeliveredSendsTheRouteBackWhenTheProviderSaysRetry(t *testin
 // group is stored again receipt by receipt, and nothing else is lost.
 func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 	t.Parallel()
+	// Stored for the matcher, and matched as they are stored (a group
+	// whose matching fails is stored the plain way).
+	for _, matched := range []bool{false, true} {
+		name := map[bool]string{false: "Stored", true: "Matched"}[matched]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			concurrentReceiptsStoredTogether(t, matched)
+		})
+	}
+}
+
+func concurrentReceiptsStoredTogether(t *testing.T, matched bool) {
 	b := setup(t)
 	ctx := context.Background()
 	srv := acmeEndpoint(t, b.pool)
+	if matched {
+		srv = acmeMatchingEndpoint(t, b.pool)
+	}
 	post := func(body string) int {
 		resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json", strings.NewReader(body))
 		if err != nil {

@@ -66,6 +66,20 @@ func (q *Queries) ReceiptClaimDue(ctx context.Context, db DBTX, arg ReceiptClaim
 	return items, nil
 }
 
+const receiptClock = `-- name: ReceiptClock :one
+SELECT coalesce($1::timestamptz, now())::timestamptz AS received_at
+`
+
+// The time receipts stored now arrive at: the transaction's start on the
+// database's clock (the clock of routes.receipt_keyed_at, which they are
+// compared with), or the test clock given.
+func (q *Queries) ReceiptClock(ctx context.Context, db DBTX, now *time.Time) (time.Time, error) {
+	row := db.QueryRow(ctx, receiptClock, now)
+	var received_at time.Time
+	err := row.Scan(&received_at)
+	return received_at, err
+}
+
 const receiptCountByState = `-- name: ReceiptCountByState :many
 SELECT provider, state, count(*)::bigint AS receipts
 FROM herald.delivery_receipts
@@ -135,6 +149,75 @@ func (q *Queries) ReceiptInsert(ctx context.Context, db DBTX, arg ReceiptInsertP
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const receiptInsertDecidedMany = `-- name: ReceiptInsertDecidedMany :execrows
+INSERT INTO herald.delivery_receipts (provider, provider_message_id, status, error_code, raw, source, received_at,
+    state, delivery_status, notification_id, route_id, matched_at, attempt, match_attempts, next_match_at)
+SELECT d.provider, d.provider_message_id, d.status, d.error_code, d.raw, d.source, d.received_at,
+    d.state, nullif(d.delivery_status, ''), nullif(d.notification_id, ''), nullif(d.route_id, ''),
+    CASE WHEN d.state IN ('matched', 'duplicate') THEN d.received_at END,
+    nullif(d.attempt, 0), 1, d.received_at + make_interval(secs => d.retry_seconds)
+FROM (
+    SELECT
+        unnest($1::text[]) AS provider,
+        unnest($2::text[]) AS provider_message_id,
+        unnest($3::text[]) AS status,
+        unnest($4::text[]) AS error_code,
+        unnest($5::text[]) AS raw,
+        unnest($6::text[]) AS source,
+        unnest($7::text[]) AS state,
+        unnest($8::text[]) AS delivery_status,
+        unnest($9::text[]) AS notification_id,
+        unnest($10::text[]) AS route_id,
+        unnest($11::float8[]) AS retry_seconds,
+        unnest($12::integer[]) AS attempt,
+        $13::timestamptz AS received_at
+) AS d
+`
+
+type ReceiptInsertDecidedManyParams struct {
+	Providers          []string
+	ProviderMessageIds []string
+	Statuses           []string
+	ErrorCodes         []string
+	Raws               []string
+	Sources            []string
+	States             []string
+	DeliveryStatuses   []string
+	NotificationIds    []string
+	RouteIds           []string
+	RetrySeconds       []float64
+	Attempts           []int32
+	ReceivedAt         time.Time
+}
+
+// Stores receipts that have just arrived with what the matcher decided in
+// the same transaction (Matcher.StoreMatched): a receipt that matched or
+// changed nothing is written once, already decided, outside
+// delivery_receipts_due_idx; one still new is due after its retry
+// seconds. The arrays are parallel, one element per receipt (zipped row
+// by row).
+func (q *Queries) ReceiptInsertDecidedMany(ctx context.Context, db DBTX, arg ReceiptInsertDecidedManyParams) (int64, error) {
+	result, err := db.Exec(ctx, receiptInsertDecidedMany,
+		arg.Providers,
+		arg.ProviderMessageIds,
+		arg.Statuses,
+		arg.ErrorCodes,
+		arg.Raws,
+		arg.Sources,
+		arg.States,
+		arg.DeliveryStatuses,
+		arg.NotificationIds,
+		arg.RouteIds,
+		arg.RetrySeconds,
+		arg.Attempts,
+		arg.ReceivedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const receiptInsertMany = `-- name: ReceiptInsertMany :execrows
