@@ -373,7 +373,7 @@ func (w *Worker) isolate(ctx context.Context, cause error) (accepted, malformed,
 				w.deferEntry(ctx, first, err)
 				if waits++; waits == maxWaitsInARow {
 					// A lock on a whole table (a maintenance step) holds
-					// every entry up: this round ends, the next drain
+					// every entry up: this pass ends, the next drain
 					// tries again.
 					return accepted, malformed, n + 1, err
 				}

@@ -161,7 +161,7 @@ type routeState struct {
 	// write is the decision whose status, error and resend are written;
 	// nil while no receipt changed anything.
 	write *decision
-	// statusChanged: the route's delivery status changed in this round.
+	// statusChanged: the route's delivery status changed in this batch.
 	statusChanged bool
 	// matched are the decisions marked matched by this route's write.
 	matched []int

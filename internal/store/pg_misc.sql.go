@@ -30,7 +30,7 @@ const lockHolders = `-- name: LockHolders :one
 SELECT herald.lock_holders(($1::text[])::regclass[])::text AS holders
 `
 
-// Who holds a lock on any of @rels right now, other than this session: a
+// Who holds a lock on any of @rels right now, other than the caller's own connection: a
 // line naming each one's login, pid, lock mode and relation, and how long
 // its transaction has been open when the caller may see that. What an
 // action that gave up on a lock says about who held it.
