@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,26 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
-
-// closedAfter reads conn until serve closes it, and returns the status of
-// the answer it sent first (0: none). It waits a minute at most: a bound
-// on a broken test, not an assertion about speed.
-func closedAfter(t *testing.T, conn net.Conn) int {
-	t.Helper()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
-	br := bufio.NewReader(conn)
-	status := 0
-	if resp, err := http.ReadResponse(br, nil); err == nil {
-		status = resp.StatusCode
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
-	_, err := br.ReadByte()
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "serve kept the connection open")
-	require.Error(t, err)
-	return status
-}
 
 func TestServeBoundsEveryListenerItRuns(t *testing.T) {
 	t.Parallel()
@@ -108,7 +87,7 @@ func TestServeBoundsEveryListenerItRuns(t *testing.T) {
 			defer conn.Close()
 			_, err = fmt.Fprint(conn, c.slow)
 			require.NoError(t, err)
-			require.Equal(t, c.slowStatus, closedAfter(t, conn), "answered, then closed without the rest of the body")
+			require.Equal(t, c.slowStatus, httpservetest.UntilClosed(t, conn), "answered, then closed without the rest of the body")
 		})
 		t.Run(c.name+"IdleKeepAlive", func(t *testing.T) {
 			conn, err := net.Dial("tcp", c.addr)
@@ -116,7 +95,7 @@ func TestServeBoundsEveryListenerItRuns(t *testing.T) {
 			defer conn.Close()
 			_, err = fmt.Fprint(conn, c.idle)
 			require.NoError(t, err)
-			require.NotZero(t, closedAfter(t, conn), "answered, then closed once idle")
+			require.NotZero(t, httpservetest.UntilClosed(t, conn), "answered, then closed once idle")
 		})
 	}
 

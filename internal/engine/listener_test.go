@@ -1,16 +1,12 @@
 package engine
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/httpserve"
+	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
 )
 
 // lockedLog is a log sink safe to read while the engine writes.
@@ -36,24 +33,6 @@ func (l *lockedLog) Write(p []byte) (int, error) {
 }
 
 func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
-// untilClosed reads conn until the server closes it and returns the
-// status of the answer it sent first (0: none). It waits a minute at
-// most: a bound on a broken test, not an assertion about speed.
-func untilClosed(t *testing.T, conn net.Conn) int {
-	t.Helper()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
-	br := bufio.NewReader(conn)
-	status := 0
-	if resp, err := http.ReadResponse(br, nil); err == nil {
-		status = resp.StatusCode
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
-	_, err := br.ReadByte()
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the server kept the connection open")
-	require.Error(t, err)
-	return status
-}
 
 func TestReceiptsAndMetricsEndpointsCutOffSlowBodiesAndIdleConnections(t *testing.T) {
 	t.Parallel()
@@ -120,7 +99,7 @@ rules:
 			defer conn.Close()
 			_, err = fmt.Fprint(conn, c.slow)
 			require.NoError(t, err)
-			require.Equal(t, c.slowStatus, untilClosed(t, conn))
+			require.Equal(t, c.slowStatus, httpservetest.UntilClosed(t, conn))
 		})
 		t.Run(c.name+"IdleKeepAlive", func(t *testing.T) {
 			conn, err := net.Dial("tcp", c.addr)
@@ -128,7 +107,7 @@ rules:
 			defer conn.Close()
 			_, err = fmt.Fprint(conn, c.idle)
 			require.NoError(t, err)
-			require.NotZero(t, untilClosed(t, conn), "answered, then closed once idle")
+			require.NotZero(t, httpservetest.UntilClosed(t, conn), "answered, then closed once idle")
 		})
 	}
 	var slow map[string]any

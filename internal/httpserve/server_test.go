@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/httpserve"
+	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
 )
 
 // bound is how long a test waits for what must happen before it gives
@@ -50,23 +51,6 @@ var readsBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 })
 
-// closedByServer reads conn until the server closes it, and returns
-// the status of the answer it sent first (0: none).
-func closedByServer(t *testing.T, conn net.Conn) int {
-	t.Helper()
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(bound)))
-	br := bufio.NewReader(conn)
-	status := 0
-	if resp, err := http.ReadResponse(br, nil); err == nil {
-		status = resp.StatusCode
-		_, _ = io.Copy(io.Discard, resp.Body)
-	}
-	_, err := br.ReadByte()
-	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the server kept the connection open")
-	require.Error(t, err)
-	return status
-}
-
 func TestServerCutsOffASlowBody(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, &httpserve.Config{ReadTimeout: 200 * time.Millisecond, WriteTimeout: bound}, readsBody)
@@ -75,7 +59,7 @@ func TestServerCutsOffASlowBody(t *testing.T) {
 	defer conn.Close()
 	_, err = fmt.Fprint(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc")
 	require.NoError(t, err)
-	require.Equal(t, http.StatusRequestTimeout, closedByServer(t, conn))
+	require.Equal(t, http.StatusRequestTimeout, httpservetest.UntilClosed(t, conn))
 }
 
 func TestServerCutsOffSlowHeaders(t *testing.T) {
@@ -86,7 +70,7 @@ func TestServerCutsOffSlowHeaders(t *testing.T) {
 	defer conn.Close()
 	_, err = fmt.Fprint(conn, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
 	require.NoError(t, err)
-	require.NotEqual(t, http.StatusOK, closedByServer(t, conn))
+	require.NotEqual(t, http.StatusOK, httpservetest.UntilClosed(t, conn))
 }
 
 func TestServerClosesAnIdleKeepAliveConnection(t *testing.T) {
@@ -97,7 +81,7 @@ func TestServerClosesAnIdleKeepAliveConnection(t *testing.T) {
 	defer conn.Close()
 	_, err = fmt.Fprint(conn, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, closedByServer(t, conn), "answered, then closed once idle")
+	require.Equal(t, http.StatusOK, httpservetest.UntilClosed(t, conn), "answered, then closed once idle")
 }
 
 func TestServerServesAtMostMaxConnsAtOnce(t *testing.T) {
