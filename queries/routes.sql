@@ -251,6 +251,7 @@ RETURNING r.notification_id, r.route_id, r.ctid::tid AS route_tid, r.attempt_cou
 
 -- name: RouteCompleteMany :many
 -- Writes a batch of attempt outcomes in ONE statement. Each element is fenced
+-- (RouteCompletionsLock repeats this fence; change both together)
 -- on status 'claimed', the attempt taken at its claim AND the claim's
 -- lease_until: a completion whose lease expired and whose route was claimed
 -- again (or canceled, or released, or whose claim was lost in a database
@@ -399,6 +400,8 @@ SELECT notification_id, route_id FROM updated;
 -- The dispatcher runs it, and RouteCompleteMany for the locked routes, in
 -- one transaction, when a completion batch waited its lock_timeout for a
 -- row: the others' routes are written, the held ones set aside.
+-- Its fence (unfinished, claimed, the attempt and the lease) is
+-- RouteCompleteMany's: a change to one is a change to both.
 WITH d AS (
     SELECT unnest(@notification_ids::text[]) AS notification_id,
         unnest(@route_ids::text[]) AS route_id,

@@ -682,6 +682,7 @@ type RouteCompleteManyRow struct {
 }
 
 // Writes a batch of attempt outcomes in ONE statement. Each element is fenced
+// (RouteCompletionsLock repeats this fence; change both together)
 // on status 'claimed', the attempt taken at its claim AND the claim's
 // lease_until: a completion whose lease expired and whose route was claimed
 // again (or canceled, or released, or whose claim was lost in a database
@@ -779,6 +780,8 @@ type RouteCompletionsLockRow struct {
 // The dispatcher runs it, and RouteCompleteMany for the locked routes, in
 // one transaction, when a completion batch waited its lock_timeout for a
 // row: the others' routes are written, the held ones set aside.
+// Its fence (unfinished, claimed, the attempt and the lease) is
+// RouteCompleteMany's: a change to one is a change to both.
 func (q *Queries) RouteCompletionsLock(ctx context.Context, db DBTX, arg RouteCompletionsLockParams) ([]RouteCompletionsLockRow, error) {
 	rows, err := db.Query(ctx, routeCompletionsLock,
 		arg.NotificationIds,
