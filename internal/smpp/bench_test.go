@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/heraldhq/herald/internal/smpp"
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
@@ -30,11 +29,11 @@ func BenchmarkSubmit(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer client.Close()
-				for client.Stats().Bound < binds {
-					time.Sleep(time.Millisecond)
+				ctx := context.Background()
+				if err := smsc.WaitBound(ctx, binds); err != nil {
+					b.Fatal(err)
 				}
 				sm := textSM("254711000001", "Your code is 123456")
-				ctx := context.Background()
 				b.SetParallelism(max(1, (2*binds*window+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)))
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {

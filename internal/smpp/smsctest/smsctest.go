@@ -102,11 +102,19 @@ type Server struct {
 	nextID       int
 	deliverResps []smpp.Status
 	binds        int
+	bindsRefused int
 	maxBound     int
-	refuseBinds  smpp.Status
-	closed       bool
-	ctx          context.Context // ends at Close
-	cancel       context.CancelFunc
+	// boundChanged is closed and replaced whenever a bind succeeds, so
+	// WaitBound can wait for it instead of polling.
+	boundChanged chan struct{}
+	// unanswered counts submit_sm received and not yet answered (held ones
+	// stay counted); maxUnanswered is its high-water mark.
+	unanswered    int
+	maxUnanswered int
+	refuseBinds   smpp.Status
+	closed        bool
+	ctx           context.Context // ends at Close
+	cancel        context.CancelFunc
 }
 
 type held struct {
@@ -124,7 +132,8 @@ func Start(t interface{ Cleanup(func()) }, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ln: ln, conns: map[*conn]bool{}, failDest: map[string]smpp.Status{}, parts: map[string][]*Submit{}}
+	s := &Server{cfg: cfg, ln: ln, conns: map[*conn]bool{}, failDest: map[string]smpp.Status{}, parts: map[string][]*Submit{},
+		boundChanged: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
@@ -273,6 +282,41 @@ func (s *Server) Binds() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.binds
+}
+
+// BindsRefused returns how many binds the server refused since start
+// (wrong credentials, or refused on demand by RefuseBinds).
+func (s *Server) BindsRefused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bindsRefused
+}
+
+// WaitBound waits until at least n connections are bound at once; it
+// returns ctx's error if ctx ends first.
+func (s *Server) WaitBound(ctx context.Context, n int) error {
+	for {
+		s.mu.Lock()
+		changed := s.boundChanged
+		s.mu.Unlock()
+		if s.Bound() >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// MaxUnanswered returns the most submit_sm the server has held received
+// and unanswered at once since start: what a client's window let through.
+// A submit held by HoldAndDrop stays counted.
+func (s *Server) MaxUnanswered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxUnanswered
 }
 
 // ReceiptFor returns a receipt deliver_sm for messageID, from the submit
@@ -449,10 +493,17 @@ func (c *conn) serve() {
 			case b.Password != s.cfg.Password:
 				st = smpp.StatusInvPaswd
 			}
+			if st != smpp.StatusOK {
+				s.mu.Lock()
+				s.bindsRefused++
+				s.mu.Unlock()
+			}
 			if st == smpp.StatusOK {
 				s.mu.Lock()
 				c.bound = true
 				s.binds++
+				close(s.boundChanged)
+				s.boundChanged = make(chan struct{})
 				n := 0
 				for cc := range s.conns {
 					if cc.bound {
@@ -504,6 +555,8 @@ func (c *conn) submit(p *smpp.PDU) {
 		return
 	}
 	sub := Submit{SM: sm, Text: text, Concat: concat, IsPart: isPart, At: now}
+	s.unanswered++
+	s.maxUnanswered = max(s.maxUnanswered, s.unanswered)
 	st, failed := s.failDest[sm.DestinationAddr]
 	if s.throttle > 0 {
 		if now.Sub(s.windowStart) >= time.Second {
@@ -547,6 +600,12 @@ func (c *conn) submit(p *smpp.PDU) {
 	}
 	resp := &smpp.PDU{Command: smpp.SubmitSMResp, Status: sub.Status, Sequence: p.Sequence, Body: &smpp.SMResp{MessageID: sub.MessageID}}
 	answer := func() {
+		// Counted as answered before the response is written, so a client
+		// that sends its next submit_sm on reading it is never counted
+		// beside the one answered.
+		s.mu.Lock()
+		s.unanswered--
+		s.mu.Unlock()
 		c.send(resp)
 		if plan != nil && sub.MessageID != "" && (completed || !plan.LastPartOnly) {
 			c.sendReceipt(sub, *plan)
