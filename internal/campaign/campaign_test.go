@@ -366,7 +366,12 @@ func TestCancelTakesAClaimedRouteWhoseLeaseRanOut(t *testing.T) {
 	claimed, err := q.RouteClaimDue(ctx, b.pool, store.RouteClaimDueParams{Channel: "webhook", Lane: "", Max: 1, LeaseSeconds: 0.001})
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
-	time.Sleep(5 * time.Millisecond)
+	// The database's clock, the one the cancel reads, passes the lease.
+	require.Eventually(t, func() bool {
+		var ran bool
+		err := b.pool.QueryRow(ctx, `SELECT now() > $1::timestamptz`, *claimed[0].LeaseUntil).Scan(&ran)
+		return err == nil && ran
+	}, 5*time.Second, time.Millisecond, "the lease runs out")
 
 	res, err := Cancel(ctx, b.pool, "shop", "spring", CancelOpts{Actor: "ops"})
 	require.NoError(t, err)

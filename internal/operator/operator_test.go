@@ -225,8 +225,15 @@ func TestReplayLeavesRoutesThatDiedAfterItsRequest(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Dead: true})
-	cut := time.Now()
-	time.Sleep(10 * time.Millisecond)
+	// The request's cut is the last of these deaths; the next ones die
+	// once the database's clock has passed it.
+	var cut time.Time
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT max(created_at) FROM herald.dead_letters`).Scan(&cut))
+	require.Eventually(t, func() bool {
+		var passed bool
+		err := b.pool.QueryRow(ctx, `SELECT now() > $1::timestamptz`, cut).Scan(&passed)
+		return err == nil && passed
+	}, 5*time.Second, time.Millisecond, "the clock passes the cut")
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Dead: true})
 
 	res, err := b.op.Replay(ctx, operator.Filter{Until: cut}, operator.ReplayOpts{Actor: "carol"})
