@@ -158,18 +158,33 @@ func (s *session) Data(r io.Reader) error {
 func (s *session) Reset()        { s.from, s.to = "", nil }
 func (s *session) Logout() error { return nil }
 
-// countingListener counts accepted connections.
+// countingListener counts accepted connections, and those the server
+// closed (after the client's goodbye or the server's own timeout alike).
 type countingListener struct {
 	net.Listener
 	accepted atomic.Int32
+	closed   atomic.Int32
 }
 
 func (l *countingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.accepted.Add(1)
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	l.accepted.Add(1)
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+// countedConn tells its listener when the server closes it.
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.closed.Add(1) })
+	return c.Conn.Close()
 }
 
 // testBundle is a real SMTP server on loopback and its configuration.
@@ -422,7 +437,11 @@ func TestDeliverReusesConnections(t *testing.T) {
 		cfg.IdleTimeout = time.Millisecond
 		d := newDeliverer(t, cfg)
 		require.Equal(t, channel.Delivered, d.Deliver(t.Context(), testMessage("zoe@example.com", fullContent)).Class)
-		time.Sleep(10 * time.Millisecond)
+		require.Eventually(t, func() bool { // the pooled connection outlives IdleTimeout
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return len(d.idle) == 1 && time.Since(d.idle[0].idleSince) >= cfg.IdleTimeout
+		}, 5*time.Second, time.Millisecond)
 		require.Equal(t, channel.Delivered, d.Deliver(t.Context(), testMessage("zoe@example.com", fullContent)).Class)
 		require.EqualValues(t, 2, b.listener.accepted.Load())
 	})
@@ -431,7 +450,8 @@ func TestDeliverReusesConnections(t *testing.T) {
 		b := startServer(t, serverOpts{readTimeout: 200 * time.Millisecond})
 		d := newDeliverer(t, b.config())
 		require.Equal(t, channel.Delivered, d.Deliver(t.Context(), testMessage("zoe@example.com", fullContent)).Class)
-		time.Sleep(500 * time.Millisecond) // the server times the idle session out
+		require.Eventually(t, func() bool { return b.listener.closed.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
+			"the server times the idle session out")
 		out := d.Deliver(t.Context(), testMessage("zoe@example.com", fullContent))
 		require.Equal(t, channel.Delivered, out.Class, "a stale pooled connection must not cost an attempt: %s", out.Message)
 		require.EqualValues(t, 2, b.listener.accepted.Load())
