@@ -129,8 +129,12 @@ func TestServeKilledAtRandomLosesNothing(t *testing.T) {
 	}
 	inFlight := map[claim]bool{}
 	q := benchstore.New()
+	// Each kill comes a random number of deliveries after the last start,
+	// so it strikes while deliveries are under way; the kills together
+	// come well before every route is delivered.
+	step := routes / (4 * kills)
 	for k := range kills {
-		time.Sleep(time.Duration(150+rand.IntN(450)) * time.Millisecond)
+		rc.requireRequests(t, rc.requestsSoFar()+step/2+rand.IntN(step), 2*time.Minute)
 		srv.kill()
 		rows, err := q.BenchRouteListClaimed(ctx, admin)
 		require.NoError(t, err)

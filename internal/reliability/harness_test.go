@@ -48,11 +48,14 @@ type receiver struct {
 	requests map[string]int         // every request, per path
 	acked    map[string]int         // requests answered 2xx, per path
 	times    map[string][]time.Time // request arrival times, per path
+	total    int                    // every request
+	arrived  chan struct{}          // closed and replaced at every request
 }
 
 func newReceiver(t *testing.T, behave func(w http.ResponseWriter, r *http.Request, path string, n int) bool) *receiver {
 	t.Helper()
-	rc := &receiver{behave: behave, requests: map[string]int{}, acked: map[string]int{}, times: map[string][]time.Time{}}
+	rc := &receiver{behave: behave, requests: map[string]int{}, acked: map[string]int{}, times: map[string][]time.Time{},
+		arrived: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
@@ -68,6 +71,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.requests[path]++
 	n := rc.requests[path]
 	rc.times[path] = append(rc.times[path], time.Now())
+	rc.total++
+	close(rc.arrived)
+	rc.arrived = make(chan struct{})
 	rc.mu.Unlock()
 	ok := true
 	if rc.behave != nil {
@@ -79,6 +85,43 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.mu.Lock()
 		rc.acked[path]++
 		rc.mu.Unlock()
+	}
+}
+
+// requestsSoFar returns how many requests have arrived.
+func (rc *receiver) requestsSoFar() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.total
+}
+
+// awaitRequests waits until n requests in all have arrived; it returns
+// ctx's error if ctx ends first.
+func (rc *receiver) awaitRequests(ctx context.Context, n int) error {
+	for {
+		rc.mu.Lock()
+		total, arrived := rc.total, rc.arrived
+		rc.mu.Unlock()
+		if total >= n {
+			return nil
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// requireRequests waits up to timeout for n requests in all, failing the
+// test if they do not come: what a fault waits for, so that it strikes
+// while deliveries are under way.
+func (rc *receiver) requireRequests(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := rc.awaitRequests(ctx, n); err != nil {
+		t.Fatalf("%d requests of %d arrived within %s", rc.requestsSoFar(), n, timeout)
 	}
 }
 
@@ -174,17 +217,30 @@ func (p *producer) submit(ctx context.Context, from, to, batch int) (retries int
 func waitTerminal(t *testing.T, pool *pgxpool.Pool, timeout time.Duration) {
 	t.Helper()
 	q := benchstore.New()
-	deadline := time.Now().Add(timeout)
 	var n int64
-	for time.Now().Before(deadline) {
+	if !poll(timeout, 50*time.Millisecond, func() bool {
 		var err error
 		n, err = q.BenchRouteCountOpen(context.Background(), pool)
-		if err == nil && n == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && n == 0
+	}) {
+		t.Fatalf("%d routes still open after %s", n, timeout)
 	}
-	t.Fatalf("%d routes still open after %s", n, timeout)
+}
+
+// poll calls cond every interval until it returns true, and reports
+// whether it did within timeout. cond runs on the caller's goroutine, so
+// unlike require.Eventually's it may call require.
+func poll(timeout, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
 }
 
 // verdict compares the database's routes with what rc counted: routes

@@ -45,11 +45,15 @@ func TestConnectionsKilledLoseNothing(t *testing.T) {
 	defer cancel()
 	var kills, terminated, inflight atomic.Int64
 	killerDone := make(chan struct{})
+	// A kill round after every routes/20 deliveries: each strikes while
+	// deliveries are under way, and the engine makes progress in between.
 	go func() {
 		defer close(killerDone)
 		q := benchstore.New()
 		for ctx.Err() == nil {
-			time.Sleep(150 * time.Millisecond)
+			if rc.awaitRequests(ctx, rc.requestsSoFar()+routes/20) != nil {
+				return
+			}
 			claimed, err := q.BenchRouteCountClaimed(ctx, admin)
 			if err != nil {
 				continue
@@ -66,14 +70,11 @@ func TestConnectionsKilledLoseNothing(t *testing.T) {
 	retries, err := p.submit(ctx, 0, routes, 100)
 	require.NoError(t, err)
 	// Keep killing while the backlog drains, then let it finish.
-	for {
+	require.True(t, poll(2*time.Minute, 50*time.Millisecond, func() bool {
 		n, err := benchstore.New().BenchRouteCountOpen(ctx, admin)
 		require.NoError(t, err)
-		if n < int64(routes/10) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n < int64(routes/10)
+	}), "the backlog drains while connections are killed")
 	cancel()
 	<-killerDone
 	waitTerminal(t, admin, 2*time.Minute)
@@ -131,9 +132,11 @@ func TestDatabaseRestartLosesNothing(t *testing.T) {
 	// written (nothing can be written while the server is down). Claims
 	// commit asynchronously, so a crash may undo the newest of them: only
 	// those routes may be delivered twice.
+	// Each outage comes routes/(4*outages) deliveries after the last (or
+	// after the start): while deliveries are under way.
 	var inflight int64
 	for i := range outages {
-		time.Sleep(300 * time.Millisecond)
+		rc.requireRequests(t, rc.requestsSoFar()+routes/(4*outages), 2*time.Minute)
 		if i%2 == 1 {
 			require.NoError(t, c.Crash())
 			inflight += e.eng.Stats().InHand

@@ -136,12 +136,19 @@ providers:
 		})
 	}
 	// serve killed and started again; the database restarted, then crashed.
-	time.Sleep(300 * time.Millisecond)
+	// Each fault waits for receipts/15 more answered receipts: it strikes
+	// while receipts flow, and after serve (or the database) is back.
+	ackedMore := func() {
+		target := min(acked.Load()+int64(receipts/15), int64(receipts))
+		require.Eventually(t, func() bool { return acked.Load() >= target }, time.Minute, 5*time.Millisecond,
+			"receipts are answered again")
+	}
+	ackedMore()
 	killServe()
-	time.Sleep(400 * time.Millisecond)
+	ackedMore()
 	require.NoError(t, c.Halt())
 	require.NoError(t, c.StartAgain(context.Background()))
-	time.Sleep(300 * time.Millisecond)
+	ackedMore()
 	require.NoError(t, c.Crash())
 	require.NoError(t, c.StartAgain(context.Background()))
 	senders.Wait()
