@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,20 +27,29 @@ import (
 const serveTestSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // countingSink is a loopback webhook receiver that counts deliveries per
-// webhook-id (stable across a route's retries), optionally slowly.
+// webhook-id (stable across a route's retries). Given holdAfter, it holds
+// every request after the first holdAfter until release, so deliveries are
+// certainly in flight while it holds them.
 type countingSink struct {
 	*httptest.Server
 	mu    sync.Mutex
 	byID  map[string]int
 	total int
+
+	arrived     atomic.Int64
+	held        chan struct{} // closed when the first request is held
+	holdOnce    sync.Once
+	release     chan struct{}
+	releaseOnce sync.Once
 }
 
-func newCountingSink(t *testing.T, delay time.Duration) *countingSink {
+func newCountingSink(t *testing.T, holdAfter int) *countingSink {
 	t.Helper()
-	s := &countingSink{byID: map[string]int{}}
+	s := &countingSink{byID: map[string]int{}, held: make(chan struct{}), release: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if delay > 0 {
-			time.Sleep(delay)
+		if holdAfter > 0 && s.arrived.Add(1) > int64(holdAfter) {
+			s.holdOnce.Do(func() { close(s.held) })
+			<-s.release
 		}
 		s.mu.Lock()
 		s.byID[r.Header.Get("webhook-id")]++
@@ -48,7 +58,13 @@ func newCountingSink(t *testing.T, delay time.Duration) *countingSink {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(s.Close)
+	t.Cleanup(s.Release) // before Close, which waits for the held requests
 	return s
+}
+
+// Release lets the held requests, and every later one, through.
+func (s *countingSink) Release() {
+	s.releaseOnce.Do(func() { close(s.release) })
 }
 
 // counts returns total deliveries, distinct routes and duplicates.
@@ -227,14 +243,20 @@ func TestServeKilledMidRunThenRestartedLosesNothing(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	sink := newCountingSink(t, 5*time.Millisecond) // slow enough to kill mid-run
+	sink := newCountingSink(t, n/3) // then holds deliveries, to kill mid-run
 
 	insertWebhookRoutes(t, pool, n, sink.URL)
 	victim := startServe(t, bin, dbURL, sink.URL)
+	select {
+	case <-sink.held:
+	case <-time.After(time.Minute):
+		t.Fatal("no delivery reached the sink after the first n/3")
+	}
 	require.Eventually(t, func() bool { total, _, _ := sink.counts(); return total >= n/3 }, time.Minute, time.Millisecond)
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 	<-victim.done
 	victim.done <- nil
+	sink.Release()
 	atKill, _, _ := sink.counts()
 	// Routes still leased by the dead process: claimed, delivered or not,
 	// with no outcome written. Only these may be delivered twice.
