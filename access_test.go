@@ -907,7 +907,12 @@ func TestAProducerHoldsItsOwnIdempotencyKeysOnly(t *testing.T) {
 
 	// Past its window, A's own key is free: A's next accept of it, through
 	// its own login, releases it and holds it for a new notification.
-	time.Sleep(1100 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		var over bool
+		err := b.admin.QueryRow(ctx, `SELECT expires_at < now() FROM herald.idempotency_keys
+			WHERE producer = $1 AND idempotency_key = 'k'`, b.nameA).Scan(&over)
+		return err == nil && over
+	}, 10*time.Second, 10*time.Millisecond, "A's key's window ends")
 	again, err := short.Submit(ctx, emailIntent(b.nameA, "k"))
 	require.NoError(t, err)
 	require.False(t, again.Duplicate)
