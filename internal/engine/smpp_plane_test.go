@@ -209,7 +209,11 @@ func TestSMPPRefusedBindSpendsNoAttemptAndSaysWhy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "expired", r.Class, "bounded by its expiry, not by attempts")
 	require.LessOrEqual(t, r.Attempts, int32(1), "the claim that found it expired")
-	time.Sleep(3 * time.Second)
+	// Several more refused binds: the waiting routes went on waiting
+	// through the client's retries and the circuit's cool-downs.
+	refused := smsc.BindsRefused()
+	require.Eventually(t, func() bool { return smsc.BindsRefused() >= refused+3 }, 20*time.Second, 20*time.Millisecond,
+		"herald binds again, and is refused again")
 	for i := range 3 {
 		r, err := b.smsRoute(t, fmt.Sprintf("wait-%d", i))
 		require.NoError(t, err)
