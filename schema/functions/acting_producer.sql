@@ -1,6 +1,3 @@
--- Operators and auditors read every table of the schema through 00003's
--- default privileges; nobody else reads this one.
-
 -- acting_producer is the producer the caller acts as: its login
 -- (session_user) for an ordinary login, and for a member of herald_api the
 -- producer of the valid (not revoked) key whose hash matches the

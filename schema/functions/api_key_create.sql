@@ -1,7 +1,3 @@
--- ---------------------------------------------------------------------------
--- Keys: created and revoked by operators, audited; touched by the API.
--- ---------------------------------------------------------------------------
-
 -- api_key_create stores a new key of producer, given as its SHA-256 and its
 -- display prefix (the key itself never reaches the database through it),
 -- and writes the audit row (action api_key_create).

@@ -1,8 +1,8 @@
 -- callback_subscription_set creates or replaces the caller's subscription:
 -- url, the events wanted (empty or NULL = all) and exactly one of secret
 -- (whsec_<base64 key of 16 bytes or more>) and bearer_token (16 to 4096
--- printable ASCII characters). The subscription is the caller's login's
--- (session_user, as in 00006); for_producer names another producer, which
+-- printable ASCII characters). The subscription is the acting producer's
+-- (acting_producer); for_producer names another producer, which
 -- only the engine's login (a member of the schema's owner) may do. It
 -- returns whose subscription it wrote, and when. New routes of the producer
 -- are watched from the next accept on; routes accepted before are not.

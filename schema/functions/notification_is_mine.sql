@@ -1,9 +1,7 @@
--- ---------------------------------------------------------------------------
--- 00006's producer confinement, with the acting producer in place of
--- session_user. For an ordinary producer login the two are the same, so its
--- behaviour does not change.
--- ---------------------------------------------------------------------------
-
+-- notification_is_mine says whether notification nid is the acting
+-- producer's (acting_producer): what the producer policies of the tables
+-- that hang off records check. It reads records as the owner, so a policy
+-- that calls it does not recurse into records' own policies.
 CREATE OR REPLACE FUNCTION herald.notification_is_mine(nid text)
 RETURNS boolean
 LANGUAGE sql VOLATILE SECURITY DEFINER

@@ -1,8 +1,7 @@
--- dead_letter_view names the provider of the route's final attempt
--- (dead_letters.provider, '' when no provider took it, as for
--- no_route or a channel without providers), as its last column: CREATE OR
--- REPLACE VIEW may only add columns at the end, and keeps the view's grants
--- (SELECT for herald_operator and herald_auditor).
+-- dead_letter_view: the dead letters with their record and route, for an
+-- operator, and the provider of the route's final attempt
+-- (dead_letters.provider, '' when no provider took it, as for no_route or
+-- a channel without providers).
 CREATE OR REPLACE VIEW herald.dead_letter_view AS
 SELECT
     d.notification_id,

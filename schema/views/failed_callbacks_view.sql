@@ -1,7 +1,3 @@
--- ---------------------------------------------------------------------------
--- What an operator reads.
--- ---------------------------------------------------------------------------
-
 -- failed_callbacks_view: the callbacks herald could not deliver, per
 -- producer: the dead-lettered routes of channel callback, with the event
 -- and the route they were about (read from the callback's payload), newest

@@ -1,5 +1,7 @@
--- The partitions with their bounds, for operators and for the functions
--- below: lo NULL is MINVALUE, and records_default has neither.
+-- records_partitions_view: records' partitions with their bounds, for
+-- operators and for the partition functions (records_week_stage,
+-- records_week_swap, records_weeks_create): lo NULL is MINVALUE, and
+-- records_default has neither.
 CREATE OR REPLACE VIEW herald.records_partitions_view AS
 SELECT c.relname::text AS partition,
     CASE WHEN c.relname ~ '^records_w[0-9]{8}$' THEN 'week'
