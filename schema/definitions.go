@@ -121,16 +121,16 @@ func viewOrder(views []definition) ([]definition, error) {
 }
 
 // applyDefinitions brings the functions and views in line with their
-// files, in one transaction, after the versioned migrations. A function is
-// re-created (CREATE OR REPLACE keeps its grants and what depends on it)
-// when its file changed or a versioned migration ran, since a migration may
-// have dropped it to change its signature. Views are all dropped and
-// re-created, in dependency order, when any view file changed or a
+// files, in one transaction, after the versioned migrations: the views
+// first, in dependency order, then the functions, which may read them.
+// Views are all dropped and re-created when any view file changed or a
 // versioned migration ran: a view cannot be replaced in place once its
-// columns change, and dropping them all first frees the columns of the
-// tables beneath them for a migration to change; each file carries its
-// grants and comments, so nothing is lost. The caller holds the migrate
-// lock.
+// columns change, and re-creating every one brings back those a migration
+// dropped to change a column beneath them; each file carries its grants
+// and comments, so nothing is lost. A function is re-created (CREATE OR
+// REPLACE keeps its grants and what depends on it) when its file changed
+// or a versioned migration ran, since a migration may have dropped it to
+// change its signature. The caller holds the migrate lock.
 func (m *Migrator) applyDefinitions(ctx context.Context, migrated bool) error {
 	defs, err := loadDefinitions(m.defs)
 	if err != nil {
