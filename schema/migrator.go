@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -50,6 +52,7 @@ type MigratorConfig struct {
 type Migrator struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
+	defs   fs.FS // holds functions/ and views/: FS, but for tests
 }
 
 // NewMigrator returns a Migrator for the database behind pool; cfg may be
@@ -62,6 +65,7 @@ func NewMigrator(pool *pgxpool.Pool, cfg *MigratorConfig) *Migrator {
 	return &Migrator{
 		pool:   pool,
 		logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		defs:   FS,
 	}
 }
 
@@ -92,39 +96,57 @@ type Status struct {
 }
 
 // Up applies every pending migration, herald's first and then River's,
-// creating the schema Name if need be. On an up-to-date database it applies
-// nothing and returns no steps. With an error, the steps are those taken
-// before it.
+// creating the schema Name if need be, and then the definitions of
+// functions and views whose files changed (see applyDefinitions), in one
+// transaction, logging each. On an up-to-date database it applies nothing
+// and returns no steps; the steps are the versioned migrations only. With
+// an error, the steps are those taken before it.
 func (m *Migrator) Up(ctx context.Context) (steps []Step, err error) {
 	err = m.locked(ctx, func(p *goose.Provider) error {
-		res, err := p.Up(ctx)
-		steps = append(steps, gooseSteps(res)...)
-		if err != nil {
-			return fmt.Errorf("herald migrations: %w", err)
-		}
-		rm, err := m.river()
+		steps, err = m.upVersioned(ctx, p)
 		if err != nil {
 			return err
 		}
-		rres, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil)
-		if err != nil {
-			return fmt.Errorf("river migrations: %w", err)
-		}
-		steps = append(steps, riverSteps(rres)...)
-		return nil
+		ran := slices.ContainsFunc(steps, func(s Step) bool { return s.Component == "herald" })
+		return m.applyDefinitions(ctx, ran)
 	})
 	return steps, err
+}
+
+// upVersioned applies herald's pending migrations and then River's.
+func (m *Migrator) upVersioned(ctx context.Context, p *goose.Provider) ([]Step, error) {
+	res, err := p.Up(ctx)
+	steps := gooseSteps(res)
+	if err != nil {
+		return steps, fmt.Errorf("herald migrations: %w", err)
+	}
+	rm, err := m.river()
+	if err != nil {
+		return steps, err
+	}
+	rres, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return steps, fmt.Errorf("river migrations: %w", err)
+	}
+	return append(steps, riverSteps(rres)...), nil
 }
 
 // Down rolls herald's migrations back to version to (exclusive: to stays
 // applied). Down to 0 also removes River's tables, leaving the herald schema
 // empty but for goose's version table. A negative to is an error. With an
 // error, the steps are those taken before it.
+//
+// The definitions of functions and views are not versioned: the down steps
+// put back the bodies their migrations replaced, and Down forgets which
+// definitions were applied, so the next Up applies every one again.
 func (m *Migrator) Down(ctx context.Context, to int64) (steps []Step, err error) {
 	if to < 0 {
 		return nil, fmt.Errorf("down: target version %d is negative", to)
 	}
 	err = m.locked(ctx, func(p *goose.Provider) error {
+		if err := m.forgetDefinitions(ctx); err != nil {
+			return err
+		}
 		if to == 0 {
 			rm, err := m.river()
 			if err != nil {
@@ -146,8 +168,9 @@ func (m *Migrator) Down(ctx context.Context, to int64) (steps []Step, err error)
 	return steps, err
 }
 
-// DownOne rolls back herald's most recent migration (never River's). On a
-// database with none applied it does nothing and returns no steps.
+// DownOne rolls back herald's most recent migration (never River's), and
+// forgets the applied definitions as Down does. On a database with none
+// applied it does nothing and returns no steps.
 func (m *Migrator) DownOne(ctx context.Context) (steps []Step, err error) {
 	err = m.locked(ctx, func(p *goose.Provider) error {
 		cur, err := p.GetDBVersion(ctx)
@@ -156,6 +179,9 @@ func (m *Migrator) DownOne(ctx context.Context) (steps []Step, err error) {
 		}
 		if cur == 0 {
 			return nil
+		}
+		if err := m.forgetDefinitions(ctx); err != nil {
+			return err
 		}
 		res, err := p.Down(ctx)
 		if res != nil {

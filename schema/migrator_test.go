@@ -120,6 +120,8 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx,
 		"SELECT count(*) FROM herald.goose_db_version WHERE version_id > 0 AND is_applied").Scan(&rows))
 	require.Equal(t, len(files), rows)
+	// And every definition recorded once.
+	require.Len(t, appliedAt(t, pool), len(definitionFiles(t, schema.FS)))
 }
 
 func TestCallbacksTimelineDownRestoresTheReceiptsTimeline(t *testing.T) {

@@ -1,0 +1,65 @@
+-- herald.records as the migrations leave it. Generated from pg_dump of a
+-- freshly migrated database by `task schema:tables`
+-- (go test ./schema -run TestTableFilesMatchAFreshMigration -update):
+-- edit a migration, not this file.
+
+CREATE TABLE herald.records (
+    notification_id text NOT NULL,
+    notification_type text NOT NULL,
+    producer text NOT NULL,
+    audience_kind text NOT NULL,
+    recipient_user_ids jsonb DEFAULT '[]'::jsonb NOT NULL,
+    payload_json text NOT NULL,
+    idempotency_key text NOT NULL,
+    request_fingerprint text NOT NULL,
+    request_id text DEFAULT ''::text NOT NULL,
+    trace_id text DEFAULT ''::text NOT NULL,
+    occurred_at timestamp with time zone NOT NULL,
+    accepted_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    idempotency_expires_at timestamp with time zone NOT NULL,
+    channels text[] DEFAULT '{}'::text[] NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL,
+    send_at timestamp with time zone,
+    expires_at timestamp with time zone,
+    callback_url text DEFAULT ''::text NOT NULL,
+    campaign text,
+    callback_of text,
+    CONSTRAINT records_audience_kind_check CHECK ((audience_kind = ANY (ARRAY['users'::text, 'addresses'::text, 'mixed'::text]))),
+    CONSTRAINT records_callback_url_check CHECK (((callback_url = ''::text) OR ((octet_length(callback_url) <= 2048) AND (callback_url ~ '^https?://[^[:space:][:cntrl:]/?#@]+[^[:space:][:cntrl:]]*$'::text)))),
+    CONSTRAINT records_campaign_check CHECK ((campaign ~ '^[A-Za-z0-9._:-]{1,128}$'::text)),
+    CONSTRAINT records_channels_check CHECK ((channels <@ ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'callback'::text])),
+    CONSTRAINT records_priority_check CHECK ((priority = ANY (ARRAY[0, 1]))),
+    CONSTRAINT records_producer_check CHECK (((producer <> ''::text) AND (idempotency_key <> ''::text))),
+    CONSTRAINT records_recipient_user_ids_check CHECK ((jsonb_typeof(recipient_user_ids) = 'array'::text))
+)
+PARTITION BY RANGE (notification_id);
+
+COMMENT ON TABLE herald.records IS 'One row per accepted notification, in the partition of the week it was accepted in (records_wYYYYMMDD) until retention retires the week; then, if it must stay, in a kept partition (records_kYYYYMMDD).';
+
+COMMENT ON COLUMN herald.records.callback_of IS 'For a status callback (channels {callback}): the notification whose route it is about. NULL otherwise.';
+
+ALTER TABLE ONLY herald.records
+    ADD CONSTRAINT records_pkey PRIMARY KEY (notification_id);
+
+CREATE INDEX records_callback_of_idx ON ONLY herald.records USING btree (callback_of) WHERE (callback_of IS NOT NULL);
+
+CREATE INDEX records_campaign_idx ON ONLY herald.records USING btree (producer, campaign, notification_id) WHERE (campaign IS NOT NULL);
+
+CREATE INDEX records_long_window_idx ON ONLY herald.records USING btree (idempotency_expires_at) WHERE ((idempotency_expires_at - accepted_at) > '7 days'::interval);
+
+CREATE POLICY producer_insert ON herald.records FOR INSERT TO herald_producer WITH CHECK (((producer = ( SELECT herald.acting_producer() AS acting_producer)) AND ((payload_json)::json IS NOT NULL) AND (NOT ('callback'::text = ANY (channels))) AND (callback_of IS NULL)));
+
+CREATE POLICY producer_read ON herald.records FOR SELECT TO herald_producer USING ((producer = ( SELECT herald.acting_producer() AS acting_producer)));
+
+ALTER TABLE herald.records ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY staff_read ON herald.records FOR SELECT TO herald_operator, herald_auditor USING (true);
+
+GRANT SELECT ON TABLE herald.records TO herald_operator;
+GRANT SELECT ON TABLE herald.records TO herald_auditor;
+GRANT SELECT,INSERT ON TABLE herald.records TO herald_producer;
+
+
+--
+--
