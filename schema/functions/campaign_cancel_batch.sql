@@ -62,7 +62,7 @@ BEGIN
     -- Cancel what has not gone out. The ANY is an index condition on the
     -- routes' primary key; SKIP LOCKED passes over the routes a dispatcher
     -- holds right now.
-    -- A canceled route finishes and moves to its week's partition (00025);
+    -- A canceled route finishes and moves to its week's partition;
     -- a route that finished (moved) while this statement locked it fails
     -- the statement with 40001, which is tried again here with a new
     -- snapshot (read committed), where that route is no longer live.

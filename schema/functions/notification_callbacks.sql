@@ -24,7 +24,7 @@ AS $$
         cr.last_error_message, cb.accepted_at, cr.updated_at
     FROM herald.records rec
     JOIN herald.routes r ON r.notification_id = rec.notification_id AND r.notify_producer
-    -- 00012's events (routes_callback_enqueue, callback_subscriptions_events_check).
+    -- The callback events (routes_callback_enqueue, callback_subscriptions_events_check).
     CROSS JOIN unnest(ARRAY['published', 'delivered', 'undelivered', 'dead_lettered', 'skipped', 'canceled', 'expired'])
         AS ev(event)
     JOIN herald.records cb ON cb.callback_of = r.notification_id AND cb.producer = rec.producer

@@ -82,7 +82,7 @@ AS $$
         FROM herald.audit_log a
         WHERE a.filter @> jsonb_build_object('notification_id', notification_timeline.id)
         UNION ALL
-        -- The delivery receipts matched to its routes (migration 00009):
+        -- The delivery receipts matched to its routes:
         -- the provider's status as sent, what it meant, and what the
         -- matcher did with it (matched, duplicate).
         SELECT dr.received_at, 3, dr.route_id, r.channel, 'receipt', coalesce(dr.attempt, r.attempt_count),
@@ -94,7 +94,7 @@ AS $$
         JOIN herald.routes r ON r.notification_id = dr.notification_id AND r.route_id = dr.route_id
         WHERE dr.notification_id = notification_timeline.id
         UNION ALL
-        -- The status callbacks herald created about its routes (00012), one
+        -- The status callbacks herald created about its routes, one
         -- per route and event (herald.notification_callbacks): the event,
         -- the callback's own status (published: the producer was told;
         -- failed: not yet, retrying; dead_letter: herald gave up), and its

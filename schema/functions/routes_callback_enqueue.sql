@@ -80,7 +80,7 @@ BEGIN
         cb_id := encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
             PLACING substring(int8send((extract(epoch FROM t) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
             52, 1), 53, 1), 'hex')::uuid::text;
-        -- The callback's key first (migration 00026): a key held, and not
+        -- The callback's key first: a key held, and not
         -- expired, means this route's callback for this event exists.
         INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
         VALUES (rec_producer, cb_key, cb_id, cb_expires)
