@@ -1,4 +1,10 @@
-package accept
+// Package sqldoor is the SQL door: its Worker drains the SQL intake
+// (herald.intake), where any language, or a person with psql, INSERTs an
+// intent's JSON. Each entry goes through the same accept.Pipeline as the
+// Go client's and the HTTP API's intents; the worker records the ones
+// refused in malformed_intents with a stable failure_code, and sets aside
+// the ones the database refuses or that wait in vain for a producer's lock.
+package sqldoor
 
 import (
 	"cmp"
@@ -18,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
@@ -181,7 +188,7 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		batchBytes: cmp.Or(cfg.BatchBytes, DefaultWorkerBatchBytes),
 		poll:       cmp.Or(cfg.PollInterval, DefaultWorkerPollInterval),
 		limits:     cfg.Limits.WithDefaults(),
-		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		window:     cmp.Or(cfg.IdempotencyWindow, accept.DefaultIdempotencyWindow),
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
 		content:    content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: cfg.Logger}),
@@ -655,8 +662,8 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 
 	if len(valid) > 0 {
 		// One hint per batch transaction: batching already debounces it.
-		hint := HintChannel(valid)
-		outcomes, err := Accept(ctx, tx, valid, Params{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
+		hint := accept.HintChannel(valid)
+		outcomes, err := accept.Accept(ctx, tx, valid, accept.Params{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
 		if err != nil {
 			return 0, 0, 0, false, first, fmt.Errorf("accept intake batch: %w", err)
 		}
