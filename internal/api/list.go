@@ -60,7 +60,7 @@ func (s *Server) list(w http.ResponseWriter, r *request) error {
 		for _, rec := range rows {
 			out.Notifications = append(out.Notifications, Summary{
 				ID: rec.NotificationID, NotificationType: rec.NotificationType, Producer: rec.Producer,
-				IdempotencyKey: rec.IdempotencyKey, Channels: rec.Channels, Priority: priorityName(rec.Priority),
+				IdempotencyKey: rec.IdempotencyKey, Channels: rec.Channels, Priority: string(heraldtype.PriorityOf(rec.Priority)),
 				RequestID: rec.RequestID, AcceptedAt: rec.AcceptedAt, SendAt: rec.SendAt, ExpiresAt: rec.ExpiresAt,
 			})
 		}

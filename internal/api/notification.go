@@ -68,13 +68,6 @@ type Notification struct {
 	Routes               []Route         `json:"routes"`
 }
 
-func priorityName(p int16) string {
-	if p == 1 {
-		return string(heraldtype.PriorityBulk)
-	}
-	return string(heraldtype.PriorityTransactional)
-}
-
 // notFound maps pgx.ErrNoRows, and the no_data_found herald's functions
 // raise for an id the caller may not see, to the 404 problem.
 func notFound(err error, what string) error {
@@ -110,7 +103,7 @@ func (s *Server) get(w http.ResponseWriter, r *request) error {
 		n = &Notification{
 			ID: rec.NotificationID, NotificationType: rec.NotificationType, Producer: rec.Producer,
 			IdempotencyKey: rec.IdempotencyKey, AudienceKind: rec.AudienceKind, UserIDs: []string{},
-			Channels: rec.Channels, Priority: priorityName(rec.Priority), Content: json.RawMessage(rec.PayloadJson),
+			Channels: rec.Channels, Priority: string(heraldtype.PriorityOf(rec.Priority)), Content: json.RawMessage(rec.PayloadJson),
 			RequestID: rec.RequestID, TraceID: rec.TraceID, OccurredAt: rec.OccurredAt, AcceptedAt: rec.AcceptedAt,
 			SendAt: rec.SendAt, ExpiresAt: rec.ExpiresAt, IdempotencyExpiresAt: rec.IdempotencyExpiresAt,
 			Routes: make([]Route, len(routes)),
