@@ -467,81 +467,14 @@ func (c *Client) GetTx(ctx context.Context, tx pgx.Tx, id string) (*Notification
 }
 
 func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notification, error) {
-	q := store.New()
-	rec, err := q.RecordGet(ctx, db, id)
+	l, err := accept.Load(ctx, db, id)
+	if errors.Is(err, accept.ErrNotFound) {
+		return nil, fmt.Errorf("get notification: %w", ErrNotFound)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("get notification: %w", notFound(err))
+		return nil, err
 	}
-	routes, err := q.RouteListByNotification(ctx, db, id)
-	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
-	}
-	n := &Notification{
-		ID:                   rec.NotificationID,
-		Type:                 rec.NotificationType,
-		Producer:             rec.Producer,
-		IdempotencyKey:       rec.IdempotencyKey,
-		AudienceKind:         rec.AudienceKind,
-		Channels:             rec.Channels,
-		Priority:             PriorityTransactional,
-		RequestID:            rec.RequestID,
-		TraceID:              rec.TraceID,
-		OccurredAt:           rec.OccurredAt,
-		AcceptedAt:           rec.AcceptedAt,
-		SendAt:               rec.SendAt,
-		ExpiresAt:            rec.ExpiresAt,
-		IdempotencyExpiresAt: rec.IdempotencyExpiresAt,
-		Routes:               make([]Route, len(routes)),
-	}
-	if rec.Priority == 1 {
-		n.Priority = PriorityBulk
-	}
-	n.Campaign = deref(rec.Campaign)
-	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
-		return nil, fmt.Errorf("decode recipient user ids: %w", err)
-	}
-	if err := json.Unmarshal([]byte(rec.PayloadJson), &n.Content); err != nil {
-		return nil, fmt.Errorf("decode content: %w", err)
-	}
-	var templated struct {
-		Template *TemplateRef    `json:"template"`
-		Data     json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(rec.PayloadJson), &templated); err == nil && templated.Template != nil {
-		n.Template = templated.Template
-		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
-			return nil, fmt.Errorf("decode template data: %w", err)
-		}
-	}
-	for i, r := range routes {
-		n.Routes[i] = Route{
-			ID:                r.RouteID,
-			Channel:           Channel(r.Channel),
-			RecipientRef:      r.RecipientRef,
-			Status:            RouteStatus(r.Status),
-			Attempts:          int(r.AttemptCount),
-			MaxAttempts:       int(r.MaxAttempts),
-			NextAttemptAt:     r.DueAt(),
-			LastErrorClass:    r.LastErrorClassification,
-			LastError:         r.LastErrorMessage,
-			LastErrorAt:       r.LastErrorAt,
-			SMSEncoding:       r.SmsEncoding,
-			SMSSegments:       int(r.SmsSegments),
-			ProviderMessageID: r.ProviderMessageID,
-			Providers:         r.Providers,
-			DeliveryStatus:    deref(r.DeliveryStatus),
-			DeliveryStatusAt:  r.DeliveryStatusAt,
-			DeliveryError:     r.DeliveryError,
-			CreatedAt:         r.CreatedAt,
-			UpdatedAt:         r.UpdatedAt,
-			PublishedAt:       r.PublishedAt,
-			DeadLetteredAt:    r.DeadLetteredAt,
-			SkippedAt:         r.SkippedAt,
-			CanceledAt:        r.CanceledAt,
-			ExpiresAt:         r.ExpiresAt,
-		}
-	}
-	return n, nil
+	return &l.Notification, nil
 }
 
 // Cancel moves every route of notification id that is not yet terminal
@@ -662,12 +595,10 @@ func (c *Client) deleteRecipient(ctx context.Context, userID string, shared bool
 	return deleted, nil
 }
 
-// notFound maps pgx.ErrNoRows, and the no_data_found that herald's
-// functions raise for an id the caller may not see, to ErrNotFound: the
-// one place that does.
+// notFound maps what accept.NotFound maps to accept.ErrNotFound (a row
+// not found, or an id the caller may not see) to ErrNotFound.
 func notFound(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == pgerrcode.NoDataFound {
+	if errors.Is(accept.NotFound(err), accept.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err

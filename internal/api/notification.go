@@ -3,15 +3,13 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 // Route is one route of a notification as GET answers it. It may gain
@@ -66,13 +64,46 @@ type Notification struct {
 	ExpiresAt            *time.Time      `json:"expires_at"`
 	IdempotencyExpiresAt time.Time       `json:"idempotency_expires_at"`
 	Routes               []Route         `json:"routes"`
+	// Campaign is the producer's campaign the intent joined; omitted for
+	// none.
+	Campaign string `json:"campaign,omitempty"`
+	// Template and Data are a templated notification's: its template, at
+	// the version it was accepted with, and its data; omitted for a
+	// notification with content.
+	Template *heraldtype.TemplateRef `json:"template,omitempty"`
+	Data     map[string]any          `json:"data,omitempty"`
 }
 
-// notFound maps pgx.ErrNoRows, and the no_data_found herald's functions
-// raise for an id the caller may not see, to the 404 problem.
+// notificationOf returns l as GET answers it.
+func notificationOf(l *accept.Loaded) *Notification {
+	ln := &l.Notification
+	n := &Notification{
+		ID: ln.ID, NotificationType: ln.Type, Producer: ln.Producer, IdempotencyKey: ln.IdempotencyKey,
+		AudienceKind: ln.AudienceKind, UserIDs: ln.UserIDs, Channels: ln.Channels, Priority: string(ln.Priority),
+		Content: l.Payload, RequestID: ln.RequestID, TraceID: ln.TraceID, OccurredAt: ln.OccurredAt,
+		AcceptedAt: ln.AcceptedAt, SendAt: ln.SendAt, ExpiresAt: ln.ExpiresAt,
+		IdempotencyExpiresAt: ln.IdempotencyExpiresAt, Routes: make([]Route, len(ln.Routes)),
+		Campaign: ln.Campaign, Template: ln.Template, Data: ln.Data,
+	}
+	for i, rt := range ln.Routes {
+		n.Routes[i] = Route{
+			ID: rt.ID, Channel: string(rt.Channel), RecipientRef: rt.RecipientRef, Status: string(rt.Status),
+			Attempts: rt.Attempts, MaxAttempts: rt.MaxAttempts, Providers: rt.Providers,
+			NextAttemptAt: rt.NextAttemptAt, LastErrorClass: rt.LastErrorClass, LastError: rt.LastError,
+			LastErrorAt: rt.LastErrorAt, SMSEncoding: rt.SMSEncoding, SMSSegments: rt.SMSSegments,
+			ProviderMessageID: rt.ProviderMessageID, DeliveryStatus: rt.DeliveryStatus,
+			DeliveryStatusAt: rt.DeliveryStatusAt, DeliveryError: rt.DeliveryError, CreatedAt: rt.CreatedAt,
+			UpdatedAt: rt.UpdatedAt, PublishedAt: rt.PublishedAt, DeadLetteredAt: rt.DeadLetteredAt,
+			SkippedAt: rt.SkippedAt, CanceledAt: rt.CanceledAt, ExpiresAt: rt.ExpiresAt,
+		}
+	}
+	return n
+}
+
+// notFound maps what accept.NotFound maps to accept.ErrNotFound (a row not
+// found, or an id the caller may not see) to the 404 problem.
 func notFound(err error, what string) error {
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "P0002" {
+	if errors.Is(accept.NotFound(err), accept.ErrNotFound) {
 		p := *errNotFound
 		p.Detail = "no such " + what
 		return &p
@@ -91,45 +122,11 @@ func (s *Server) get(w http.ResponseWriter, r *request) error {
 		if err != nil {
 			return err
 		}
-		q := store.New()
-		rec, err := q.RecordGet(r.Context(), tx, id)
+		l, err := accept.Load(r.Context(), tx, id)
 		if err != nil {
 			return notFound(err, "notification")
 		}
-		routes, err := q.RouteListByNotification(r.Context(), tx, id)
-		if err != nil {
-			return err
-		}
-		n = &Notification{
-			ID: rec.NotificationID, NotificationType: rec.NotificationType, Producer: rec.Producer,
-			IdempotencyKey: rec.IdempotencyKey, AudienceKind: rec.AudienceKind, UserIDs: []string{},
-			Channels: rec.Channels, Priority: string(heraldtype.PriorityOf(rec.Priority)), Content: json.RawMessage(rec.PayloadJson),
-			RequestID: rec.RequestID, TraceID: rec.TraceID, OccurredAt: rec.OccurredAt, AcceptedAt: rec.AcceptedAt,
-			SendAt: rec.SendAt, ExpiresAt: rec.ExpiresAt, IdempotencyExpiresAt: rec.IdempotencyExpiresAt,
-			Routes: make([]Route, len(routes)),
-		}
-		if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
-			return fmt.Errorf("decode recipient user ids: %w", err)
-		}
-		for i, rt := range routes {
-			n.Routes[i] = Route{
-				ID: rt.RouteID, Channel: rt.Channel, RecipientRef: rt.RecipientRef, Status: rt.Status,
-				Attempts: int(rt.AttemptCount), MaxAttempts: int(rt.MaxAttempts), Providers: rt.Providers,
-				NextAttemptAt: rt.DueAt(), LastErrorClass: rt.LastErrorClassification,
-				LastError: rt.LastErrorMessage, LastErrorAt: rt.LastErrorAt, SMSEncoding: rt.SmsEncoding,
-				SMSSegments: int(rt.SmsSegments), ProviderMessageID: rt.ProviderMessageID,
-				DeliveryStatusAt: rt.DeliveryStatusAt, DeliveryError: rt.DeliveryError,
-				CreatedAt: rt.CreatedAt, UpdatedAt: rt.UpdatedAt, PublishedAt: rt.PublishedAt,
-				DeadLetteredAt: rt.DeadLetteredAt, SkippedAt: rt.SkippedAt, CanceledAt: rt.CanceledAt,
-				ExpiresAt: rt.ExpiresAt,
-			}
-			if n.Routes[i].Providers == nil {
-				n.Routes[i].Providers = []string{}
-			}
-			if rt.DeliveryStatus != nil {
-				n.Routes[i].DeliveryStatus = *rt.DeliveryStatus
-			}
-		}
+		n = notificationOf(l)
 		return nil
 	})
 	if err != nil {
