@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/accept"
-	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 )
@@ -84,19 +83,23 @@ type result struct {
 	problem  *Problem
 }
 
-// accept validates ins (decodeErrs[i], if set, is intent i's decoding
-// error) and accepts the valid ones in tx, as the acting producer: an
-// intent without a producer is the key's. Intents in another producer's
-// name get 403 each without being sent (the database would refuse the
-// whole statement, and with it the others); should the database refuse
-// the statement anyway, the error is its 403. The caller calls committed
-// once tx has committed (it schedules the dispatchers' trailing hint).
+// accept runs ins (decodeErrs[i], if set, is intent i's decoding error)
+// through the intake pipeline in tx, as the acting producer: an intent
+// without a producer is the key's. Intents of a batch in another
+// producer's name get 403 each without being sent (the database would
+// refuse the whole statement, and with it the others); should the
+// database refuse the statement anyway, the error is its 403. An intent a
+// review rule matched is stored all the same: this login is a
+// producer's, so its routes wait for the engine's vetter (lane '!vet'),
+// which finds the rule again and holds them for an operator. The caller
+// calls committed once tx has committed (it schedules the dispatchers'
+// trailing hint).
 func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.Intent, decodeErrs []error) (
 	res []result, committed func(), err error) {
-	committed = func() {}
-	res = make([]result, len(ins))
-	for _, in := range ins {
-		if in == nil {
+	items := make([]accept.Item, len(ins))
+	for i, in := range ins {
+		if decodeErrs != nil && decodeErrs[i] != nil {
+			items[i].Err = decodeErrs[i]
 			continue
 		}
 		if in.Producer == "" {
@@ -105,90 +108,52 @@ func (s *Server) accept(r *request, tx pgx.Tx, producer string, ins []*intake.In
 		if in.RequestID == "" && r.call != nil && r.Header.Get("X-Request-Id") != "" {
 			in.RequestID = r.call.requestID
 		}
+		items[i].Intent = in
+		if len(ins) > 1 {
+			items[i].Actor = producer
+		}
 	}
-	vs, errs := intake.ValidateMany(ins, s.limits, s.now())
-	var valid []*intake.Validated
-	var index []int
-	for i := range ins {
+	out, committed, err := s.pipeline.Run(r.Context(), tx, items, accept.RunOpts{Now: s.now()})
+	if err != nil {
+		return nil, nil, err
+	}
+	res = make([]result, len(ins))
+	for i, o := range out {
+		if o.Kind == accept.KindForbidden && o.Err != nil {
+			return nil, nil, o.Err // the database refused the statement
+		}
 		switch {
-		case decodeErrs != nil && decodeErrs[i] != nil:
-			res[i].problem = asProblem(decodeErrs[i])
-		case errs[i] != nil:
-			res[i].problem = asProblem(errs[i])
+		case o.Validated != nil:
+			res[i].producer = o.Validated.Intent.Producer
+		case items[i].Err == nil:
 			res[i].producer = ins[i].Producer
-		case vs[i].Intent.Producer != producer && len(ins) > 1:
-			res[i].problem = problem(http.StatusForbidden, CodeForbidden,
-				fmt.Sprintf("this API key acts for producer %q, not %q", producer, vs[i].Intent.Producer))
-			res[i].producer = vs[i].Intent.Producer
-		default:
-			valid = append(valid, vs[i])
-			index = append(index, i)
 		}
-	}
-	// Templates and the content blocklist, as the other doors check them.
-	// An intent a review rule matched is stored all the same: this login
-	// is a producer's, so its routes wait for the engine's vetter (lane
-	// '!vet'), which finds the rule again and holds them for an operator.
-	verdicts, err := s.content.Check(r.Context(), tx, valid, s.limits, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	kept := 0
-	var held []*content.Match // by kept index
-	for j, v := range valid {
-		verdict := verdicts[j]
-		if verdict.Err != nil {
-			res[index[j]].problem, res[index[j]].producer = asProblem(verdict.Err), v.Intent.Producer
-			continue
-		}
-		valid[kept], index[kept] = v, index[j]
-		held = append(held, verdict.Held)
-		kept++
-	}
-	valid, index = valid[:kept], index[:kept]
-	if len(valid) == 0 {
-		return res, committed, nil
-	}
-	ch := accept.HintChannel(valid)
-	hint := s.waker.Hint(ch)
-	outs, err := accept.Accept(r.Context(), tx, valid, accept.Params{
-		IdempotencyWindow: s.cfg.IdempotencyWindow, Notify: hint,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	fresh := false
-	for j, o := range outs {
-		i, v := index[j], valid[j]
-		res[i].producer = v.Intent.Producer
-		if o.Refused != nil { // its campaign refused it
-			res[i].problem = asProblem(o.Refused)
-			continue
-		}
-		if o.Conflict {
-			p := problem(http.StatusConflict, heraldtype.CodeIdempotencyConflict,
-				"the idempotency key was used for a different request, by notification "+o.NotificationID)
-			p.Field, p.NotificationID = "idempotency_key", o.NotificationID
-			res[i].problem = p
-			continue
-		}
-		fresh = fresh || !o.Duplicate
-		ids := make([]string, len(v.Routes))
-		for k, rt := range v.Routes {
-			ids[k] = rt.RouteID
-		}
-		res[i].receipt = &Receipt{NotificationID: o.NotificationID, Duplicate: o.Duplicate,
-			AcceptedAt: o.AcceptedAt, RouteIDs: ids}
-		if m := held[j]; m != nil {
-			res[i].receipt.Held, res[i].receipt.HeldRule = true, m.Rule.String()
-		}
-	}
-	if hint == nil && fresh {
-		// After the commit: a trailing hint sent before it could wake the
-		// dispatchers before the routes are visible.
-		committed = func() { s.waker.Done(ch) }
+		res[i].receipt, res[i].problem = resultOf(o, producer)
 	}
 	return res, committed, nil
+}
+
+// resultOf translates the pipeline's result o into a receipt or a problem;
+// producer is the key's.
+func resultOf(o accept.Result, producer string) (*Receipt, *Problem) {
+	switch o.Kind {
+	case accept.KindInvalid, accept.KindRefused:
+		return nil, asProblem(o.Err)
+	case accept.KindForbidden:
+		return nil, problem(http.StatusForbidden, CodeForbidden,
+			fmt.Sprintf("this API key acts for producer %q, not %q", producer, o.Validated.Intent.Producer))
+	case accept.KindConflict:
+		p := problem(http.StatusConflict, heraldtype.CodeIdempotencyConflict,
+			"the idempotency key was used for a different request, by notification "+o.NotificationID)
+		p.Field, p.NotificationID = "idempotency_key", o.NotificationID
+		return nil, p
+	}
+	rc := &Receipt{NotificationID: o.NotificationID, Duplicate: o.Kind == accept.KindDuplicate,
+		AcceptedAt: o.AcceptedAt, RouteIDs: o.RouteIDs}
+	if o.Held != nil {
+		rc.Held, rc.HeldRule = true, o.Held.Rule.String()
+	}
+	return rc, nil
 }
 
 // report counts each result in herald_intents_total.
