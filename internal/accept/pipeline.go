@@ -108,6 +108,9 @@ type Result struct {
 	// Held is the review rule that matched, for KindHeld, and for a
 	// duplicate or conflict of an intent stored for the vetter to hold.
 	Held *content.Match
+	// Campaign reports, for KindInvalid, that the intent's campaign
+	// refused it (when it was accepted): Err is Outcome.Refused.
+	Campaign bool
 }
 
 // HoldFunc keeps intent i of a run, valid as v, that review rule m
@@ -315,7 +318,7 @@ func (p *Pipeline) params(hint *string, opts RunOpts) Params {
 func (p *Pipeline) settle(r *Result, v *intake.Validated, o Outcome, m *content.Match) {
 	switch {
 	case o.Refused != nil: // its campaign refused it
-		r.Kind, r.Err = KindInvalid, o.Refused
+		r.Kind, r.Err, r.Campaign = KindInvalid, o.Refused, true
 		return
 	case o.Conflict:
 		r.Kind, r.NotificationID, r.AcceptedAt, r.Held = KindConflict, o.NotificationID, o.AcceptedAt, m
