@@ -615,9 +615,14 @@ func TestServeFinishesRequestsInFlightWhenItStops(t *testing.T) {
 			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
 	}, 10*time.Second, 10*time.Millisecond)
 	cancel() // stop serving; the request is in flight
-	time.Sleep(100 * time.Millisecond)
-	_, err = net.DialTimeout("tcp", ln.Addr().String(), time.Second)
-	require.Error(t, err, "no new connections once stopping")
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err != nil {
+			return true
+		}
+		_ = c.Close()
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "no new connections once stopping")
 	require.NoError(t, lock.Rollback(context.Background()))
 	a := <-got
 	require.Equal(t, http.StatusCreated, a.status, "%s", a.body)
