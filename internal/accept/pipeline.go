@@ -346,9 +346,3 @@ func insufficientPrivilege(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege
 }
-
-// Stored reports whether r's intent is stored as a notification (new or
-// before): KindAccepted, KindDuplicate, or KindHeld with a notification.
-func (r *Result) Stored() bool {
-	return r.Kind == KindAccepted || r.Kind == KindDuplicate || r.Kind == KindHeld && r.NotificationID != ""
-}
