@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -167,14 +168,29 @@ type RunOpts struct {
 // statements, plus the content checker's reads and the holds. Errors are
 // returned as Accept, the content checker or the HoldFunc returned them.
 func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts RunOpts) (results []Result, committed func(), err error) {
-	committed = func() {}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	results = make([]Result, len(items))
+	valid, index := p.validate(items, results, now)
+	valid, index, held, err := p.check(ctx, db, items, valid, index, results, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(valid) == 0 {
+		return results, func() {}, nil
+	}
+	if committed, err = p.acceptValid(ctx, db, valid, index, held, results, opts); err != nil {
+		return nil, nil, err
+	}
+	return results, committed, nil
+}
 
-	// Validate what the door did not.
+// validate validates the items the door did not, at now, and returns the
+// valid intents whose submitter may submit them, valid[j] being
+// items[index[j]]; results gets the others'.
+func (p *Pipeline) validate(items []Item, results []Result, now time.Time) (valid []*intake.Validated, index []int) {
 	var toValidate []*intake.Intent
 	var at []int // toValidate[k] is items[at[k]]
 	for i, it := range items {
@@ -192,9 +208,8 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 		}
 		validated[i] = vs[k]
 	}
-	valid := make([]*intake.Validated, 0, len(items))
-	index := make([]int, 0, len(items)) // valid[j] is items[index[j]]
-	anyReviewed := false
+	valid = make([]*intake.Validated, 0, len(items))
+	index = make([]int, 0, len(items))
 	for i, it := range items {
 		v := validated[i]
 		switch {
@@ -213,12 +228,19 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 		}
 		valid = append(valid, v)
 		index = append(index, i)
-		anyReviewed = anyReviewed || it.Reviewed
 	}
+	return valid, index
+}
 
-	// Templates and the content blocklist.
+// check checks valid (items[index[j]] each) against their templates and
+// the content blocklist, holds through opts.HoldFunc what a review rule
+// matched, and returns the intents to accept, with the review rule each
+// matched (nil for none: it is stored for the vetter to hold); results
+// gets the others'.
+func (p *Pipeline) check(ctx context.Context, db store.DBTX, items []Item, valid []*intake.Validated, index []int,
+	results []Result, opts RunOpts) (kept []*intake.Validated, keptIndex []int, held []*content.Match, err error) {
 	var copts *content.CheckOpts
-	if anyReviewed {
+	if slices.ContainsFunc(index, func(i int) bool { return items[i].Reviewed }) {
 		copts = &content.CheckOpts{Reviewed: make([]bool, len(valid))}
 		for j, i := range index {
 			copts.Reviewed[j] = items[i].Reviewed
@@ -226,10 +248,10 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 	}
 	verdicts, err := p.Content.Check(ctx, db, valid, p.Limits, copts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	held := make([]*content.Match, 0, len(valid)) // by kept index
-	kept := 0
+	held = make([]*content.Match, 0, len(valid))
+	n := 0
 	for j, v := range valid {
 		i, verdict := index[j], verdicts[j]
 		switch {
@@ -242,53 +264,37 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 			continue
 		case verdict.Held != nil && opts.HoldFunc != nil:
 			if err := opts.HoldFunc(ctx, db, i, v, verdict.Held); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			results[i].Kind, results[i].Held = KindHeld, verdict.Held
 			continue
 		}
-		valid[kept], index[kept] = v, i
+		valid[n], index[n] = v, i
 		held = append(held, verdict.Held)
-		kept++
+		n++
 	}
-	valid, index = valid[:kept], index[:kept]
-	if len(valid) == 0 {
-		return results, committed, nil
-	}
+	return valid[:n], index[:n], held, nil
+}
 
-	// Accept, in one statement.
+// acceptValid accepts valid (items[index[j]] each, held[j] the review rule it
+// matched) in one statement, and fills in their results. It returns the
+// door's committed func (see Run).
+func (p *Pipeline) acceptValid(ctx context.Context, db store.DBTX, valid []*intake.Validated, index []int, held []*content.Match,
+	results []Result, opts RunOpts) (committed func(), err error) {
+	committed = func() {}
 	ch := HintChannel(valid)
 	hint := p.hint(ch, opts)
 	outs, err := Accept(ctx, db, valid, p.params(hint, opts))
-	if err != nil {
-		if !insufficientPrivilege(err) {
-			return nil, nil, err
+	switch {
+	case insufficientPrivilege(err) && (len(valid) == 1 || !standalone(db)):
+		for _, i := range index {
+			results[i].Kind, results[i].Err = KindForbidden, err
 		}
-		if len(valid) == 1 || !standalone(db) {
-			for _, i := range index {
-				results[i].Kind, results[i].Err = KindForbidden, err
-			}
-			return results, committed, nil
-		}
-		// Each on its own: the database refuses only the intents the
-		// login may not submit.
-		for j, v := range valid {
-			one := []*intake.Validated{v}
-			h := p.hint(HintChannel(one), opts)
-			o, err := Accept(ctx, db, one, p.params(h, opts))
-			switch {
-			case insufficientPrivilege(err):
-				results[index[j]].Kind, results[index[j]].Err = KindForbidden, err
-				continue
-			case err != nil:
-				return nil, nil, err
-			}
-			p.settle(&results[index[j]], v, o[0], held[j])
-			if h == nil && fresh(o[0]) && p.Waker != nil {
-				p.Waker.Done(HintChannel(one))
-			}
-		}
-		return results, committed, nil
+		return committed, nil
+	case insufficientPrivilege(err):
+		return committed, p.acceptEach(ctx, db, valid, index, held, results, opts)
+	case err != nil:
+		return nil, err
 	}
 	anyFresh := false
 	for j, o := range outs {
@@ -298,7 +304,31 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 	if hint == nil && anyFresh && p.Waker != nil {
 		committed = func() { p.Waker.Done(ch) }
 	}
-	return results, committed, nil
+	return committed, nil
+}
+
+// acceptEach accepts valid one by one through db, a pool or a connection
+// outside a transaction, after the database refused the login their
+// statement: it refuses only the intents the login may not submit.
+func (p *Pipeline) acceptEach(ctx context.Context, db store.DBTX, valid []*intake.Validated, index []int, held []*content.Match,
+	results []Result, opts RunOpts) error {
+	for j, v := range valid {
+		one := []*intake.Validated{v}
+		h := p.hint(HintChannel(one), opts)
+		o, err := Accept(ctx, db, one, p.params(h, opts))
+		switch {
+		case insufficientPrivilege(err):
+			results[index[j]].Kind, results[index[j]].Err = KindForbidden, err
+			continue
+		case err != nil:
+			return err
+		}
+		p.settle(&results[index[j]], v, o[0], held[j])
+		if h == nil && fresh(o[0]) && p.Waker != nil {
+			p.Waker.Done(HintChannel(one)) // committed: db runs each statement on its own
+		}
+	}
+	return nil
 }
 
 // hint returns Params.Notify for intents whose routes' hint channel is ch.
