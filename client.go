@@ -328,13 +328,14 @@ func (c *Client) submitResult(ctx context.Context, r accept.Result) SubmitResult
 	}}
 }
 
-// hold has in, which a review rule of the content blocklist matched, held for an operator by the engine: it goes
-// on the SQL intake (herald.intake) as the client's login, in db (inside
-// the caller's transaction for SubmitTx), and the intake worker checks it
-// again and keeps it in herald.held_intents, where only the engine writes.
-// Its receipt is Held, naming the rule the client found; HeldID is 0,
-// since the engine assigns it when it holds the intent. A retry of a held
-// intent finds the same held entry.
+// hold has in, which a review rule of the content blocklist matched, held
+// for an operator by the engine: it goes on the SQL intake (herald.intake)
+// as the client's login, in db (inside the caller's transaction for
+// SubmitTx), and the intake worker checks it again and keeps it in
+// herald.held_intents, where only the engine writes. Its receipt is Held,
+// naming the rule the client found; HeldID is 0, since the engine assigns
+// it when it holds the intent. A retry of a held intent finds the same
+// held entry.
 func hold(ctx context.Context, db store.DBTX, in *Intent) error {
 	body, err := json.Marshal(in)
 	if err != nil {
