@@ -173,3 +173,55 @@ func TestDoors_TheSameIntentsComeOutTheSameThroughEveryDoor(t *testing.T) {
 		require.Equal(t, wantedOutcomes(), got)
 	})
 }
+
+// The Go client's Get and the HTTP API's GET read a notification with one
+// loader: the campaign, the template with its version and data, the
+// priority and the routes come out the same.
+func TestDoors_GetShowsTheSameNotificationThroughTheClientAndTheAPI(t *testing.T) {
+	t.Parallel()
+	b := apiSetup(t)
+	ctx := context.Background()
+	// The SQL is the test's own: producer A publishing a template.
+	_, err := b.admin.Exec(ctx, `INSERT INTO herald.templates (producer, name, version, default_locale, locales)
+		VALUES ($1, 'hello', 1, 'en', '{"en": {"sms": {"body": "Hello {{.name}}"}}}')`, b.nameA)
+	require.NoError(t, err)
+	in := &herald.Intent{
+		NotificationType: "promo", Producer: b.nameA, IdempotencyKey: "tpl", Priority: herald.PriorityBulk,
+		Audience: herald.Audience{SMS: []string{"+14155550123"}}, Channels: []string{"sms"},
+		Template: &herald.TemplateRef{Name: "hello"}, Data: map[string]any{"name": "Ana"}, Campaign: "spring",
+	}
+	r, err := b.clientA.Submit(ctx, in)
+	require.NoError(t, err)
+	viaClient, err := b.clientA.Get(ctx, r.NotificationID)
+	require.NoError(t, err)
+
+	key, err := api.CreateKey(ctx, b.admin, b.nameA, "test", "doors")
+	require.NoError(t, err)
+	srv, err := api.New(&api.Config{Pool: b.asAPI})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	req, err := http.NewRequest("GET", ts.URL+"/v1/notifications/"+r.NotificationID, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key.Secret)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var viaAPI api.Notification
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&viaAPI))
+
+	require.Equal(t, "spring", viaClient.Campaign)
+	require.Equal(t, viaClient.Campaign, viaAPI.Campaign)
+	require.Equal(t, &herald.TemplateRef{Name: "hello", Version: 1}, viaClient.Template)
+	require.Equal(t, viaClient.Template, viaAPI.Template)
+	require.Equal(t, map[string]any{"name": "Ana"}, viaClient.Data)
+	require.Equal(t, viaClient.Data, viaAPI.Data)
+	require.Equal(t, herald.PriorityBulk, viaClient.Priority)
+	require.Equal(t, string(viaClient.Priority), viaAPI.Priority)
+	require.Len(t, viaAPI.Routes, len(viaClient.Routes))
+	for i, rt := range viaClient.Routes {
+		require.Equal(t, rt.ID, viaAPI.Routes[i].ID)
+		require.Equal(t, string(rt.Status), viaAPI.Routes[i].Status)
+	}
+}
