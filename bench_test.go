@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -128,7 +128,7 @@ func BenchmarkSubmitMany(b *testing.B) {
 func BenchmarkSQLIntake(b *testing.B) {
 	ctx := context.Background()
 	pool := pgtemp.NewPool(b)
-	w, err := accept.NewWorker(pool, nil)
+	w, err := sqldoor.NewWorker(pool, nil)
 	require.NoError(b, err)
 	run := fmt.Sprint(time.Now().UnixNano())
 	body := `{"notification_type":"otp","producer":"auth","idempotency_key":"KEY",` +

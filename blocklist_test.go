@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/sqldoor"
 )
 
 // The SQL here is the test's own: an operator keeping the blocklist and
@@ -64,7 +64,7 @@ func TestGoDoorRefusesBlockedContentAndHoldsReviewedContentForAnOperator(t *test
 	r4, err := b.clientA.Submit(ctx, smsIntent(b.nameA, "k4", "free money again"))
 	require.NoError(t, err)
 	require.True(t, r4.Held)
-	w, err := accept.NewWorker(b.admin, nil)
+	w, err := sqldoor.NewWorker(b.admin, nil)
 	require.NoError(t, err)
 	_, _, err = w.DrainOnce(ctx)
 	require.NoError(t, err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgerrcode"
@@ -111,19 +110,16 @@ func (c *Config) validate() error {
 type Client struct {
 	pool   *pgxpool.Pool
 	logger *slog.Logger
-	window time.Duration
-	limits intake.Limits
 	actor  string
 	now    func() time.Time
 	result func(producer, result string)
 	waker  *wake.Waker
 	tracer trace.Tracer
-	// content checks templated intents against their templates (and every
-	// intent against the content blocklist); see package content.
-	content *content.Checker
-	// optimism lets SubmitMany and Submit insert without ON CONFLICT
-	// while their keys turn out new (see accept.Optimism); the Tx forms
-	// never do.
+	// pipeline validates, checks content (templates, the blocklist),
+	// holds and accepts, as for every door. Its Optimism lets SubmitMany
+	// and Submit insert without ON CONFLICT while their keys turn out new
+	// (see accept.Optimism); the Tx forms never do.
+	pipeline accept.Pipeline
 	optimism accept.Optimism
 }
 
@@ -144,24 +140,28 @@ func NewClient(pool *pgxpool.Pool, cfg *Config) (*Client, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{
+	c := &Client{
 		pool:   pool,
 		logger: logger,
-		window: cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
-		limits: intake.Limits{
-			MaxPayloadBytes:  cfg.Limits.MaxPayloadBytes,
-			MaxSMSSegments:   cfg.Limits.MaxSMSSegments,
-			MaxScheduleAhead: cfg.Limits.MaxScheduleAhead,
-			MaxRoutes:        cfg.Limits.MaxRoutes,
-		}.WithDefaults(),
 		actor:  cmp.Or(cfg.Actor, DefaultActor),
 		now:    cfg.NowFunc,
 		result: cfg.ResultFunc,
 		waker:  wake.NewWaker(pool, cfg.NotifyDebounce, logger),
 		tracer: tracing.Tracer(cfg.TracerProvider),
-
-		content: content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: logger}),
-	}, nil
+	}
+	c.pipeline = accept.Pipeline{
+		Limits: intake.Limits{
+			MaxPayloadBytes:  cfg.Limits.MaxPayloadBytes,
+			MaxSMSSegments:   cfg.Limits.MaxSMSSegments,
+			MaxScheduleAhead: cfg.Limits.MaxScheduleAhead,
+			MaxRoutes:        cfg.Limits.MaxRoutes,
+		}.WithDefaults(),
+		Content:           content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: logger}),
+		IdempotencyWindow: cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		Optimism:          &c.optimism,
+		Waker:             c.waker,
+	}
+	return c, nil
 }
 
 // Close stops the client's pending trailing wake-up hint. It does not close
@@ -267,157 +267,87 @@ func (c *Client) SubmitManyTx(ctx context.Context, tx pgx.Tx, ins []*Intent) ([]
 	return c.submitTraced(ctx, "herald.SubmitManyTx", tx, ins, true)
 }
 
-// submit validates and accepts ins through db. inTx says db is the caller's
-// transaction: its hint then always rides that transaction's commit.
+// submit runs ins through the intake pipeline in db. inTx says db is the
+// caller's transaction: its hint then always rides that transaction's
+// commit.
 func (c *Client) submit(ctx context.Context, db store.DBTX, ins []*Intent, inTx bool) ([]SubmitResult, error) {
-	now := time.Now()
-	var sqlNow time.Time // zero: the database's clock
+	opts := accept.RunOpts{HintInStatement: inTx}
 	if c.now != nil {
-		now = c.now()
-		sqlNow = now
+		opts.Now = c.now()
+		opts.AcceptAt = opts.Now
 	}
-	results := make([]SubmitResult, len(ins))
-	valid := make([]*intake.Validated, 0, len(ins))
-	index := make([]int, 0, len(ins)) // valid[j] is ins[index[j]]
-	vs, errs := intake.ValidateMany(ins, c.limits, now)
-	for i, v := range vs {
-		if errs[i] != nil {
-			results[i].Err = errs[i]
-			continue
-		}
-		valid = append(valid, v)
-		index = append(index, i)
+	items := make([]accept.Item, len(ins))
+	for i, in := range ins {
+		items[i].Intent = in
 	}
-	verdicts, err := c.content.Check(ctx, db, valid, c.limits, nil)
-	if err != nil {
-		return nil, fmt.Errorf("submit intents: %w", err)
+	opts.HoldFunc = func(ctx context.Context, db store.DBTX, i int, _ *intake.Validated, _ *content.Match) error {
+		return hold(ctx, db, ins[i])
 	}
-	n := 0
-	for j, v := range valid {
-		switch verdict := verdicts[j]; {
-		case verdict.Err != nil:
-			results[index[j]].Err = verdict.Err
-			continue
-		case verdict.Held != nil:
-			if results[index[j]].Receipt, err = c.hold(ctx, db, ins[index[j]], verdict.Held); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		valid[n], index[n] = v, index[j]
-		n++
-	}
-	valid, index = valid[:n], index[:n]
-	if len(valid) == 0 {
-		c.report(ins, results)
-		return results, nil
-	}
-	hintChannel := accept.HintChannel(valid)
-	var hint *string
-	if inTx {
-		hint = &hintChannel
-	} else {
-		hint = c.waker.Hint(hintChannel)
-	}
-	outcomes, err := accept.Accept(ctx, db, valid, accept.Params{
-		Now:               sqlNow,
-		IdempotencyWindow: c.window,
-		Notify:            hint,
-		Optimism:          &c.optimism,
-	})
+	res, committed, err := c.pipeline.Run(ctx, db, items, opts)
 	if err != nil {
 		if f := forbidden(err); f != err {
-			return c.submitForbidden(ctx, db, ins, results, index, inTx, f)
+			return nil, f // a hold the database refused the login
 		}
 		return nil, fmt.Errorf("submit intents: %w", err)
 	}
-	if hint == nil && slices.ContainsFunc(outcomes, func(o accept.Outcome) bool { return !o.Duplicate && !o.Conflict && o.Refused == nil }) {
-		c.waker.Done(hintChannel)
-	}
-	for j, o := range outcomes {
-		v := valid[j]
-		if o.Refused != nil { // its campaign refused it
-			results[index[j]].Err = o.Refused
-			c.logger.DebugContext(ctx, "intent refused by its campaign", slog.String("campaign", v.Intent.Campaign))
-			continue
-		}
-		if o.Conflict {
-			results[index[j]].Err = &ConflictError{
-				ExistingID: o.NotificationID, Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey,
-			}
-			c.logger.DebugContext(ctx, "intent refused: idempotency conflict", slog.String("notification_id", o.NotificationID))
-			continue
-		}
-		ids := make([]string, len(v.Routes))
-		for k, r := range v.Routes {
-			ids[k] = r.RouteID
-		}
-		results[index[j]].Receipt = &Receipt{
-			NotificationID: o.NotificationID,
-			Duplicate:      o.Duplicate,
-			AcceptedAt:     o.AcceptedAt,
-			RouteIDs:       ids,
-		}
-		c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", o.NotificationID),
-			slog.Bool("duplicate", o.Duplicate), slog.Int("routes", len(ids)))
+	committed() // through the pool, committed; in tx, HintInStatement left nothing to schedule
+	results := make([]SubmitResult, len(ins))
+	for i, r := range res {
+		results[i] = c.submitResult(ctx, r)
 	}
 	c.report(ins, results)
 	return results, nil
+}
+
+// submitResult translates the pipeline's result r into the client's.
+func (c *Client) submitResult(ctx context.Context, r accept.Result) SubmitResult {
+	switch r.Kind {
+	case accept.KindInvalid, accept.KindRefused:
+		if r.Validated != nil {
+			c.logger.DebugContext(ctx, "intent refused", slog.String("campaign", r.Validated.Intent.Campaign), slog.Any("err", r.Err))
+		}
+		return SubmitResult{Err: r.Err}
+	case accept.KindForbidden:
+		return SubmitResult{Err: forbidden(r.Err)}
+	case accept.KindConflict:
+		c.logger.DebugContext(ctx, "intent refused: idempotency conflict", slog.String("notification_id", r.NotificationID))
+		return SubmitResult{Err: &ConflictError{
+			ExistingID: r.NotificationID, Producer: r.Validated.Intent.Producer, IdempotencyKey: r.Validated.Intent.IdempotencyKey,
+		}}
+	case accept.KindHeld:
+		c.logger.DebugContext(ctx, "intent sent to the engine to be held for review", slog.Int64("rule_id", r.Held.Rule.ID))
+		return SubmitResult{Receipt: &Receipt{Held: true, HeldRule: r.Held.Rule.String()}}
+	}
+	c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", r.NotificationID),
+		slog.Bool("duplicate", r.Kind == accept.KindDuplicate), slog.Int("routes", len(r.RouteIDs)))
+	return SubmitResult{Receipt: &Receipt{
+		NotificationID: r.NotificationID,
+		Duplicate:      r.Kind == accept.KindDuplicate,
+		AcceptedAt:     r.AcceptedAt,
+		RouteIDs:       r.RouteIDs,
+	}}
 }
 
 // hold has in, which a review rule of the content blocklist matched, held
 // for an operator by the engine: it goes on the SQL intake (herald.intake)
 // as the client's login, in db (inside the caller's transaction for
 // SubmitTx), and the intake worker checks it again and keeps it in
-// herald.held_intents, where only the engine writes. It returns its
-// receipt: Held, naming the rule the client found; HeldID is 0, since the
-// engine assigns it when it holds the intent. A retry of a held intent
-// finds the same held entry.
-func (c *Client) hold(ctx context.Context, db store.DBTX, in *Intent, m *content.Match) (*Receipt, error) {
+// herald.held_intents, where only the engine writes. Its receipt is Held,
+// naming the rule the client found; HeldID is 0, since the engine assigns
+// it when it holds the intent. A retry of a held intent finds the same
+// held entry.
+func hold(ctx context.Context, db store.DBTX, in *Intent) error {
 	body, err := json.Marshal(in)
 	if err != nil {
-		return nil, fmt.Errorf("hold intent for review: %w", err)
+		return fmt.Errorf("hold intent for review: %w", err)
 	}
 	if err := store.New().IntakeInsert(ctx, db, string(body)); err != nil {
 		if f := forbidden(err); f != err {
-			return nil, f
+			return f
 		}
-		return nil, fmt.Errorf("hold intent for review: %w", err)
+		return fmt.Errorf("hold intent for review: %w", err)
 	}
-	c.logger.DebugContext(ctx, "intent sent to the engine to be held for review", slog.Int64("rule_id", m.Rule.ID))
-	return &Receipt{Held: true, HeldRule: m.Rule.String()}, nil
-}
-
-// submitForbidden settles a submit whose statement the database refused
-// the login (an intent in another producer's name fails the whole
-// statement): each valid intent gets its own result. A lone intent, or
-// intents inside the caller's transaction (which can only roll back now),
-// get the refusal; otherwise each is submitted again on its own, so the
-// ones the login may submit are stored and only the others fail.
-func (c *Client) submitForbidden(ctx context.Context, db store.DBTX, ins []*Intent, results []SubmitResult,
-	index []int, inTx bool, refusal error) ([]SubmitResult, error) {
-	if len(index) == 1 || inTx {
-		for _, i := range index {
-			results[i].Err = refusal
-		}
-		c.report(ins, results)
-		return results, nil
-	}
-	for _, i := range index {
-		one, err := c.submit(ctx, db, ins[i:i+1], false)
-		if err != nil {
-			return nil, err
-		}
-		results[i] = one[0]
-	}
-	refused := make([]SubmitResult, len(results)) // report the ones not reported by the submits above
-	for i := range results {
-		if !slices.Contains(index, i) {
-			refused[i] = results[i]
-		}
-	}
-	c.report(ins, refused)
-	return results, nil
+	return nil
 }
 
 // report passes each result to Config.ResultFunc.
@@ -467,81 +397,14 @@ func (c *Client) GetTx(ctx context.Context, tx pgx.Tx, id string) (*Notification
 }
 
 func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notification, error) {
-	q := store.New()
-	rec, err := q.RecordGet(ctx, db, id)
+	l, err := accept.Load(ctx, db, id)
+	if errors.Is(err, accept.ErrNotFound) {
+		return nil, fmt.Errorf("get notification: %w", ErrNotFound)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("get notification: %w", notFound(err))
+		return nil, err
 	}
-	routes, err := q.RouteListByNotification(ctx, db, id)
-	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
-	}
-	n := &Notification{
-		ID:                   rec.NotificationID,
-		Type:                 rec.NotificationType,
-		Producer:             rec.Producer,
-		IdempotencyKey:       rec.IdempotencyKey,
-		AudienceKind:         rec.AudienceKind,
-		Channels:             rec.Channels,
-		Priority:             PriorityTransactional,
-		RequestID:            rec.RequestID,
-		TraceID:              rec.TraceID,
-		OccurredAt:           rec.OccurredAt,
-		AcceptedAt:           rec.AcceptedAt,
-		SendAt:               rec.SendAt,
-		ExpiresAt:            rec.ExpiresAt,
-		IdempotencyExpiresAt: rec.IdempotencyExpiresAt,
-		Routes:               make([]Route, len(routes)),
-	}
-	if rec.Priority == 1 {
-		n.Priority = PriorityBulk
-	}
-	n.Campaign = deref(rec.Campaign)
-	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
-		return nil, fmt.Errorf("decode recipient user ids: %w", err)
-	}
-	if err := json.Unmarshal([]byte(rec.PayloadJson), &n.Content); err != nil {
-		return nil, fmt.Errorf("decode content: %w", err)
-	}
-	var templated struct {
-		Template *TemplateRef    `json:"template"`
-		Data     json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(rec.PayloadJson), &templated); err == nil && templated.Template != nil {
-		n.Template = templated.Template
-		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
-			return nil, fmt.Errorf("decode template data: %w", err)
-		}
-	}
-	for i, r := range routes {
-		n.Routes[i] = Route{
-			ID:                r.RouteID,
-			Channel:           Channel(r.Channel),
-			RecipientRef:      r.RecipientRef,
-			Status:            RouteStatus(r.Status),
-			Attempts:          int(r.AttemptCount),
-			MaxAttempts:       int(r.MaxAttempts),
-			NextAttemptAt:     r.DueAt(),
-			LastErrorClass:    r.LastErrorClassification,
-			LastError:         r.LastErrorMessage,
-			LastErrorAt:       r.LastErrorAt,
-			SMSEncoding:       r.SmsEncoding,
-			SMSSegments:       int(r.SmsSegments),
-			ProviderMessageID: r.ProviderMessageID,
-			Providers:         r.Providers,
-			DeliveryStatus:    deref(r.DeliveryStatus),
-			DeliveryStatusAt:  r.DeliveryStatusAt,
-			DeliveryError:     r.DeliveryError,
-			CreatedAt:         r.CreatedAt,
-			UpdatedAt:         r.UpdatedAt,
-			PublishedAt:       r.PublishedAt,
-			DeadLetteredAt:    r.DeadLetteredAt,
-			SkippedAt:         r.SkippedAt,
-			CanceledAt:        r.CanceledAt,
-			ExpiresAt:         r.ExpiresAt,
-		}
-	}
-	return n, nil
+	return &l.Notification, nil
 }
 
 // Cancel moves every route of notification id that is not yet terminal
@@ -662,12 +525,10 @@ func (c *Client) deleteRecipient(ctx context.Context, userID string, shared bool
 	return deleted, nil
 }
 
-// notFound maps pgx.ErrNoRows, and the no_data_found that herald's
-// functions raise for an id the caller may not see, to ErrNotFound: the
-// one place that does.
+// notFound maps what accept.NotFound maps to accept.ErrNotFound (a row
+// not found, or an id the caller may not see) to ErrNotFound.
 func notFound(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == pgerrcode.NoDataFound {
+	if errors.Is(accept.NotFound(err), accept.ErrNotFound) {
 		return ErrNotFound
 	}
 	return err

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel/webhook"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/internal/wake"
@@ -78,7 +78,7 @@ func TestDoors_SQLIntakeRefusesEachTrick(t *testing.T) {
 		_, err := b.asA.Exec(ctx, `INSERT INTO herald.intake (body) VALUES ($1)`, body)
 		require.NoError(t, err)
 	}
-	w, err := accept.NewWorker(b.admin, &accept.WorkerConfig{ContentRulesMaxAge: -1})
+	w, err := sqldoor.NewWorker(b.admin, &sqldoor.WorkerConfig{ContentRulesMaxAge: -1})
 	require.NoError(t, err)
 	accepted, malformed, err := w.DrainOnce(ctx)
 	require.NoError(t, err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/sqldoor"
 )
 
 // The SQL door: any language, or a person with psql, INSERTs the intent's
@@ -30,7 +30,7 @@ func Example_sqlIntake() {
 	}
 
 	// What herald serve runs.
-	worker, err := accept.NewWorker(pool, nil)
+	worker, err := sqldoor.NewWorker(pool, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

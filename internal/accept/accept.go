@@ -1,12 +1,15 @@
 // Package accept stores validated intents: Accept writes each as one
 // record plus its routes, idempotently (the primary key (producer,
 // idempotency_key) of herald.idempotency_keys decides), in one statement
-// that may also send the dispatchers' wake-up hint. It is the one way into the records
-// and routes tables, for both doors: the Go client at the module root
-// calls Accept with what package intake validated, and the Worker drains
-// the SQL intake (herald.intake), validating each entry with package
-// intake, accepting the valid ones through Accept and recording the others
-// in malformed_intents.
+// that may also send the dispatchers' wake-up hint. It is the one way into
+// the records and routes tables, for every door: the Go client at the
+// module root, the HTTP API (internal/api) and the SQL door's worker
+// (internal/sqldoor) each decode their input and hand it to a Pipeline,
+// which validates it with package intake, checks its content with package
+// content, holds what a review rule matched, accepts the rest through
+// Accept and returns one Result per intent; the door only translates the
+// results into its own errors. Load reads a notification back, for every
+// door that shows one.
 package accept
 
 import (

@@ -13,6 +13,8 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
+func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+
 // Fixtures shared with package intake's tests.
 var (
 	testNow    = intaketest.Now

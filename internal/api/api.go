@@ -227,9 +227,10 @@ type Server struct {
 	waker   *wake.Waker
 	limiter *limiter
 	guard   *authGuard // failed authentications per client address
-	content *content.Checker
-	mux     *http.ServeMux
-	handler http.Handler
+	// pipeline is intake's, as every door runs it.
+	pipeline accept.Pipeline
+	mux      *http.ServeMux
+	handler  http.Handler
 
 	touchMu sync.Mutex
 	touched map[[sha256.Size]byte]time.Time // when each key's last_used_at was last written
@@ -267,8 +268,13 @@ func New(cfg *Config) (*Server, error) {
 		waker:   wake.NewWaker(c.Pool, c.NotifyDebounce, logger),
 		limiter: newLimiter(c.RateLimit, c.RateBurst),
 		guard:   newAuthGuard(c.AuthFailureRate, c.AuthFailureBurst, c.AuthFailureAddrs),
-		content: content.NewChecker(&content.CheckerConfig{Logger: logger}),
 		touched: map[[sha256.Size]byte]time.Time{},
+	}
+	s.pipeline = accept.Pipeline{
+		Limits:            s.limits,
+		Content:           content.NewChecker(&content.CheckerConfig{Logger: logger}),
+		IdempotencyWindow: c.IdempotencyWindow,
+		Waker:             s.waker,
 	}
 	if c.TracerProvider != nil {
 		s.tracer = tracing.Tracer(c.TracerProvider)

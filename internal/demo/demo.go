@@ -61,7 +61,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/sms"
@@ -73,6 +72,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/schema"
 )
@@ -269,7 +269,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		ecfg.API, ecfg.APIAddr = &api.Config{Pool: prod.apiPool}, "127.0.0.1:0"
 	}
 	ecfg.Intake.ResultFunc = func(_, result string) {
-		if result == accept.ResultDuplicate {
+		if result == sqldoor.ResultDuplicate {
 			intakeDuplicates.Add(1)
 		}
 	}
@@ -460,7 +460,7 @@ func engineConfig(srv *Servers, logger *slog.Logger) (*engine.Config, error) {
 			PollInterval:    200 * time.Millisecond,
 			ShutdownTimeout: 5 * time.Second,
 		},
-		Intake: &accept.WorkerConfig{PollInterval: 200 * time.Millisecond},
+		Intake: &sqldoor.WorkerConfig{PollInterval: 200 * time.Millisecond},
 		// The isolation probe adds a rule while the engine runs, then
 		// writes rows by hand that only that rule refuses.
 		Vet:         vet.Config{PollInterval: 100 * time.Millisecond, ContentRulesMaxAge: -1},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
@@ -25,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/smpp"
+	"github.com/heraldhq/herald/internal/sqldoor"
 )
 
 // LogChannels logs, one record each, the channels c configures: their
@@ -82,7 +82,7 @@ func FromConfig(c *config.Config) *Config {
 		},
 		API:     apiConfig(c),
 		APIAddr: c.API.Listen,
-		Intake: &accept.WorkerConfig{
+		Intake: &sqldoor.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,
 			Limits: intake.Limits{

@@ -6,7 +6,7 @@
 //     channels, channel callback (status callbacks to producers,
 //     internal/channel/callback) among them unless Config.Callbacks
 //     disables it;
-//   - the SQL intake worker (internal/accept), when Config.Intake is set;
+//   - the SQL intake worker (internal/sqldoor), when Config.Intake is set;
 //   - maintenance (internal/maintenance: River periodic jobs under leader
 //     election, and the operator's bulk replay), when Config.Maintenance is
 //     set;
@@ -60,7 +60,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
@@ -71,6 +70,7 @@ import (
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/telemetry"
 	"github.com/heraldhq/herald/internal/vet"
@@ -116,7 +116,7 @@ type Config struct {
 	// Intake, when not nil, runs the SQL intake worker with this
 	// configuration. Its Logger, when nil, is the engine's; its ResultFunc,
 	// if set, is called after the engine's metrics counted the result.
-	Intake *accept.WorkerConfig
+	Intake *sqldoor.WorkerConfig
 	// Vet tunes the vetter, which runs in every engine: it checks the
 	// routes a producer's login stored itself before any dispatcher
 	// claims them (package vet). Its Logger, when nil, is the engine's;
@@ -429,7 +429,7 @@ func (e *Engine) closeDeliverer(ch dispatch.ChannelConfig) {
 	}
 }
 
-func (e *Engine) addIntake(cfg accept.WorkerConfig) error {
+func (e *Engine) addIntake(cfg sqldoor.WorkerConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, e.component("intake"))
 	cfg.TracerProvider = cmp.Or(cfg.TracerProvider, e.tracer)
 	if then := cfg.ResultFunc; e.metrics != nil || then != nil {
@@ -440,7 +440,7 @@ func (e *Engine) addIntake(cfg accept.WorkerConfig) error {
 			}
 		}
 	}
-	w, err := accept.NewWorker(e.pool, &cfg)
+	w, err := sqldoor.NewWorker(e.pool, &cfg)
 	if err != nil {
 		return err
 	}

@@ -19,13 +19,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/api"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
@@ -226,7 +226,7 @@ func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
 			PollInterval: 50 * time.Millisecond,
 		},
 		Drivers:     map[string]config.Channel{"sms": {Driver: config.DriverDiscard}},
-		Intake:      &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Intake:      &sqldoor.WorkerConfig{PollInterval: 50 * time.Millisecond},
 		Maintenance: &maintenance.Config{},
 	})
 	require.NoError(t, err)

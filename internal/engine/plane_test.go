@@ -13,9 +13,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/routing"
+	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -103,7 +103,7 @@ rules:
 			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
 			PollInterval: 50 * time.Millisecond,
 		},
-		Intake: &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Intake: &sqldoor.WorkerConfig{PollInterval: 50 * time.Millisecond},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -179,7 +179,7 @@ rules:
 			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
 			PollInterval: 50 * time.Millisecond,
 		},
-		Intake: &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Intake: &sqldoor.WorkerConfig{PollInterval: 50 * time.Millisecond},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

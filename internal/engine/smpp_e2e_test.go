@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/smpp"
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
+	"github.com/heraldhq/herald/internal/sqldoor"
 )
 
 // TestSMPPProviderReceiptsAndInboundReachTheDatabase delivers through an
@@ -108,7 +108,7 @@ rules:
 			Channels:     map[string]dispatch.ChannelConfig{"webhook": {Deliverer: &closingDeliverer{}}},
 			PollInterval: 50 * time.Millisecond,
 		},
-		Intake: &accept.WorkerConfig{PollInterval: 50 * time.Millisecond},
+		Intake: &sqldoor.WorkerConfig{PollInterval: 50 * time.Millisecond},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -43,3 +43,17 @@ func TestCodesListsEveryDeclaredCodeOnce(t *testing.T) {
 	}
 	require.True(t, seen[CodeIdempotencyConflict])
 }
+
+func TestPriority_NumberAndPriorityOfAreInverse(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Priority{PriorityTransactional, PriorityBulk} {
+		n, ok := p.Number()
+		require.True(t, ok)
+		require.Equal(t, p, PriorityOf(n))
+	}
+	n, ok := Priority("").Number()
+	require.True(t, ok)
+	require.Equal(t, PriorityTransactional, PriorityOf(n))
+	_, ok = Priority("urgent").Number()
+	require.False(t, ok)
+}

@@ -171,6 +171,28 @@ const (
 	PriorityBulk Priority = "bulk"
 )
 
+// Number returns the routes.priority (and records.priority) value of p: 0
+// for PriorityTransactional or the empty Priority, 1 for PriorityBulk. ok
+// is false for any other name, whose number is 0.
+func (p Priority) Number() (n int16, ok bool) {
+	switch p {
+	case "", PriorityTransactional:
+		return 0, true
+	case PriorityBulk:
+		return 1, true
+	}
+	return 0, false
+}
+
+// PriorityOf returns the Priority whose Number is n: PriorityBulk for 1,
+// PriorityTransactional for any other value.
+func PriorityOf(n int16) Priority {
+	if n == 1 {
+		return PriorityBulk
+	}
+	return PriorityTransactional
+}
+
 // Channel names a delivery channel: how a route reaches its recipient.
 // Intent.Channels lists channels by these names, as strings.
 type Channel string

@@ -129,14 +129,11 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	}
 
 	// Priority and attempts.
-	var priority int16
-	switch p := heraldtype.Priority(strings.TrimSpace(string(in.Priority))); p {
-	case "", heraldtype.PriorityTransactional:
-		out.Priority = heraldtype.PriorityTransactional
-	case heraldtype.PriorityBulk:
-		out.Priority = heraldtype.PriorityBulk
-		priority = 1
-	default:
+	p := heraldtype.Priority(strings.TrimSpace(string(in.Priority)))
+	priority, ok := p.Number()
+	if ok {
+		out.Priority = heraldtype.PriorityOf(priority)
+	} else {
 		errs.add("priority", heraldtype.CodeInvalidField, "priority %s is not one of transactional, bulk", quoteShort(string(p)))
 	}
 	out.MaxAttempts = in.MaxAttempts

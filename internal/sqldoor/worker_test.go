@@ -1,4 +1,4 @@
-package accept
+package sqldoor
 
 import (
 	"context"
@@ -26,8 +26,6 @@ import (
 	"github.com/heraldhq/herald/internal/store/benchstore"
 	"github.com/heraldhq/herald/internal/wake"
 )
-
-func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 
 // workerBundle is a database of its own and a worker on it.
 type workerBundle struct {

@@ -1,4 +1,10 @@
-package accept
+// Package sqldoor is the SQL door: its Worker drains the SQL intake
+// (herald.intake), where any language, or a person with psql, INSERTs an
+// intent's JSON. Each entry goes through the same accept.Pipeline as the
+// Go client's and the HTTP API's intents; the worker records the ones
+// refused in malformed_intents with a stable failure_code, and sets aside
+// the ones the database refuses or that wait in vain for a producer's lock.
+package sqldoor
 
 import (
 	"cmp"
@@ -13,11 +19,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
@@ -149,7 +157,7 @@ type Worker struct {
 	result     func(producer, result string)
 	now        func() time.Time
 	tracer     trace.Tracer // nil: no spans
-	content    *content.Checker
+	pipeline   accept.Pipeline
 	lockWait   string // lock_timeout, as set_config takes it
 
 	// deferred are the entries set aside behind a lock a producer holds,
@@ -181,12 +189,16 @@ func NewWorker(pool *pgxpool.Pool, cfg *WorkerConfig) (*Worker, error) {
 		batchBytes: cmp.Or(cfg.BatchBytes, DefaultWorkerBatchBytes),
 		poll:       cmp.Or(cfg.PollInterval, DefaultWorkerPollInterval),
 		limits:     cfg.Limits.WithDefaults(),
-		window:     cmp.Or(cfg.IdempotencyWindow, DefaultIdempotencyWindow),
+		window:     cmp.Or(cfg.IdempotencyWindow, accept.DefaultIdempotencyWindow),
 		result:     cfg.ResultFunc,
 		now:        cfg.NowFunc,
-		content:    content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: cfg.Logger}),
 		lockWait:   fmt.Sprintf("%dms", cmp.Or(cfg.LockTimeout, DefaultWorkerLockTimeout).Milliseconds()),
 		deferred:   map[string]*deferral{},
+	}
+	w.pipeline = accept.Pipeline{
+		Limits:            w.limits,
+		Content:           content.NewChecker(&content.CheckerConfig{RulesMaxAge: cfg.ContentRulesMaxAge, Logger: cfg.Logger}),
+		IdempotencyWindow: w.window,
 	}
 	if cfg.TracerProvider != nil {
 		w.tracer = tracing.Tracer(cfg.TracerProvider)
@@ -273,7 +285,8 @@ func (w *Worker) listen(ctx context.Context, woken chan<- struct{}, listening ch
 // the counts are those of the batches committed before it.
 func (w *Worker) DrainOnce(ctx context.Context) (accepted, malformed int, err error) {
 	for {
-		a, m, n, more, _, err := w.drainBatch(ctx, w.batch)
+		b, err := w.drainBatch(ctx, w.batch)
+		a, m, n, more := b.accepted, b.malformed, b.n, b.more
 		if err != nil && (refusedByDatabase(err) || lockTimedOut(err)) {
 			// Some entry of the batch passed validation but the database
 			// refused it. Settle the batch's entries one at a time, so that
@@ -361,7 +374,8 @@ func (w *Worker) isolate(ctx context.Context, cause error) (accepted, malformed,
 	}
 	waits := 0 // lock timeouts in a row
 	for n < w.batch {
-		a, m, took, _, first, err := w.drainBatch(ctx, 1)
+		b, err := w.drainBatch(ctx, 1)
+		a, m, took, first := b.accepted, b.malformed, b.n, b.first
 		if took == 0 && err == nil {
 			return accepted, malformed, n, nil // the intake is empty
 		}
@@ -538,22 +552,29 @@ func (w *Worker) setAside(ctx context.Context, id int64, refusal error) error {
 	return nil
 }
 
+// batch is what drainBatch did: accepted entries (new or duplicate),
+// malformed ones, n taken, whether entries may be left that it could have
+// taken but for its bounds (more), and its first entry (id 0 if none), so
+// that a failed batch of one names its entry.
+type batch struct {
+	accepted, malformed, n int
+	more                   bool
+	first                  intakeEntry
+}
+
 // drainBatch takes up to limit entries (and BatchBytes of bodies) off the
-// intake and settles them in one transaction; n is the number of entries
-// taken, more whether entries may be left that this batch could have taken
-// but for its bounds, and first the first entry (id 0 if none), so a
-// failed batch of one names its entry.
-func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed, n int, more bool, first intakeEntry, err error) {
+// intake and settles them in one transaction. On error, b.first is still
+// the first entry taken.
+func (w *Worker) drainBatch(ctx context.Context, limit int) (b batch, err error) {
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
-		return 0, 0, 0, false, first, fmt.Errorf("begin intake batch: %w", err)
+		return b, fmt.Errorf("begin intake batch: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }() // after Commit, a no-op
 
-	q := store.New()
 	began := time.Now()
 	skipIDs, skipLogins := w.skipped()
-	rows, err := q.IntakeClaimBatch(ctx, tx, store.IntakeClaimBatchParams{
+	rows, err := store.New().IntakeClaimBatch(ctx, tx, store.IntakeClaimBatchParams{
 		MaxEntries:    int32(limit),
 		MaxBatchBytes: int64(w.batchBytes),
 		MaxEntryBytes: int32(w.limits.MaxEntryBytes),
@@ -563,10 +584,10 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		LockTimeout:   w.lockWait,
 	})
 	if err != nil {
-		return 0, 0, 0, false, first, fmt.Errorf("claim intake batch: %w", err)
+		return b, fmt.Errorf("claim intake batch: %w", err)
 	}
 	if len(rows) == 0 {
-		return 0, 0, 0, false, first, nil
+		return b, nil
 	}
 	if w.tracer != nil {
 		var span trace.Span
@@ -577,18 +598,18 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 				span.SetStatus(codes.Error, "intake batch failed")
 				span.RecordError(err)
 			} else {
-				span.SetAttributes(tracing.Accepted.Int(accepted), tracing.Refused.Int(malformed))
+				span.SetAttributes(tracing.Accepted.Int(b.accepted), tracing.Refused.Int(b.malformed))
 			}
 			span.End()
 		}()
 	}
 	locked := int(rows[0].LockedEntries)
-	more = locked == limit || locked > len(rows)
 	entries := make([]intakeEntry, len(rows))
 	for i, r := range rows {
 		entries[i] = intakeEntry{id: r.ID, body: r.Body, size: int(r.BodyBytes), submittedBy: r.SubmittedBy, trusted: r.Trusted, reviewed: r.Reviewed}
 	}
-	first = entries[0]
+	first := entries[0]
+	b.first = first
 	if w.afterClaim != nil {
 		w.afterClaim(entries)
 	}
@@ -599,128 +620,17 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 		now = w.now()
 		sqlNow = now
 	}
-	var (
-		valid   []*intake.Validated
-		from    []int // valid[j] came from entries[from[j]]
-		bad     []malformedEntry
-		results = make([]resultOf, 0, len(entries))
-	)
-	bodies := make([]string, len(entries))
-	sizes := make([]int, len(entries))
-	for i, e := range entries {
-		bodies[i], sizes[i] = e.body, e.size
-	}
-	vs, errs := intake.DecodeValidateMany(bodies, sizes, w.limits, now)
-	for i, e := range entries {
-		if errs[i] != nil {
-			bad = append(bad, refused(e, errs[i]))
-			continue
-		}
-		if !e.trusted && vs[i].Intent.Producer != e.submittedBy {
-			bad = append(bad, mismatched(e, vs[i]))
-			continue
-		}
-		valid = append(valid, vs[i])
-		from = append(from, i)
-	}
-	reviewed := make([]bool, len(valid))
-	for j := range valid {
-		reviewed[j] = entries[from[j]].reviewed
-	}
-	verdicts, err := w.content.Check(ctx, tx, valid, w.limits, &content.CheckOpts{Reviewed: reviewed})
+	accepted, bad, results, err := w.settle(ctx, tx, entries, now, sqlNow)
 	if err != nil {
-		return 0, 0, 0, false, first, fmt.Errorf("check intake batch's content: %w", err)
+		return batch{first: first}, err
 	}
-	kept := 0
-	for j, v := range valid {
-		e := entries[from[j]]
-		switch verdict := verdicts[j]; {
-		case verdict.Err != nil:
-			bad = append(bad, refused(e, verdict.Err))
-			continue
-		case verdict.Held != nil:
-			if _, err := q.HeldIntentInsertAs(ctx, tx, store.HeldIntentInsertAsParams{
-				Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
-				Body: e.body, RuleID: verdict.Held.Rule.ID, Rule: verdict.Held.Rule.String(), Part: verdict.Held.Part, SubmittedBy: e.submittedBy,
-			}); err != nil {
-				return 0, 0, 0, false, first, fmt.Errorf("hold intake entry %d for review: %w", e.id, err)
-			}
-			results = append(results, resultOf{v.Intent.Producer, ResultHeld})
-			continue
-		}
-		valid[kept], from[kept] = v, from[j]
-		kept++
-	}
-	valid, from = valid[:kept], from[:kept]
-
-	if len(valid) > 0 {
-		// One hint per batch transaction: batching already debounces it.
-		hint := HintChannel(valid)
-		outcomes, err := Accept(ctx, tx, valid, Params{Now: sqlNow, IdempotencyWindow: w.window, Notify: &hint})
-		if err != nil {
-			return 0, 0, 0, false, first, fmt.Errorf("accept intake batch: %w", err)
-		}
-		for j, o := range outcomes {
-			v := valid[j]
-			switch {
-			case o.Refused != nil: // its campaign refused it
-				bad = append(bad, malformedEntry{
-					entry:    entries[from[j]],
-					code:     o.Refused.Code(),
-					message:  o.Refused.Error(),
-					ntype:    v.Intent.NotificationType,
-					producer: v.Intent.Producer,
-					key:      v.Intent.IdempotencyKey,
-				})
-			case o.Conflict:
-				bad = append(bad, malformedEntry{
-					entry: entries[from[j]],
-					code:  heraldtype.CodeIdempotencyConflict,
-					message: fmt.Sprintf("idempotency key already used by notification %s for a different request (%s)",
-						o.NotificationID, heraldtype.CodeIdempotencyConflict),
-					ntype:    v.Intent.NotificationType,
-					producer: v.Intent.Producer,
-					key:      v.Intent.IdempotencyKey,
-				})
-			case o.Duplicate:
-				accepted++
-				results = append(results, resultOf{v.Intent.Producer, ResultDuplicate})
-			default:
-				accepted++
-				results = append(results, resultOf{v.Intent.Producer, ResultAccepted})
-			}
-		}
-	}
-
 	if len(bad) > 0 {
-		p := store.MalformedIntentInsertManyParams{}
-		if !sqlNow.IsZero() {
-			p.Now = &sqlNow
-		}
-		for _, b := range bad {
-			p.EntryRefs = append(p.EntryRefs, entryRef(b.entry.id))
-			p.NotificationTypes = append(p.NotificationTypes, b.ntype)
-			p.Producers = append(p.Producers, b.producer)
-			p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)
-			p.FailureCodes = append(p.FailureCodes, string(b.code))
-			p.FailureMessages = append(p.FailureMessages, b.message)
-			p.RawFields = append(p.RawFields, w.rawFields(b.entry))
-			p.SubmittedBys = append(p.SubmittedBys, b.entry.submittedBy)
-			result, producer := ResultMalformed, b.producer
-			switch b.code {
-			case heraldtype.CodeIdempotencyConflict:
-				result = ResultConflict
-			case heraldtype.CodeProducerMismatch:
-				producer = b.entry.submittedBy // counted against the login, not the producer it named
-			}
-			results = append(results, resultOf{metricProducer(producer), result})
-		}
-		if err := q.MalformedIntentInsertMany(ctx, tx, p); err != nil {
-			return 0, 0, 0, false, first, fmt.Errorf("record malformed intents: %w", err)
+		if results, err = w.recordMalformed(ctx, tx, bad, sqlNow, results); err != nil {
+			return batch{first: first}, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, 0, false, first, fmt.Errorf("commit intake batch: %w", err)
+		return batch{first: first}, fmt.Errorf("commit intake batch: %w", err)
 	}
 	w.settled(entries)
 	for _, b := range bad {
@@ -733,7 +643,114 @@ func (w *Worker) drainBatch(ctx context.Context, limit int) (accepted, malformed
 			w.result(r.producer, r.result)
 		}
 	}
-	return accepted, len(bad), len(entries), more, first, nil
+	return batch{accepted: accepted, malformed: len(bad), n: len(entries),
+		more: locked == limit || locked > len(rows), first: first}, nil
+}
+
+// settle runs the claimed entries through the intake pipeline in tx,
+// validating at now and accepting at sqlNow (zero: the database's clock),
+// and returns how many it accepted (new or duplicate), the entries to
+// record as malformed, and the results of the others.
+func (w *Worker) settle(ctx context.Context, tx pgx.Tx, entries []intakeEntry, now, sqlNow time.Time) (
+	accepted int, bad []malformedEntry, results []resultOf, err error) {
+	bodies := make([]string, len(entries))
+	sizes := make([]int, len(entries))
+	for i, e := range entries {
+		bodies[i], sizes[i] = e.body, e.size
+	}
+	vs, errs := intake.DecodeValidateMany(bodies, sizes, w.limits, now)
+	items := make([]accept.Item, len(entries))
+	for i, e := range entries {
+		items[i] = accept.Item{Validated: vs[i], Err: errs[i], Reviewed: e.reviewed}
+		if !e.trusted {
+			items[i].Actor = e.submittedBy
+		}
+	}
+	hold := func(ctx context.Context, db store.DBTX, i int, v *intake.Validated, m *content.Match) error {
+		e := entries[i]
+		if _, err := store.New().HeldIntentInsertAs(ctx, db, store.HeldIntentInsertAsParams{
+			Producer: v.Intent.Producer, IdempotencyKey: v.Intent.IdempotencyKey, NotificationType: v.Intent.NotificationType,
+			Body: e.body, RuleID: m.Rule.ID, Rule: m.Rule.String(), Part: m.Part, SubmittedBy: e.submittedBy,
+		}); err != nil {
+			return fmt.Errorf("hold intake entry %d for review: %w", e.id, err)
+		}
+		return nil
+	}
+	// The pipeline has no Waker: one hint per batch transaction, inside
+	// its accept statement; batching already debounces it.
+	outs, _, err := w.pipeline.Run(ctx, tx, items, accept.RunOpts{Now: now, AcceptAt: sqlNow, HoldFunc: hold})
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("accept intake batch: %w", err)
+	}
+	results = make([]resultOf, 0, len(entries))
+	for i, o := range outs {
+		e := entries[i]
+		switch o.Kind {
+		case accept.KindForbidden:
+			if o.Err != nil { // the database refused the statement: DrainOnce settles the entries one by one
+				return 0, nil, nil, fmt.Errorf("accept intake batch: %w", o.Err)
+			}
+			bad = append(bad, mismatched(e, o.Validated))
+		case accept.KindInvalid, accept.KindRefused:
+			if !o.Campaign {
+				bad = append(bad, refused(e, o.Err))
+				continue
+			}
+			v, ve := o.Validated, o.Err.(*heraldtype.ValidationError)
+			bad = append(bad, malformedEntry{entry: e, code: ve.Code(), message: ve.Error(),
+				ntype: v.Intent.NotificationType, producer: v.Intent.Producer, key: v.Intent.IdempotencyKey})
+		case accept.KindConflict:
+			v := o.Validated
+			bad = append(bad, malformedEntry{
+				entry: e,
+				code:  heraldtype.CodeIdempotencyConflict,
+				message: fmt.Sprintf("idempotency key already used by notification %s for a different request (%s)",
+					o.NotificationID, heraldtype.CodeIdempotencyConflict),
+				ntype: v.Intent.NotificationType, producer: v.Intent.Producer, key: v.Intent.IdempotencyKey,
+			})
+		case accept.KindHeld:
+			results = append(results, resultOf{o.Validated.Intent.Producer, ResultHeld})
+		case accept.KindDuplicate:
+			accepted++
+			results = append(results, resultOf{o.Validated.Intent.Producer, ResultDuplicate})
+		case accept.KindAccepted:
+			accepted++
+			results = append(results, resultOf{o.Validated.Intent.Producer, ResultAccepted})
+		}
+	}
+	return accepted, bad, results, nil
+}
+
+// recordMalformed records bad in malformed_intents, in tx, at sqlNow
+// (zero: the database's clock), and returns results with theirs added.
+func (w *Worker) recordMalformed(ctx context.Context, tx pgx.Tx, bad []malformedEntry, sqlNow time.Time, results []resultOf) (
+	[]resultOf, error) {
+	p := store.MalformedIntentInsertManyParams{}
+	if !sqlNow.IsZero() {
+		p.Now = &sqlNow
+	}
+	for _, b := range bad {
+		p.EntryRefs = append(p.EntryRefs, entryRef(b.entry.id))
+		p.NotificationTypes = append(p.NotificationTypes, b.ntype)
+		p.Producers = append(p.Producers, b.producer)
+		p.IdempotencyKeys = append(p.IdempotencyKeys, b.key)
+		p.FailureCodes = append(p.FailureCodes, string(b.code))
+		p.FailureMessages = append(p.FailureMessages, b.message)
+		p.RawFields = append(p.RawFields, w.rawFields(b.entry))
+		p.SubmittedBys = append(p.SubmittedBys, b.entry.submittedBy)
+		result, producer := ResultMalformed, b.producer
+		switch b.code {
+		case heraldtype.CodeIdempotencyConflict:
+			result = ResultConflict
+		case heraldtype.CodeProducerMismatch:
+			producer = b.entry.submittedBy // counted against the login, not the producer it named
+		}
+		results = append(results, resultOf{metricProducer(producer), result})
+	}
+	if err := store.New().MalformedIntentInsertMany(ctx, tx, p); err != nil {
+		return nil, fmt.Errorf("record malformed intents: %w", err)
+	}
+	return results, nil
 }
 
 // rawFields returns e's malformed_intents.raw_fields: intake.RawFields of

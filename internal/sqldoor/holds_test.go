@@ -1,4 +1,4 @@
-package accept
+package sqldoor
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
@@ -57,7 +58,7 @@ func acceptAs(t *testing.T, pool *pgxpool.Pool, body string) pgx.Tx {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	out, err := Accept(ctx, tx, []*intake.Validated{mustValidate(t, in)}, Params{Now: testNow})
+	out, err := accept.Accept(ctx, tx, []*intake.Validated{mustValidate(t, in)}, accept.Params{Now: testNow})
 	require.NoError(t, err)
 	require.Nil(t, out[0].Refused)
 	require.False(t, out[0].Duplicate || out[0].Conflict)

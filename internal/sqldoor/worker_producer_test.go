@@ -1,4 +1,4 @@
-package accept
+package sqldoor
 
 import (
 	"context"
