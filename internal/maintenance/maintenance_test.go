@@ -204,69 +204,9 @@ func TestNewRejectsNegativeSettingsNamingTheField(t *testing.T) {
 	require.ErrorContains(t, err, "BatchSize")
 }
 
-// finishRoute makes a route of the notification seeded as name terminal
-// at `at`, as a completion does (migration 00025): finished_at set, which
-// moves it to the partition of at's week.
-func (b *testBundle) finishRoute(t *testing.T, name, routeID, status string, at time.Time) error {
-	t.Helper()
-	_, err := b.pool.Exec(context.Background(), `
-		UPDATE herald.routes SET status = $3::text, updated_at = $4, next_attempt_at = NULL,
-			published_at = CASE WHEN $3 = 'published' THEN $4::timestamptz END,
-			skipped_at = CASE WHEN $3 = 'skipped' THEN $4::timestamptz END,
-			finished_at = $4
-		WHERE notification_id = $1 AND route_id = $2`, nid(name), routeID, status, at)
-	return err
-}
-
-// weeks lists routes' finished-week partitions, by their Monday.
-func (b *testBundle) weeks(t *testing.T) []string {
-	t.Helper()
-	rows, err := store.New().RouteWeeksList(context.Background(), b.pool)
-	require.NoError(t, err)
-	var out []string
-	for _, r := range rows {
-		out = append(out, r.Week)
-	}
-	return out
-}
-
 func requireSQLState(t *testing.T, err error, code string) {
 	t.Helper()
 	var pgErr *pgconn.PgError
 	require.ErrorAs(t, err, &pgErr)
 	require.Equal(t, code, pgErr.Code, pgErr.Message)
 }
-
-// partitions lists records' partitions as kind:name, oldest range first.
-func (b *testBundle) partitions(t *testing.T) []string {
-	t.Helper()
-	rows, err := store.New().RecordPartitionsList(context.Background(), b.pool)
-	require.NoError(t, err)
-	var out []string
-	for _, r := range rows {
-		out = append(out, r.Kind+":"+r.Partition)
-	}
-	return out
-}
-
-// partitionOf names the records partition that holds id.
-func (b *testBundle) partitionOf(t *testing.T, id string) string {
-	t.Helper()
-	var p string
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT tableoid::regclass::text FROM herald.records WHERE notification_id = $1`, id).Scan(&p))
-	return strings.TrimPrefix(p, "herald.")
-}
-
-// finishRouteID is finishRoute by the notification's id.
-func (b *testBundle) finishRouteID(t *testing.T, id, routeID string, at time.Time) {
-	t.Helper()
-	_, err := b.pool.Exec(context.Background(), `
-		UPDATE herald.routes SET status = 'published', updated_at = $3, next_attempt_at = NULL,
-			published_at = $3, finished_at = $3
-		WHERE notification_id = $1 AND route_id = $2`, id, routeID, at)
-	require.NoError(t, err)
-}
-
-// idAt is a UUIDv7-shaped id made at t, ending in suffix (hex).
-func idAt(t time.Time, suffix string) string { return idPrefixAt(t) + "7000-8000-0000000000" + suffix }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,40 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/store"
 )
+
+// partitions lists records' partitions as kind:name, oldest range first.
+func (b *testBundle) partitions(t *testing.T) []string {
+	t.Helper()
+	rows, err := store.New().RecordPartitionsList(context.Background(), b.pool)
+	require.NoError(t, err)
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Kind+":"+r.Partition)
+	}
+	return out
+}
+
+// partitionOf names the records partition that holds id.
+func (b *testBundle) partitionOf(t *testing.T, id string) string {
+	t.Helper()
+	var p string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT tableoid::regclass::text FROM herald.records WHERE notification_id = $1`, id).Scan(&p))
+	return strings.TrimPrefix(p, "herald.")
+}
+
+// finishRouteID is finishRoute by the notification's id.
+func (b *testBundle) finishRouteID(t *testing.T, id, routeID string, at time.Time) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `
+		UPDATE herald.routes SET status = 'published', updated_at = $3, next_attempt_at = NULL,
+			published_at = $3, finished_at = $3
+		WHERE notification_id = $1 AND route_id = $2`, id, routeID, at)
+	require.NoError(t, err)
+}
+
+// idAt is a UUIDv7-shaped id made at t, ending in suffix (hex).
+func idAt(t time.Time, suffix string) string { return idPrefixAt(t) + "7000-8000-0000000000" + suffix }
 
 // Records go with the week they were accepted in (migration 00027): a week
 // that ended more than the retention and a week ago is retired whole,

@@ -13,6 +13,32 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
+// finishRoute makes a route of the notification seeded as name terminal
+// at `at`, as a completion does (migration 00025): finished_at set, which
+// moves it to the partition of at's week.
+func (b *testBundle) finishRoute(t *testing.T, name, routeID, status string, at time.Time) error {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `
+		UPDATE herald.routes SET status = $3::text, updated_at = $4, next_attempt_at = NULL,
+			published_at = CASE WHEN $3 = 'published' THEN $4::timestamptz END,
+			skipped_at = CASE WHEN $3 = 'skipped' THEN $4::timestamptz END,
+			finished_at = $4
+		WHERE notification_id = $1 AND route_id = $2`, nid(name), routeID, status, at)
+	return err
+}
+
+// weeks lists routes' finished-week partitions, by their Monday.
+func (b *testBundle) weeks(t *testing.T) []string {
+	t.Helper()
+	rows, err := store.New().RouteWeeksList(context.Background(), b.pool)
+	require.NoError(t, err)
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.Week)
+	}
+	return out
+}
+
 // Finished routes go with their week (migration 00025): maintenance makes
 // the weeks two ahead, drops whole the weeks that ended more than the
 // retention ago, and then deletes the records left with no route; a
