@@ -279,6 +279,45 @@ func statusWrites(order []*routeState, now *time.Time) store.RouteDeliveryStatus
 	return set
 }
 
+// markParams is the statement's parameters that record ds, the decisions
+// on receipts claimed from the inbox, on their rows.
+func markParams(ds []decision, now *time.Time) store.ReceiptMarkManyParams {
+	mark := store.ReceiptMarkManyParams{Now: now}
+	for i := range ds {
+		d := &ds[i]
+		mark.Ids = append(mark.Ids, d.row.ID)
+		mark.States = append(mark.States, d.state)
+		mark.DeliveryStatuses = append(mark.DeliveryStatuses, d.status)
+		mark.NotificationIds = append(mark.NotificationIds, d.notificationID)
+		mark.RouteIds = append(mark.RouteIds, d.route)
+		mark.RetrySeconds = append(mark.RetrySeconds, d.retry.Seconds())
+		mark.Attempts = append(mark.Attempts, d.attempt)
+	}
+	return mark
+}
+
+// insertDecidedParams is the statement's parameters that store receipts
+// rs, arrived at at, with ds, what was decided for each (in rs' order).
+func insertDecidedParams(rs []Receipt, ds []decision, at time.Time) store.ReceiptInsertDecidedManyParams {
+	p := store.ReceiptInsertDecidedManyParams{ReceivedAt: at}
+	for i := range ds {
+		d, r := &ds[i], rs[i]
+		p.Providers = append(p.Providers, r.Provider)
+		p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
+		p.Statuses = append(p.Statuses, r.Status)
+		p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
+		p.Raws = append(p.Raws, r.Raw)
+		p.Sources = append(p.Sources, r.Source)
+		p.States = append(p.States, d.state)
+		p.DeliveryStatuses = append(p.DeliveryStatuses, d.status)
+		p.NotificationIds = append(p.NotificationIds, d.notificationID)
+		p.RouteIds = append(p.RouteIds, d.route)
+		p.RetrySeconds = append(p.RetrySeconds, d.retry.Seconds())
+		p.Attempts = append(p.Attempts, d.attempt)
+	}
+	return p
+}
+
 // settle finishes ds once the statusWrites statement has run; changed
 // holds the routes it changed, by routeKey. A route it did not change
 // was changed first by another matcher: its receipts are duplicates, or,

@@ -393,3 +393,28 @@ func TestSettle_ARouteAnotherMatcherChangedFirstTakesNoReceipt(t *testing.T) {
 		require.Equal(t, w.retry, ds[i].retry, "receipt %d", i)
 	}
 }
+
+func TestMarkParams_OneEntryPerDecisionInOrder(t *testing.T) {
+	t.Parallel()
+	now := decisionNow
+	ds := []decision{
+		{row: store.ReceiptClaimDueRow{ID: 7}, state: "matched", status: routing.DeliveryDelivered,
+			notificationID: "n1", route: "r1", attempt: 2},
+		{row: store.ReceiptClaimDueRow{ID: 8}, state: "new", retry: 4 * time.Second},
+	}
+	mark := markParams(ds, &now)
+	require.Equal(t, store.ReceiptMarkManyParams{Now: &now, Ids: []int64{7, 8}, States: []string{"matched", "new"},
+		DeliveryStatuses: []string{routing.DeliveryDelivered, ""}, NotificationIds: []string{"n1", ""},
+		RouteIds: []string{"r1", ""}, RetrySeconds: []float64{0, 4}, Attempts: []int32{2, 0}}, mark)
+
+	rs := []Receipt{{Provider: "sms/acme", ProviderMessageID: "m1", Status: "DELIVRD", Raw: "a", Source: SourceHTTP},
+		{Provider: "sms/acme", ProviderMessageID: "m2", Status: "ENROUTE", ErrorCode: "E", Source: SourceSMPP}}
+	p := insertDecidedParams(rs, ds, now)
+	require.Equal(t, now, p.ReceivedAt)
+	require.Equal(t, []string{"m1", "m2"}, p.ProviderMessageIds)
+	require.Equal(t, []string{"", "E"}, p.ErrorCodes)
+	require.Equal(t, []string{SourceHTTP, SourceSMPP}, p.Sources)
+	require.Equal(t, []string{"matched", "new"}, p.States)
+	require.Equal(t, []string{"r1", ""}, p.RouteIds)
+	require.Equal(t, []float64{0, 4}, p.RetrySeconds)
+}

@@ -153,18 +153,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		mark := store.ReceiptMarkManyParams{Now: now}
-		for i := range ds {
-			d := &ds[i]
-			mark.Ids = append(mark.Ids, d.row.ID)
-			mark.States = append(mark.States, d.state)
-			mark.DeliveryStatuses = append(mark.DeliveryStatuses, d.status)
-			mark.NotificationIds = append(mark.NotificationIds, d.notificationID)
-			mark.RouteIds = append(mark.RouteIds, d.route)
-			mark.RetrySeconds = append(mark.RetrySeconds, d.retry.Seconds())
-			mark.Attempts = append(mark.Attempts, d.attempt)
-		}
-		if err := m.q.ReceiptMarkMany(ctx, tx, mark); err != nil {
+		if err := m.q.ReceiptMarkMany(ctx, tx, markParams(ds, now)); err != nil {
 			return fmt.Errorf("mark receipts: %w", err)
 		}
 		return nil
@@ -217,23 +206,7 @@ func (m *Matcher) StoreMatched(ctx context.Context, rs []Receipt) error {
 		if err != nil {
 			return err
 		}
-		p := store.ReceiptInsertDecidedManyParams{ReceivedAt: at}
-		for i := range ds {
-			d, r := &ds[i], rs[i]
-			p.Providers = append(p.Providers, r.Provider)
-			p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
-			p.Statuses = append(p.Statuses, r.Status)
-			p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
-			p.Raws = append(p.Raws, r.Raw)
-			p.Sources = append(p.Sources, r.Source)
-			p.States = append(p.States, d.state)
-			p.DeliveryStatuses = append(p.DeliveryStatuses, d.status)
-			p.NotificationIds = append(p.NotificationIds, d.notificationID)
-			p.RouteIds = append(p.RouteIds, d.route)
-			p.RetrySeconds = append(p.RetrySeconds, d.retry.Seconds())
-			p.Attempts = append(p.Attempts, d.attempt)
-		}
-		if _, err := m.q.ReceiptInsertDecidedMany(ctx, tx, p); err != nil {
+		if _, err := m.q.ReceiptInsertDecidedMany(ctx, tx, insertDecidedParams(rs, ds, at)); err != nil {
 			return fmt.Errorf("store matched receipts: %w", err)
 		}
 		return nil
