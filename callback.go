@@ -8,27 +8,27 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/callback"
 )
 
 // Status callback events, the values of CallbackSubscription.Events and of
 // a callback's "event" field.
 const (
 	// CallbackPublished: the route's channel or provider accepted it.
-	CallbackPublished = "published"
+	CallbackPublished = callback.EventPublished
 	// CallbackDelivered: a delivery receipt says it arrived.
-	CallbackDelivered = "delivered"
+	CallbackDelivered = callback.EventDelivered
 	// CallbackUndelivered: a delivery receipt says it did not arrive.
-	CallbackUndelivered = "undelivered"
+	CallbackUndelivered = callback.EventUndelivered
 	// CallbackDeadLettered: herald gave up on the route.
-	CallbackDeadLettered = "dead_lettered"
+	CallbackDeadLettered = callback.EventDeadLettered
 	// CallbackSkipped: no address, or the user opted out.
-	CallbackSkipped = "skipped"
+	CallbackSkipped = callback.EventSkipped
 	// CallbackCanceled: the route was canceled before delivery.
-	CallbackCanceled = "canceled"
+	CallbackCanceled = callback.EventCanceled
 	// CallbackExpired: the intent expired before delivery, or a receipt
 	// says the message expired at the provider.
-	CallbackExpired = "expired"
+	CallbackExpired = callback.EventExpired
 )
 
 // CallbackSubscription is a producer's subscription to the status
@@ -60,17 +60,9 @@ type CallbackSubscription struct {
 // invalid_field) naming what the database refused, and an error matching
 // ErrForbidden for a login that is not a producer's.
 func (c *Client) SetCallbackSubscription(ctx context.Context, s CallbackSubscription) error {
-	p := store.CallbackSubscriptionSetParams{Url: s.URL, Events: s.Events}
-	if p.Events == nil {
-		p.Events = []string{}
-	}
-	if s.Secret != "" {
-		p.Secret = &s.Secret
-	}
-	if s.BearerToken != "" {
-		p.BearerToken = &s.BearerToken
-	}
-	if _, err := store.New().CallbackSubscriptionSet(ctx, c.pool, p); err != nil {
+	err := callback.SetSubscription(ctx, c.pool, callback.Subscription{URL: s.URL, Events: s.Events,
+		Secret: s.Secret, BearerToken: s.BearerToken})
+	if err != nil {
 		return fmt.Errorf("set callback subscription: %w", invalidParameter(forbidden(err)))
 	}
 	return nil
@@ -81,7 +73,7 @@ func (c *Client) SetCallbackSubscription(ctx context.Context, s CallbackSubscrip
 // before are still delivered; ones that still need the subscription's
 // secret to be signed are dead-lettered with a hint.
 func (c *Client) DeleteCallbackSubscription(ctx context.Context) (bool, error) {
-	deleted, err := store.New().CallbackSubscriptionDelete(ctx, c.pool, nil)
+	deleted, err := callback.DeleteSubscription(ctx, c.pool)
 	if err != nil {
 		return false, fmt.Errorf("delete callback subscription: %w", forbidden(err))
 	}

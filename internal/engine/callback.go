@@ -12,7 +12,8 @@ import (
 )
 
 // Callbacks configures channel callback: status callbacks to producers
-// (internal/channel/callback). Zero fields take DefaultCallbacks' values.
+// (internal/callback owns them; internal/channel/callback posts them).
+// Zero fields take DefaultCallbacks' values.
 type Callbacks struct {
 	// Disabled leaves the callback channel out of this engine: callbacks
 	// wait for an engine that delivers them.

@@ -45,12 +45,3 @@ func TestPaceWaitsSoThatStatementsTakeTheirDutyOfTheRun(t *testing.T) {
 	_, err = New(pool, &Config{RetentionDuty: 1.5})
 	require.ErrorContains(t, err, "RetentionDuty")
 }
-
-// A finished retention run may go on for most of its interval, so that a
-// paced run is not cut short by River's default minute.
-func TestFinishedRetentionMayRunMostOfItsInterval(t *testing.T) {
-	t.Parallel()
-	m, err := New(pgtemp.NewPool(t), &Config{Interval: 10 * time.Minute})
-	require.NoError(t, err)
-	require.Equal(t, 9*time.Minute, (&finishedRetentionWorker{m: m}).Timeout(nil))
-}

@@ -143,6 +143,10 @@ type batcher[T any] struct {
 	// does not wait.
 	want int
 
+	// queuedFunc, when set, is called as each item joins the waiting
+	// group: the signal tests wait on to know every caller has arrived.
+	queuedFunc func()
+
 	mu      sync.Mutex
 	waiting []*groupEntry[T]
 	writing bool
@@ -169,6 +173,9 @@ func (b *batcher[T]) store(ctx context.Context, item T) error {
 		}
 	}
 	b.mu.Unlock()
+	if b.queuedFunc != nil {
+		b.queuedFunc()
+	}
 	select {
 	case <-e.done:
 		return e.err

@@ -35,6 +35,9 @@ type HandlerConfig struct {
 	// Matcher, when set, matches the receipts in the transaction that
 	// stores them (Group.MatchWith); nil leaves them to a Matcher's rounds.
 	Matcher *Matcher
+	// Group, when set, is the Group the endpoint stores through (its
+	// matcher is set to Matcher); nil makes one on Pool.
+	Group *Group
 }
 
 // Path is where the endpoint serves: Path + the provider's name, e.g.
@@ -61,7 +64,10 @@ func Handler(cfg HandlerConfig) http.Handler {
 		getenv = func(string) string { return "" }
 	}
 	// Concurrent requests store their receipts together (group.go).
-	grp := NewGroup(cfg.Pool)
+	grp := cfg.Group
+	if grp == nil {
+		grp = NewGroup(cfg.Pool)
+	}
 	grp.MatchWith(cfg.Matcher)
 	mux := http.NewServeMux()
 	mux.HandleFunc(Path+"{provider...}", func(w http.ResponseWriter, r *http.Request) {

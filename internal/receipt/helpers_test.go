@@ -25,30 +25,52 @@ func secretEnv(name string) config.Secret { return config.Secret{Env: name} }
 // acmeEndpoint serves the receipts endpoint, storing into pool, for one
 // provider, sms/acme, whose token is s3cret.
 func acmeEndpoint(t *testing.T, pool *pgxpool.Pool) *httptest.Server {
-	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
-	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
-		Pool:         pool,
-		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
-		GetenvFunc:   func(string) string { return "s3cret" },
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return acmeServer(t, pool, nil, false)
 }
 
 // acmeMatchingEndpoint is acmeEndpoint with a matcher: receipts are
 // matched in the transaction that stores them.
 func acmeMatchingEndpoint(t *testing.T, pool *pgxpool.Pool) *httptest.Server {
+	return acmeServer(t, pool, nil, true)
+}
+
+// acmeServer is acmeEndpoint storing through group (nil: its own), with a
+// matcher when matching.
+func acmeServer(t *testing.T, pool *pgxpool.Pool, group *receipt.Group, matching bool) *httptest.Server {
 	settings := map[string]*routing.Receipts{"sms/acme": {Token: secretEnv("ACME_TOKEN")}}
-	m, err := receipt.NewMatcher(pool, receipt.MatcherConfig{ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] }})
-	require.NoError(t, err)
-	srv := httptest.NewServer(receipt.Handler(receipt.HandlerConfig{
+	cfg := receipt.HandlerConfig{
 		Pool:         pool,
 		ReceiptsFunc: func(p string) *routing.Receipts { return settings[p] },
 		GetenvFunc:   func(string) string { return "s3cret" },
-		Matcher:      m,
-	}))
+		Group:        group,
+	}
+	if matching {
+		m, err := receipt.NewMatcher(pool, receipt.MatcherConfig{ReceiptsFunc: cfg.ReceiptsFunc})
+		require.NoError(t, err)
+		cfg.Matcher = m
+	}
+	srv := httptest.NewServer(receipt.Handler(cfg))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// queuedSignal returns a func to give Group.SetQueuedFuncs and a wait
+// that returns once n items have joined a group since the last wait.
+func queuedSignal(t *testing.T) (queued func(), wait func(n int)) {
+	ch := make(chan struct{}, 1000)
+	queued = func() { ch <- struct{}{} }
+	wait = func(n int) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for i := range n {
+			select {
+			case <-ch:
+			case <-timeout:
+				t.Fatalf("%d of %d items joined a group", i, n)
+			}
+		}
+	}
+	return queued, wait
 }
 
 // refuseInsert makes Postgres refuse, with "refused for the test", every

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -128,76 +127,6 @@ func (m *Matcher) Run(ctx context.Context) error {
 	}
 }
 
-// decision is what one round decided for one receipt.
-type decision struct {
-	row                   store.ReceiptClaimDueRow
-	state, status         string
-	notificationID, route string
-	attempt               int32
-	errCode               string
-	permanent             bool
-	// resend: the route goes back for another attempt (retry_temporary).
-	resend bool
-	// retry is when a receipt kept new is tried again.
-	retry time.Duration
-}
-
-// DuplicateSettle is how young a receipt that would change nothing (a
-// duplicate) is kept for another try rather than decided: the route that
-// was given its id most recently may not be visible yet (its completion
-// commits after the provider's receipt arrived), and a provider's ids
-// repeat, so the route found may be an older one with the same id.
-const DuplicateSettle = time.Second
-
-// routeState is one route's delivery status as a round reads and changes
-// it, over every receipt of the batch that belongs to it.
-type routeState struct {
-	nid, rid string
-	status   *string
-	// parts holds each part's status ('' while none) for a route sent in
-	// parts; nil for one part. oldParts is as read, comma-joined.
-	parts    []string
-	oldParts string
-	// write is the decision whose status, error and resend are written;
-	// nil while no receipt changed anything.
-	write *decision
-	// statusChanged: the route's delivery status changed in this batch.
-	statusChanged bool
-	// matched are the decisions marked matched by this route's write.
-	matched []int
-}
-
-// rank orders delivery statuses for a route of several parts: its status
-// is the highest any part reported.
-func rank(status string) int {
-	switch status {
-	case routing.DeliveryUnknown:
-		return 1
-	case routing.DeliveryDelivered:
-		return 2
-	case routing.DeliveryExpired:
-		return 3
-	case routing.DeliveryUndelivered:
-		return 4
-	}
-	return 0
-}
-
-// PartsStatus returns the delivery status of a message sent in parts,
-// from what each part's receipts reported (empty for a part with none yet):
-// undelivered when any part is, else expired when any part is, else
-// delivered when any part is (so every part that reported a final status
-// is delivered), else unknown when any part reported, else empty (none did).
-func PartsStatus(parts []string) string {
-	best := ""
-	for _, p := range parts {
-		if rank(p) > rank(best) {
-			best = p
-		}
-	}
-	return best
-}
-
 // MatchOnce matches one batch in one transaction and returns how many
 // receipts it took.
 func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
@@ -224,18 +153,7 @@ func (m *Matcher) MatchOnce(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		mark := store.ReceiptMarkManyParams{Now: now}
-		for i := range ds {
-			d := &ds[i]
-			mark.Ids = append(mark.Ids, d.row.ID)
-			mark.States = append(mark.States, d.state)
-			mark.DeliveryStatuses = append(mark.DeliveryStatuses, d.status)
-			mark.NotificationIds = append(mark.NotificationIds, d.notificationID)
-			mark.RouteIds = append(mark.RouteIds, d.route)
-			mark.RetrySeconds = append(mark.RetrySeconds, d.retry.Seconds())
-			mark.Attempts = append(mark.Attempts, d.attempt)
-		}
-		if err := m.q.ReceiptMarkMany(ctx, tx, mark); err != nil {
+		if err := m.q.ReceiptMarkMany(ctx, tx, markParams(ds, now)); err != nil {
 			return fmt.Errorf("mark receipts: %w", err)
 		}
 		return nil
@@ -288,23 +206,7 @@ func (m *Matcher) StoreMatched(ctx context.Context, rs []Receipt) error {
 		if err != nil {
 			return err
 		}
-		p := store.ReceiptInsertDecidedManyParams{ReceivedAt: at}
-		for i := range ds {
-			d, r := &ds[i], rs[i]
-			p.Providers = append(p.Providers, r.Provider)
-			p.ProviderMessageIds = append(p.ProviderMessageIds, r.ProviderMessageID)
-			p.Statuses = append(p.Statuses, r.Status)
-			p.ErrorCodes = append(p.ErrorCodes, r.ErrorCode)
-			p.Raws = append(p.Raws, r.Raw)
-			p.Sources = append(p.Sources, r.Source)
-			p.States = append(p.States, d.state)
-			p.DeliveryStatuses = append(p.DeliveryStatuses, d.status)
-			p.NotificationIds = append(p.NotificationIds, d.notificationID)
-			p.RouteIds = append(p.RouteIds, d.route)
-			p.RetrySeconds = append(p.RetrySeconds, d.retry.Seconds())
-			p.Attempts = append(p.Attempts, d.attempt)
-		}
-		if _, err := m.q.ReceiptInsertDecidedMany(ctx, tx, p); err != nil {
+		if _, err := m.q.ReceiptInsertDecidedMany(ctx, tx, insertDecidedParams(rs, ds, at)); err != nil {
 			return fmt.Errorf("store matched receipts: %w", err)
 		}
 		return nil
@@ -342,27 +244,12 @@ func (m *Matcher) decided(ds []decision) {
 // their delivery statuses in tx, and returns what it decided for each
 // receipt, in rows' order: matched or duplicate (with the route and its
 // attempt), unmatched, malformed, or new with the time to wait before the
-// next try (and no route).
+// next try (and no route). The decisions are decision.go's; decide runs
+// the two statements they need, whatever the batch holds: one read of
+// the routes by key and one write of the statuses that changed.
 func (m *Matcher) decide(ctx context.Context, tx pgx.Tx, rows []store.ReceiptClaimDueRow, clock time.Time,
 	now *time.Time, span trace.Span) ([]decision, error) {
-	ds := make([]decision, len(rows))
-	var keys []string
-	var asked []int // the receipts with a key, in order
-	for i, r := range rows {
-		d := &ds[i]
-		d.row = r
-		rc := m.cfg.ReceiptsFunc(r.Provider)
-		if r.ProviderMessageID == "" || r.Status == "" {
-			d.state = "malformed"
-			continue
-		}
-		d.status = rc.MapStatus(r.Status)
-		d.errCode = r.ErrorCode
-		d.permanent = rc.Permanent(r.ErrorCode)
-		d.resend = rc.Retries(d.status, r.ErrorCode)
-		keys = append(keys, key(r.Provider, r.ProviderMessageID))
-		asked = append(asked, i)
-	}
+	ds, keys, asked := classify(rows, m.cfg.ReceiptsFunc)
 	var found []store.RouteListByReceiptKeysRow
 	if len(keys) > 0 {
 		var err error
@@ -371,90 +258,8 @@ func (m *Matcher) decide(ctx context.Context, tx pgx.Tx, rows []store.ReceiptCla
 			return nil, fmt.Errorf("find routes by receipt key: %w", err)
 		}
 	}
-	byKey := keyedRoutes(found)
-	// Per route, the receipts in arrival order: each that moves its
-	// status (or, for a route of several parts, its part's status) is
-	// matched; the others change nothing.
-	states := map[string]*routeState{}
-	var order []*routeState
-	for _, i := range asked {
-		d := &ds[i]
-		rt, ok := newestBefore(byKey[key(d.row.Provider, d.row.ProviderMessageID)], d.row.ReceivedAt)
-		if !ok {
-			window := m.cfg.ReceiptsFunc(d.row.Provider).WindowOrDefault()
-			if clock.Sub(d.row.ReceivedAt) >= window {
-				d.state = "unmatched"
-			} else {
-				d.state, d.retry = "new", backoff(d.row.MatchAttempts)
-			}
-			continue
-		}
-		d.notificationID, d.route, d.attempt = rt.NotificationID, rt.RouteID, rt.AttemptCount
-		rk := rt.NotificationID + "\x00" + rt.RouteID
-		parts := len(rt.ReceiptParts)
-		st := states[rk]
-		if st == nil {
-			st = &routeState{nid: rt.NotificationID, rid: rt.RouteID, status: rt.DeliveryStatus}
-			if parts > 1 {
-				st.oldParts = rt.PartStatuses
-				st.parts = make([]string, parts)
-				if old := strings.Split(rt.PartStatuses, ","); len(old) == len(st.parts) {
-					copy(st.parts, old)
-				}
-			}
-			states[rk] = st
-			order = append(order, st)
-		}
-		if st.parts == nil {
-			cur := st.status
-			if cur == nil || (*cur == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown) {
-				s := d.status
-				st.status = &s
-				if len(st.matched) > 0 {
-					ds[st.matched[0]].state = "duplicate" // superseded in this batch by a final status
-				}
-				st.write, st.matched, st.statusChanged = d, []int{i}, true
-				d.state = "matched"
-				continue
-			}
-		} else if part := rt.part; part >= 0 && part < len(st.parts) &&
-			(st.parts[part] == "" || (st.parts[part] == routing.DeliveryUnknown && d.status != routing.DeliveryUnknown)) {
-			st.parts[part] = d.status
-			agg := PartsStatus(st.parts)
-			if st.status == nil || *st.status != agg {
-				st.status, st.statusChanged = &agg, true
-				st.write = d
-			} else if st.write == nil {
-				st.write = d // the parts change; the status, error and time stay
-			}
-			st.matched = append(st.matched, i)
-			d.state = "matched"
-			continue
-		}
-		// It changes nothing: a duplicate, unless it is young enough
-		// that a newer route with its id may not be visible yet.
-		if clock.Sub(d.row.ReceivedAt) < DuplicateSettle {
-			d.state, d.retry = "new", backoff(d.row.MatchAttempts)
-			continue
-		}
-		d.state = "duplicate"
-	}
-	var set store.RouteDeliveryStatusSetManyParams
-	set.Now = now
-	for _, st := range order {
-		if st.write == nil {
-			continue
-		}
-		d := st.write
-		set.NotificationIds = append(set.NotificationIds, st.nid)
-		set.RouteIds = append(set.RouteIds, st.rid)
-		set.DeliveryStatuses = append(set.DeliveryStatuses, *st.status)
-		set.DeliveryErrors = append(set.DeliveryErrors, d.errCode)
-		set.Permanents = append(set.Permanents, d.permanent)
-		set.Retries = append(set.Retries, d.resend && st.statusChanged && *st.status == d.status)
-		set.PartStatuses = append(set.PartStatuses, strings.Join(st.parts, ","))
-		set.OldPartStatuses = append(set.OldPartStatuses, st.oldParts)
-	}
+	order := decideRoutes(ds, asked, keyedRoutes(found), clock, m.cfg.ReceiptsFunc)
+	set := statusWrites(order, now)
 	changed := map[string]store.RouteDeliveryStatusSetManyRow{}
 	if len(set.RouteIds) > 0 {
 		out, err := m.q.RouteDeliveryStatusSetMany(ctx, tx, set)
@@ -462,86 +267,36 @@ func (m *Matcher) decide(ctx context.Context, tx pgx.Tx, rows []store.ReceiptCla
 			return nil, fmt.Errorf("set delivery statuses: %w", err)
 		}
 		for _, r := range out {
-			changed[r.NotificationID+"\x00"+r.RouteID] = r
+			changed[routeKey(r.NotificationID, r.RouteID)] = r
 		}
 	}
+	settle(ds, order, changed)
+	m.observe(ds, order, changed, span)
+	return ds, nil
+}
+
+// observe records what a batch's status write changed: an event on span
+// per receipt matched, and, per route whose status changed, the time from
+// its creation to its delivery status.
+func (m *Matcher) observe(ds []decision, order []*routeState, changed map[string]store.RouteDeliveryStatusSetManyRow, span trace.Span) {
 	for _, st := range order {
 		if st.write == nil {
 			continue
 		}
-		r, ok := changed[st.nid+"\x00"+st.rid]
-		for _, i := range st.matched {
-			d := &ds[i]
-			switch {
-			case !ok && st.parts != nil:
-				// Another matcher changed the parts first: try again.
-				d.state, d.retry = "new", 0
-			case !ok:
-				d.state = "duplicate" // another matcher set it first
-			case span.IsRecording():
+		r, ok := changed[routeKey(st.nid, st.rid)]
+		if !ok {
+			continue
+		}
+		if span.IsRecording() {
+			for _, i := range st.matched {
+				d := &ds[i]
 				span.AddEvent("herald.receipt.matched", trace.WithAttributes(
 					tracing.NotificationID.String(d.notificationID), tracing.RouteID.String(d.route),
 					tracing.Provider.String(d.row.Provider), tracing.DeliveryStatus.String(d.status)))
 			}
 		}
-		if ok && st.statusChanged {
+		if st.statusChanged {
 			m.cfg.Metrics.ReceiptLagged(st.write.row.Provider, r.DeliveryStatusAt.Sub(r.CreatedAt))
 		}
 	}
-	for i := range ds {
-		d := &ds[i]
-		switch d.state {
-		case "matched", "duplicate":
-		case "new":
-			d.notificationID, d.route, d.attempt = "", "", 0 // not decided: it belongs to no route yet
-		default:
-			d.attempt = 0
-		}
-	}
-	return ds, nil
 }
-
-// keyedRoute is a route a receipt key names, and which part's key it is
-// (0 for a route of one part).
-type keyedRoute struct {
-	store.RouteListByReceiptKeysRow
-	part int
-}
-
-// keyedRoutes indexes routes by each of their receipt keys: a route of
-// several parts under each part's.
-func keyedRoutes(routes []store.RouteListByReceiptKeysRow) map[string][]keyedRoute {
-	out := make(map[string][]keyedRoute, len(routes))
-	for _, r := range routes {
-		if len(r.ReceiptParts) < 2 {
-			out[r.ReceiptKey] = append(out[r.ReceiptKey], keyedRoute{r, 0})
-			continue
-		}
-		for i, k := range r.ReceiptParts {
-			out[k] = append(out[k], keyedRoute{r, i})
-		}
-	}
-	return out
-}
-
-// newestBefore returns, of the routes given a receipt's key, the one keyed
-// most recently at or before the receipt arrived (a route keyed before
-// receipt_keyed_at was recorded counts as keyed long ago); false when
-// there is none.
-func newestBefore(routes []keyedRoute, arrived time.Time) (keyedRoute, bool) {
-	var best keyedRoute
-	found := false
-	for _, r := range routes {
-		at := r.ReceiptKeyedAt
-		if at != nil && at.After(arrived) {
-			continue
-		}
-		if !found || (at != nil && (best.ReceiptKeyedAt == nil || at.After(*best.ReceiptKeyedAt))) {
-			best, found = r, true
-		}
-	}
-	return best, found
-}
-
-// key is a route's receipt key: its provider and the provider's message id.
-func key(provider, id string) string { return provider + " " + strings.TrimSpace(id) }

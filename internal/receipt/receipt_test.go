@@ -341,10 +341,10 @@ func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing
 func concurrentReceiptsStoredTogether(t *testing.T, matched bool) {
 	b := setup(t)
 	ctx := context.Background()
-	srv := acmeEndpoint(t, b.pool)
-	if matched {
-		srv = acmeMatchingEndpoint(t, b.pool)
-	}
+	g := receipt.NewGroup(b.pool)
+	queued, waitQueued := queuedSignal(t)
+	g.SetQueuedFuncs(queued, nil)
+	srv := acmeServer(t, b.pool, g, matched)
 	post := func(body string) int {
 		resp, err := http.Post(srv.URL+"/receipts/sms/acme?token=s3cret", "application/json", strings.NewReader(body))
 		if err != nil {
@@ -372,7 +372,7 @@ func concurrentReceiptsStoredTogether(t *testing.T, matched bool) {
 		func() {
 			defer release()
 			waitInsertBlocked(t, b.pool, "delivery_receipts")
-			time.Sleep(200 * time.Millisecond) // the rest reach the handler meanwhile
+			waitQueued(len(bodies)) // the rest have reached the group meanwhile
 		}()
 		wg.Wait()
 		return codes
@@ -425,6 +425,8 @@ func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 	refuseInsert(t, b.pool, "inbound_messages", "body", "refuse me")
 
 	g := receipt.NewGroup(b.pool)
+	queued, waitQueued := queuedSignal(t)
+	g.SetQueuedFuncs(nil, queued)
 	const n = 20
 	errs := make([]error, n)
 	// Inserts into inbound_messages wait behind this lock, so that the
@@ -453,7 +455,7 @@ func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 	for i := 1; i < n; i++ {
 		send(i)
 	}
-	time.Sleep(200 * time.Millisecond) // the rest reach the group meanwhile
+	waitQueued(n) // the rest have reached the group meanwhile
 	require.NoError(t, tx.Commit(ctx))
 	wg.Wait()
 

@@ -1,26 +1,15 @@
-// Package callback delivers herald's status callbacks to producers: the
-// routes of delivery channel "callback", which the database creates when a
-// watched route changes status (migration 00012's trigger), one per route
-// and event. Each is POSTed to the producer's URL (the intent's
-// callback_url, or its subscription's), authenticated with the producer's
-// subscription: signed per Standard Webhooks with its whsec_ secret
-// (webhook-id, webhook-timestamp, webhook-signature, as the webhook channel
-// signs), or with "Authorization: Bearer <token>". The body is the payload
-// the trigger wrote:
-//
-//	{"type": "route.delivered", "timestamp": "...", "data": {"event": "delivered",
-//	 "notification_id": "...", "route_id": "sms:...", "channel": "sms", ...}}
+// Package callback is the delivery channel of herald's status callbacks
+// to producers: the routes of delivery channel "callback". What a callback
+// is, who gets it, with which credentials, and in which order is package
+// internal/callback's; this channel asks it (callback.Prepare) before each
+// attempt, then signs the payload per Standard Webhooks with the
+// producer's whsec_ secret (webhook-id, webhook-timestamp,
+// webhook-signature, as the webhook channel signs), or sends
+// "Authorization: Bearer <token>", and POSTs it to the producer's URL (the
+// intent's callback_url, or its subscription's).
 //
 // Connections pass the webhook channel's dial guard (webhook.Sender):
 // private and reserved addresses are refused unless AllowPrivate is set.
-//
-// Order per route: a callback is not posted while an earlier callback of
-// the same route is still to be delivered (pending, claimed or failed), so
-// a producer never gets "delivered" before "published". Such an attempt
-// ends Transient with classification callback_order and a Retry-After of
-// when the earlier one is next tried; it counts against the callback's
-// attempt budget like any transient failure, and an earlier callback that
-// is dead-lettered no longer holds the later ones back.
 package callback
 
 import (
@@ -33,26 +22,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/callback"
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/webhook"
-	"github.com/heraldhq/herald/internal/store"
-)
-
-// Classifications of the callback channel's own outcomes.
-const (
-	// ClassOrder: an earlier callback of the same route is not delivered
-	// yet (Transient, retried after it).
-	ClassOrder = "callback_order"
-	// ClassNoSubscription: the producer has no subscription, so there is
-	// no secret or token to authenticate with (Permanent).
-	ClassNoSubscription = "callback_no_subscription"
-	// ClassLookup: the subscription could not be read (Transient).
-	ClassLookup = "callback_lookup"
-	// ClassBadSecret: the subscription's secret does not parse (Permanent).
-	ClassBadSecret = "callback_bad_secret"
 )
 
 // Defaults of Config.
@@ -61,8 +35,6 @@ const (
 	DefaultOrderRetry = time.Second
 	// DefaultUserAgent is Config.UserAgent's default.
 	DefaultUserAgent = "herald-callback/1"
-	// maxOrderWait bounds the Retry-After of an order wait.
-	maxOrderWait = time.Minute
 )
 
 // Config configures a callback Deliverer.
@@ -94,7 +66,6 @@ type Config struct {
 type Deliverer struct {
 	pool       *pgxpool.Pool
 	sender     *webhook.Sender
-	q          *store.Queries
 	orderRetry time.Duration
 	logger     *slog.Logger
 	now        func() time.Time
@@ -122,7 +93,6 @@ func New(cfg Config) (*Deliverer, error) {
 	return &Deliverer{
 		pool:       cfg.Pool,
 		sender:     sender,
-		q:          store.New(),
 		orderRetry: cmp.Or(cfg.OrderRetry, DefaultOrderRetry),
 		logger:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		now:        time.Now,
@@ -142,63 +112,42 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
 	target, refused, ok := webhook.ParseTarget(msg.Address)
 	if !ok {
-		refused.RecoveryHint = hintEndpoint
+		refused.RecoveryHint = callback.HintEndpoint
 		return refused
 	}
 	if len(msg.Content) == 0 {
 		return channel.BadContent(channel.Callback, nil)
 	}
-	sub, err := d.q.CallbackSubscriptionGetForDelivery(ctx, d.pool, msg.NotificationID)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return channel.Outcome{Class: channel.Permanent, Classification: ClassLookup,
-			Message:      "the callback's record is gone",
-			RecoveryHint: "nothing to replay: retention removed the callback's record"}
-	case err != nil:
-		if ctx.Err() != nil {
-			return channel.NetworkOutcome(ctx, err, "")
-		}
-		return channel.Outcome{Class: channel.Transient, Classification: ClassLookup,
-			Message: "could not read the producer's callback subscription"}
+	creds, out, ok := callback.Prepare(ctx, d.pool, msg, d.orderRetry)
+	if !ok {
+		return out
 	}
-	if sub.EarlierWaiting > 0 {
-		wait := time.Duration(sub.EarlierWaitSeconds * float64(time.Second))
-		wait = min(max(wait+d.orderRetry/2, d.orderRetry), maxOrderWait)
-		return channel.Outcome{Class: channel.Transient, Classification: ClassOrder,
-			Message:    strconv.FormatInt(sub.EarlierWaiting, 10) + " earlier callback(s) of the same route not delivered yet",
-			RetryAfter: wait}
+	h, err := d.authenticate(creds, msg)
+	if err != nil {
+		return callback.BadSecret(err)
 	}
-
-	h := http.Header{}
-	switch {
-	case sub.Secret != nil:
-		key, err := webhook.ParseSecret(*sub.Secret)
-		if err != nil {
-			return channel.Outcome{Class: channel.Permanent, Classification: ClassBadSecret,
-				Message: "the producer's callback secret is unusable: " + err.Error(),
-				RecoveryHint: "the producer sets a new secret with herald.callback_subscription_set, " +
-					"then replay with `herald dead-letters replay --channel callback`"}
-		}
-		id := webhook.MessageID(msg.NotificationID, msg.RouteID)
-		ts := d.now().Unix()
-		h.Set(webhook.HeaderID, id)
-		h.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
-		h.Set(webhook.HeaderSignature, webhook.Sign([][]byte{key}, id, ts, msg.Content))
-	case sub.BearerToken != nil:
-		h.Set("Authorization", "Bearer "+*sub.BearerToken)
-	default:
-		return channel.Outcome{Class: channel.Permanent, Classification: ClassNoSubscription,
-			Message: "producer " + sub.Producer + " has no callback subscription to sign its callbacks with",
-			RecoveryHint: "the producer subscribes (herald.callback_subscription_set, with a secret or a bearer token; " +
-				"an intent's callback_url is signed with it), then replay with `herald dead-letters replay --channel callback`"}
-	}
-	out := d.sender.Post(ctx, target, h, msg.Content)
-	if out.Class == channel.Permanent {
-		out.RecoveryHint = hintEndpoint + " (" + out.Classification + ")"
-	}
-	return out
+	return callback.EndpointRefused(d.sender.Post(ctx, target, h, msg.Content))
 }
 
-// hintEndpoint is the hint of a callback the producer's endpoint refused.
-const hintEndpoint = "the producer's callback endpoint refused it: the producer fixes the endpoint, " +
-	"or its URL with herald.callback_subscription_set, then replay with `herald dead-letters replay --channel callback`"
+// authenticate returns the headers that authenticate msg with creds: a
+// Standard Webhooks signature with the secret (its webhook-id derived
+// from the callback's notification and route, as the webhook channel's),
+// or the bearer token. It returns the error of a secret that does not
+// parse.
+func (d *Deliverer) authenticate(creds callback.Credentials, msg *channel.Message) (http.Header, error) {
+	h := http.Header{}
+	if creds.Secret == nil {
+		h.Set("Authorization", "Bearer "+*creds.BearerToken)
+		return h, nil
+	}
+	key, err := webhook.ParseSecret(*creds.Secret)
+	if err != nil {
+		return nil, err
+	}
+	id := webhook.MessageID(msg.NotificationID, msg.RouteID)
+	ts := d.now().Unix()
+	h.Set(webhook.HeaderID, id)
+	h.Set(webhook.HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(webhook.HeaderSignature, webhook.Sign([][]byte{key}, id, ts, msg.Content))
+	return h, nil
+}
