@@ -21,7 +21,8 @@ import (
 // request example (a body's, or a parameter's) is sent to a real server,
 // and the answer must have the status of the response example of the same
 // name (the operation's success status when there is none), validate
-// against the documented response, and equal that example but for what
+// against the documented response (b.do's checking transport validates
+// every answer), and equal that example but for what
 // differs from one server to the next (times, request ids, notification
 // ids, cursors). Every response example validates against its schema, and
 // every request example that is answered 2xx against its own.
