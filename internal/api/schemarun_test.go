@@ -700,7 +700,8 @@ func (r *schemaRun) semanticIntent(in map[string]any) {
 			delete(content, k)
 		}
 	}
-	for c := range channels {
+	for _, c := range in["channels"].([]any) { // in order: the run is the seed's
+		c := c.(string)
 		if _, ok := content[c]; !ok {
 			content[c] = r.gen(r.resolve(contentSchema["properties"].(map[string]any)[c]), c)
 		}
