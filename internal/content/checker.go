@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
@@ -312,7 +313,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 			}
 			r.Texts(func(part, s string) { texts = append(texts, text{"template:" + r.Locale + "/" + part, s}) })
 			if ch == channel.SMS {
-				enc, seg := intake.Encoding(r.Body)
+				enc, seg := gsm7.Encoding(r.Body)
 				if seg > lim.MaxSMSSegments {
 					return refuseT("data", heraldtype.CodeSMSTooLong, fmt.Sprintf("template %s version %d renders an sms of %d %s segments in locale %s with this data; the limit is %d",
 						t.Name, t.Version, seg, enc, r.Locale, lim.MaxSMSSegments))
