@@ -36,7 +36,7 @@ type Provider struct {
 	Concurrency int
 	// CapPerSecond bounds submissions per second across every serve
 	// process; 0 is no cap. A capped provider's routes wait in its lane and
-	// a loop of their own paces them (see lane.go).
+	// a loop of their own paces them (see pace.go).
 	CapPerSecond int
 	// Timeout bounds one attempt; 0 takes the channel's.
 	Timeout time.Duration

@@ -1,0 +1,123 @@
+package dispatch
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// ClassNoRoute: the route's channel has routing rules and none matches its
+// destination, producer, type and priority (or the channel has no provider
+// at all); dead-lettered with a hint naming the rule set to fix.
+const ClassNoRoute = "no_route"
+
+// parking is where a claimed route goes instead of delivery.
+type parking struct {
+	lane  string
+	delay time.Duration
+}
+
+func (j *job) providerName() string {
+	if j.provider == nil {
+		return ""
+	}
+	return j.provider.Name
+}
+
+// priorityName is routing's word for a route's priority.
+func priorityName(p int16) string {
+	if p == 0 {
+		return "transactional"
+	}
+	return "bulk"
+}
+
+// route picks each deliverable job's provider: it sets job.provider, or
+// job.park (the provider is capped, or every provider of its rule has an
+// open circuit), or job.outcome (no route). A channel without providers
+// leaves job.provider nil: the channel's Deliverer delivers.
+func (l *channelLoop) route(jobs []job) {
+	p := l.d.plane.cur.Load()
+	if !p.hasChannel(l.name) {
+		return
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.outcome != nil {
+			continue
+		}
+		if l.lane != "" {
+			// A lane's routes were routed when they entered it: its provider
+			// delivers them, unless its circuit opened meanwhile or it is
+			// gone, when they go back to the channel's queue to be routed
+			// afresh.
+			pr := p.Providers[l.lane]
+			if pr == nil || l.d.isOpen(pr.Name) {
+				j.park = &parking{}
+				if pr != nil && l.d.unready(pr.Name) != nil {
+					j.park.delay = unavailableWait
+				}
+				continue
+			}
+			j.provider = pr
+			continue
+		}
+		res := l.pick(p, j, j.row.Providers)
+		switch {
+		case res.NoRoute:
+			j.outcome = l.settle(j, "dead_letter", ClassNoRoute, res.Message, res.Hint)
+		case res.AllOpen:
+			j.park = &parking{delay: l.untilFirstClose(p)}
+		default:
+			pr := p.Providers[res.Provider]
+			switch {
+			case pr == nil:
+				j.outcome = l.settle(j, "dead_letter", ClassNoRoute,
+					fmt.Sprintf("routing chose %q, which is not a provider", res.Provider),
+					"fix the rules with `herald providers apply`, then replay")
+			case pr.CapPerSecond > 0:
+				j.park = &parking{lane: pr.Name}
+			default:
+				j.provider = pr
+			}
+		}
+	}
+}
+
+// pick asks the plane for a job's provider, given the providers tried.
+func (l *channelLoop) pick(p *Plane, j *job, tried []string) PickResult {
+	res := PickResult{NoRules: true}
+	if p.PickFunc != nil {
+		res = p.PickFunc(l.name, PickInput{
+			Destination:      j.msg.Address,
+			Producer:         j.row.Producer,
+			NotificationType: j.row.NotificationType,
+			Priority:         priorityName(j.row.Priority),
+			Tried:            tried,
+			IsOpen:           l.d.isOpen,
+		})
+	}
+	if res.NoRules {
+		// A channel without rules uses its one provider; with several and
+		// no rules there is nothing to choose by.
+		names := p.channelProviders(l.name)
+		if len(names) == 1 {
+			return PickResult{Provider: names[0], AllOpen: l.d.isOpen(names[0]), WrapAround: true}
+		}
+		return PickResult{NoRoute: true,
+			Message: fmt.Sprintf("channel %s has %d providers and no routing rules", l.name, len(names)),
+			Hint:    "give channel " + l.name + " routing rules (a catch-all rule without matchers will do) with `herald providers apply`, then replay"}
+	}
+	return res
+}
+
+// failsOver reports whether a transient failure of j at its provider
+// sends the next attempt to another provider of its rule at once.
+func (l *channelLoop) failsOver(j *job) bool {
+	if j.provider == nil {
+		return false
+	}
+	p := l.d.plane.cur.Load()
+	res := l.pick(p, j, append(slices.Clip(j.row.Providers), j.provider.Name))
+	return !res.NoRoute && !res.AllOpen && !res.WrapAround && res.Provider != j.provider.Name
+}
