@@ -21,6 +21,7 @@ import (
 	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 	"github.com/heraldhq/herald/internal/tracing"
 	"github.com/heraldhq/herald/internal/wake"
 )
@@ -509,7 +510,7 @@ func (c *Client) get(ctx context.Context, db store.DBTX, id string) (*Notificati
 	}
 	if err := json.Unmarshal([]byte(rec.PayloadJson), &templated); err == nil && templated.Template != nil {
 		n.Template = templated.Template
-		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
+		if n.Data, err = template.DecodeData(templated.Data); err != nil {
 			return nil, fmt.Errorf("decode template data: %w", err)
 		}
 	}

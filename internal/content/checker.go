@@ -16,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // DefaultRulesMaxAge is how long a Checker uses the content rules it read
@@ -36,7 +37,7 @@ const DefaultRulesMaxAge = 5 * time.Second
 // blocklist's scan, and only when there are rules; the rules are read at
 // most once per RulesMaxAge. Safe for concurrent use.
 type Checker struct {
-	templates TemplateCache
+	templates template.TemplateCache
 	maxAge    time.Duration
 	log       *slog.Logger
 
@@ -267,7 +268,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 	ref := *in.Template
 	t, err := c.templates.Get(ctx, db, in.Producer, ref.Name, ref.Version)
 	switch {
-	case errors.Is(err, ErrTemplateNotFound):
+	case errors.Is(err, template.ErrTemplateNotFound):
 		msg := fmt.Sprintf("producer %s has no template %s", in.Producer, ref.Name)
 		if ref.Version > 0 {
 			msg = fmt.Sprintf("producer %s has no version %d of template %s", in.Producer, ref.Version, ref.Name)
@@ -304,10 +305,10 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 		segments int
 	}
 	var texts []text
-	b := &budget{}
+	b := &template.Budget{}
 	for _, loc := range t.Locales() {
 		for _, ch := range in.Channels {
-			r, err := t.render(loc, ch, in.Data, b)
+			r, err := t.RenderOn(loc, ch, in.Data, b)
 			if err != nil {
 				return refuseT("data", heraldtype.CodeInvalidField, fmt.Sprintf("template %s version %d, locale %s: %v", t.Name, t.Version, loc, err))
 			}
@@ -358,7 +359,7 @@ func refuse(field string, code heraldtype.Code, msg string) error {
 
 // isParseError reports whether err came from Parse (not the database).
 func isParseError(err error) bool {
-	var pe *ParseError
+	var pe *template.ParseError
 	return errors.As(err, &pe)
 }
 

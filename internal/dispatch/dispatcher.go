@@ -88,9 +88,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 	"github.com/heraldhq/herald/internal/tracing"
 )
 
@@ -293,7 +293,7 @@ type Dispatcher struct {
 	unavailable map[string]bool
 	// templates caches the template versions templated notifications are
 	// rendered with (immutable, so cached for good).
-	templates content.TemplateCache
+	templates template.TemplateCache
 	// defaults is the ChannelConfig of a channel the plane adds that
 	// Channels does not configure.
 	defaults ChannelConfig

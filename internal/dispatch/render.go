@@ -8,9 +8,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/heraldhq/herald/internal/content"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // contentFor picks the channel's entry out of records.payload_json (the
@@ -60,14 +59,14 @@ func (l *channelLoop) render(ctx context.Context, db store.DBTX, j *job) (json.R
 		return nil, nil
 	}
 	t, err := l.d.templates.Get(ctx, db, j.row.Producer, name, version)
-	var perr *content.ParseError
+	var perr *template.ParseError
 	switch {
-	case errors.Is(err, content.ErrTemplateNotFound) || errors.As(err, &perr):
+	case errors.Is(err, template.ErrTemplateNotFound) || errors.As(err, &perr):
 		return fail(err)
 	case err != nil:
 		return nil, fmt.Errorf("get template of notification %s: %w", j.row.NotificationID, err)
 	}
-	data, err := intake.DecodeData([]byte(doc.Get("data").Raw))
+	data, err := template.DecodeData([]byte(doc.Get("data").Raw))
 	if err != nil {
 		return fail(err)
 	}
