@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// DefaultTimeout bounds one delivery attempt when a channel's
+// configuration gives no timeout: the dispatcher's default
+// (dispatch.DefaultTimeout) and what internal/config checks a channel's
+// lease against.
+const DefaultTimeout = 30 * time.Second
+
 // Class is what a delivery attempt's outcome means for the route.
 type Class int
 

@@ -101,11 +101,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/smppch"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
-	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/internal/secret"
 )
 
@@ -542,8 +542,8 @@ func (ch Channel) check(check secret.CheckFunc) error {
 		return errors.New("timeout: must not be negative")
 	case ch.Lease < 0:
 		return errors.New("lease: must not be negative")
-	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, dispatch.DefaultTimeout):
-		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
+	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, channel.DefaultTimeout):
+		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, channel.DefaultTimeout))
 	case ch.Backoff.Base < 0 || ch.Backoff.Cap < 0:
 		return errors.New("backoff: durations must not be negative")
 	case ch.Backoff.Cap > 0 && ch.Backoff.Cap < ch.Backoff.Base:

@@ -109,7 +109,7 @@ const (
 	// DefaultMaxAttempts is ChannelConfig.MaxAttempts's default.
 	DefaultMaxAttempts = 10
 	// DefaultTimeout is ChannelConfig.Timeout's default.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = channel.DefaultTimeout
 	// DefaultLockTimeout is Config.LockTimeout's default. The dispatcher's
 	// statements lock only rows no other dispatcher holds (SKIP LOCKED,
 	// fenced completions), so a wait of even a second means someone else

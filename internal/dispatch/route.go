@@ -1,9 +1,12 @@
 package dispatch
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 // ClassNoRoute: the route's channel has routing rules and none matches its
@@ -64,16 +67,16 @@ func (l *channelLoop) route(jobs []job) {
 		}
 		res := l.pick(p, j, j.row.Providers)
 		switch {
-		case res.NoRoute:
-			j.outcome = l.settle(j, "dead_letter", ClassNoRoute, res.Message, res.Hint)
-		case res.AllOpen:
+		case res.noRoute:
+			j.outcome = l.settle(j, "dead_letter", ClassNoRoute, res.message, res.hint)
+		case res.allOpen:
 			j.park = &parking{delay: l.untilFirstClose(p)}
 		default:
-			pr := p.Providers[res.Provider]
+			pr := p.Providers[res.provider]
 			switch {
 			case pr == nil:
 				j.outcome = l.settle(j, "dead_letter", ClassNoRoute,
-					fmt.Sprintf("routing chose %q, which is not a provider", res.Provider),
+					fmt.Sprintf("routing chose %q, which is not a provider", res.provider),
 					"fix the rules with `herald providers apply`, then replay")
 			case pr.CapPerSecond > 0:
 				j.park = &parking{lane: pr.Name}
@@ -84,31 +87,59 @@ func (l *channelLoop) route(jobs []job) {
 	}
 }
 
-// pick asks the plane for a job's provider, given the providers tried.
-func (l *channelLoop) pick(p *Plane, j *job, tried []string) PickResult {
-	res := PickResult{NoRules: true}
+// pickResult is what the dispatcher makes of routing's answer for one
+// route.
+type pickResult struct {
+	// provider is the provider to use ("" with noRoute).
+	provider string
+	// noRoute: no rule matches; message and hint say why and what to fix.
+	noRoute       bool
+	message, hint string
+	// allOpen: every provider the matching rule names has an open
+	// circuit; provider is the one that would be used.
+	allOpen bool
+	// wrapAround: every provider of the rule has been tried since the
+	// route's last success; a retry after this pick waits its backoff
+	// rather than failing over at once.
+	wrapAround bool
+}
+
+// pick asks routing (the plane's PickFunc) for a job's provider, given the
+// providers tried.
+func (l *channelLoop) pick(p *Plane, j *job, tried []string) pickResult {
+	d := routing.Decision{NoRules: true}
 	if p.PickFunc != nil {
-		res = p.PickFunc(l.name, PickInput{
+		var err error
+		d, err = p.PickFunc(routing.PickInput{
+			Channel:          l.name,
 			Destination:      j.msg.Address,
 			Producer:         j.row.Producer,
 			NotificationType: j.row.NotificationType,
 			Priority:         priorityName(j.row.Priority),
 			Tried:            tried,
-			IsOpen:           l.d.isOpen,
+			IsOpenFunc:       l.d.isOpen,
 		})
+		if err != nil {
+			var nr *routing.NoRouteError
+			if errors.As(err, &nr) {
+				return pickResult{noRoute: true, message: nr.Error(), hint: nr.Hint()}
+			}
+			return pickResult{noRoute: true, message: err.Error(),
+				hint: "fix channel " + l.name + "'s rules with herald providers apply"}
+		}
 	}
-	if res.NoRules {
+	if d.NoRules {
 		// A channel without rules uses its one provider; with several and
 		// no rules there is nothing to choose by.
 		names := p.channelProviders(l.name)
 		if len(names) == 1 {
-			return PickResult{Provider: names[0], AllOpen: l.d.isOpen(names[0]), WrapAround: true}
+			return pickResult{provider: names[0], allOpen: l.d.isOpen(names[0]), wrapAround: true}
 		}
-		return PickResult{NoRoute: true,
-			Message: fmt.Sprintf("channel %s has %d providers and no routing rules", l.name, len(names)),
-			Hint:    "give channel " + l.name + " routing rules (a catch-all rule without matchers will do) with `herald providers apply`, then replay"}
+		return pickResult{noRoute: true,
+			message: fmt.Sprintf("channel %s has %d providers and no routing rules", l.name, len(names)),
+			hint:    "give channel " + l.name + " routing rules (a catch-all rule without matchers will do) with `herald providers apply`, then replay"}
 	}
-	return res
+	return pickResult{provider: d.Provider, allOpen: d.AllOpen, wrapAround: d.Wrap}
 }
 
 // failsOver reports whether a transient failure of j at its provider
@@ -119,5 +150,5 @@ func (l *channelLoop) failsOver(j *job) bool {
 	}
 	p := l.d.plane.cur.Load()
 	res := l.pick(p, j, append(slices.Clip(j.row.Providers), j.provider.Name))
-	return !res.NoRoute && !res.AllOpen && !res.WrapAround && res.Provider != j.provider.Name
+	return !res.noRoute && !res.allOpen && !res.wrapAround && res.provider != j.provider.Name
 }
