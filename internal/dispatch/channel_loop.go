@@ -94,6 +94,7 @@ func (l *channelLoop) run(ctx, deliverCtx context.Context) {
 	for ctx.Err() == nil {
 		free := cap(l.slots) - len(l.slots)
 		if free == 0 {
+			l.d.signals.Signal(moment{signalFull, l.name})
 			select {
 			case <-ctx.Done():
 				return
@@ -275,6 +276,7 @@ func (l *channelLoop) idle(ctx context.Context) {
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	l.d.signals.Signal(moment{signalIdle, l.name})
 	select {
 	case <-ctx.Done():
 	case <-l.wake:

@@ -308,6 +308,9 @@ type Dispatcher struct {
 	// afterClaim, if set, is called after each claim with its size: a
 	// test hook.
 	afterClaim func(n int)
+	// signals are moments tests wait for; off (a nil check each) unless a
+	// test turns them on before Run.
+	signals signals
 
 	stats struct {
 		claimed, stale, released atomic.Int64
