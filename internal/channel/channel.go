@@ -133,3 +133,8 @@ const (
 	// never by an intent.
 	Callback = "callback"
 )
+
+// Channels returns the channels an intent may list, in route order:
+// email, sms and webhook (never Callback). The slice is fresh; callers may
+// modify it.
+func Channels() []string { return []string{Email, SMS, Webhook} }

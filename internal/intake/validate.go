@@ -67,7 +67,7 @@ type RoutePlan struct {
 }
 
 // knownChannels are the channels an intent may list, in route order.
-var knownChannels = []string{channel.Email, channel.SMS, channel.Webhook}
+var knownChannels = channel.Channels()
 
 // Channels returns the channels an intent may list: email, sms and
 // webhook. The slice is fresh; callers may modify it.
