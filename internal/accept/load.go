@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // ErrNotFound is returned by Load when no notification has the id, or
@@ -89,7 +89,7 @@ func Load(ctx context.Context, db store.DBTX, id string) (*Loaded, error) {
 	}
 	if err := json.Unmarshal(out.Payload, &templated); err == nil && templated.Template != nil {
 		n.Template = templated.Template
-		if n.Data, err = intake.DecodeData(templated.Data); err != nil {
+		if n.Data, err = template.DecodeData(templated.Data); err != nil {
 			return nil, fmt.Errorf("decode template data: %w", err)
 		}
 	}

@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+// DefaultTimeout bounds one delivery attempt when a channel's
+// configuration gives no timeout: the dispatcher's default
+// (dispatch.DefaultTimeout) and what internal/config checks a channel's
+// lease against.
+const DefaultTimeout = 30 * time.Second
+
 // Class is what a delivery attempt's outcome means for the route.
 type Class int
 
@@ -127,3 +133,8 @@ const (
 	// never by an intent.
 	Callback = "callback"
 )
+
+// Channels returns the channels an intent may list, in route order:
+// email, sms and webhook (never Callback). The slice is fresh; callers may
+// modify it.
+func Channels() []string { return []string{Email, SMS, Webhook} }

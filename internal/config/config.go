@@ -101,8 +101,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/heraldhq/herald/internal/dispatch"
-	"github.com/heraldhq/herald/internal/smpp"
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/channel/email"
+	"github.com/heraldhq/herald/internal/channel/smppch"
+	"github.com/heraldhq/herald/internal/channel/sms"
+	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/secret"
 )
 
 // Drivers a channel may use.
@@ -257,186 +261,21 @@ type Backoff struct {
 	Cap  time.Duration `yaml:"cap"`
 }
 
-// WebhookDriver configures the webhook driver.
-type WebhookDriver struct {
-	// Secrets holds one or more whsec_ secrets separated by white space;
-	// several sign every request during a rotation. Required.
-	Secrets      Secret   `yaml:"secrets"`
-	AllowPrivate bool     `yaml:"allow_private"`
-	AllowHosts   []string `yaml:"allow_hosts"`
-	DenyCIDRs    []string `yaml:"deny_cidrs"`
-}
+// The drivers' sections are the channel packages' own settings: each
+// package defines and validates the settings it is built from.
+type (
+	// WebhookDriver configures the webhook driver.
+	WebhookDriver = webhook.Settings
+	// SMTPDriver configures the smtp driver.
+	SMTPDriver = email.Settings
+	// SMSHTTPDriver configures the sms-http driver.
+	SMSHTTPDriver = sms.Settings
+	// SMPPDriver configures the smpp driver.
+	SMPPDriver = smppch.Settings
+)
 
-// SMTPDriver configures the smtp driver.
-type SMTPDriver struct {
-	Host     string `yaml:"host"`
-	Port     int    `yaml:"port"`
-	TLS      string `yaml:"tls"`
-	From     string `yaml:"from"`
-	Username string `yaml:"username"`
-	Password Secret `yaml:"password"`
-	HeloName string `yaml:"helo_name"`
-}
-
-// SMSHTTPDriver configures the sms-http driver.
-type SMSHTTPDriver struct {
-	URL             string `yaml:"url"`
-	APIKey          Secret `yaml:"api_key"`
-	AuthHeader      string `yaml:"auth_header"`
-	From            string `yaml:"from"`
-	Format          string `yaml:"format"`
-	ToField         string `yaml:"to_field"`
-	FromField       string `yaml:"from_field"`
-	BodyField       string `yaml:"body_field"`
-	ResponseIDField string `yaml:"response_id_field"`
-}
-
-// SMPPDriver configures the smpp driver: binds to one SMSC. Zero values
-// take the defaults of internal/smpp and channel/smppch.
-type SMPPDriver struct {
-	// Host is the SMSC's; Port defaults to 2775.
-	Host string `yaml:"host"`
-	Port int    `yaml:"port"`
-	// SystemID, Password and SystemType are the bind's credentials;
-	// system_id and password are required.
-	SystemID   string `yaml:"system_id"`
-	Password   Secret `yaml:"password"`
-	SystemType string `yaml:"system_type"`
-	// Binds is how many transceiver binds each serve process keeps
-	// (default 1); Window the submit_sm outstanding per bind (default 10);
-	// SubmitsPerSecond paces each bind (0: no pacing; the provider's
-	// cap_per_second still applies across processes).
-	Binds            int `yaml:"binds"`
-	Window           int `yaml:"window"`
-	SubmitsPerSecond int `yaml:"submits_per_second"`
-	// SourceAddr is the sender: "+" and digits, a short code or an
-	// alphanumeric id; SourceTON and SourceNPI override the TON and NPI
-	// chosen from its form (unknown, international, national,
-	// network_specific, subscriber, alphanumeric, abbreviated; unknown,
-	// isdn, data, telex, land_mobile, national, private, ermes, internet,
-	// wap).
-	SourceAddr  string `yaml:"source_addr"`
-	SourceTON   string `yaml:"source_ton"`
-	SourceNPI   string `yaml:"source_npi"`
-	ServiceType string `yaml:"service_type"`
-	// GSM7Packed packs GSM-7 septets; by default each takes an octet.
-	GSM7Packed bool `yaml:"gsm7_packed"`
-	// LongMessages is udh (default), sar or payload.
-	LongMessages string `yaml:"long_messages"`
-	// Receipts asks for delivery receipts: final (default), failure or
-	// none.
-	Receipts string `yaml:"receipts"`
-	// Timings: enquire_link every EnquireLinkInterval (30s); a bind
-	// silent for DeadPeerTimeout (three intervals) is dropped; a submit
-	// waits ResponseTimeout (10s); connecting and binding BindTimeout
-	// (10s); reconnects back off up to ReconnectMax (30s); a throttled
-	// bind rests ThrottleWait (1s). (omitempty keeps a zero duration out
-	// of providers.settings, where it would read "0s".)
-	EnquireLinkInterval time.Duration `yaml:"enquire_link_interval,omitempty"`
-	DeadPeerTimeout     time.Duration `yaml:"dead_peer_timeout,omitempty"`
-	ResponseTimeout     time.Duration `yaml:"response_timeout,omitempty"`
-	BindTimeout         time.Duration `yaml:"bind_timeout,omitempty"`
-	ReconnectMax        time.Duration `yaml:"reconnect_max,omitempty"`
-	ThrottleWait        time.Duration `yaml:"throttle_wait,omitempty"`
-}
-
-// check validates the section; the error names the field under "smpp.".
-func (s SMPPDriver) check(secret func(Secret) error) error {
-	src, _, _ := smpp.SourceAddress(s.SourceAddr)
-	switch {
-	case s.Host == "":
-		return errors.New("smpp.host: required")
-	case s.Port < 0 || s.Port > 65535:
-		return errors.New("smpp.port: must be between 1 and 65535")
-	case s.SystemID == "":
-		return errors.New("smpp.system_id: required")
-	case len(s.SystemID) >= smpp.MaxSystemIDLen:
-		return fmt.Errorf("smpp.system_id: must be at most %d characters", smpp.MaxSystemIDLen-1)
-	case len(s.SystemType) >= smpp.MaxSystemTypeLen:
-		return fmt.Errorf("smpp.system_type: must be at most %d characters", smpp.MaxSystemTypeLen-1)
-	case s.Binds < 0 || s.Binds > smpp.MaxBinds:
-		return fmt.Errorf("smpp.binds: must be between 1 and %d", smpp.MaxBinds)
-	case s.Window < 0 || s.Window > smpp.MaxWindow:
-		return fmt.Errorf("smpp.window: must be between 1 and %d", smpp.MaxWindow)
-	case s.SubmitsPerSecond < 0:
-		return errors.New("smpp.submits_per_second: must not be negative")
-	case len(src) >= smpp.MaxAddrLen:
-		return fmt.Errorf("smpp.source_addr: must be at most %d characters", smpp.MaxAddrLen-1)
-	case len(s.ServiceType) >= smpp.MaxServiceTypeLen:
-		return fmt.Errorf("smpp.service_type: must be at most %d characters", smpp.MaxServiceTypeLen-1)
-	case s.EnquireLinkInterval < 0 || s.DeadPeerTimeout < 0 || s.ResponseTimeout < 0 ||
-		s.BindTimeout < 0 || s.ReconnectMax < 0 || s.ThrottleWait < 0:
-		return errors.New("smpp: durations must not be negative")
-	case s.DeadPeerTimeout > 0 && s.DeadPeerTimeout <= cmp.Or(s.EnquireLinkInterval, smpp.DefaultEnquireLinkInterval):
-		return fmt.Errorf("smpp.dead_peer_timeout: %s must exceed enquire_link_interval %s",
-			s.DeadPeerTimeout, cmp.Or(s.EnquireLinkInterval, smpp.DefaultEnquireLinkInterval))
-	}
-	if _, _, err := smpp.ParseTON(s.SourceTON); err != nil {
-		return fmt.Errorf("smpp.source_ton: %w", err)
-	}
-	if _, _, err := smpp.ParseNPI(s.SourceNPI); err != nil {
-		return fmt.Errorf("smpp.source_npi: %w", err)
-	}
-	if _, err := smpp.ParseLongMode(s.LongMessages); err != nil {
-		return fmt.Errorf("smpp.long_messages: %w", err)
-	}
-	if _, err := smpp.ParseReceipts(s.Receipts); err != nil {
-		return fmt.Errorf("smpp.receipts: %w", err)
-	}
-	if err := secret(s.Password); err != nil {
-		return fmt.Errorf("smpp.password: %w", err)
-	}
-	return nil
-}
-
-// Secret says where a credential is: an environment variable or a file
-// (its content, trimmed). It never holds the value, and prints as where it
-// comes from only.
-type Secret struct {
-	Env  string `yaml:"env"`
-	File string `yaml:"file"`
-}
-
-// IsZero reports whether the secret names no source.
-func (s Secret) IsZero() bool { return s.Env == "" && s.File == "" }
-
-// String describes where the secret comes from, never its value.
-func (s Secret) String() string {
-	switch {
-	case s.Env != "":
-		return "env " + s.Env
-	case s.File != "":
-		return "file " + s.File
-	}
-	return "unset"
-}
-
-// Resolve reads the secret. It returns an error naming the variable or
-// file (never the value) when the source is missing or empty.
-func (s Secret) Resolve(getenv func(string) string) (string, error) {
-	var v string
-	switch {
-	case s.Env != "" && s.File != "":
-		return "", errors.New("set env or file, not both")
-	case s.Env != "":
-		v = strings.TrimSpace(getenv(s.Env))
-		if v == "" {
-			return "", fmt.Errorf("environment variable %s is empty or unset", s.Env)
-		}
-	case s.File != "":
-		b, err := os.ReadFile(s.File)
-		if err != nil {
-			return "", fmt.Errorf("read secret file: %w", err)
-		}
-		v = strings.TrimSpace(string(b))
-		if v == "" {
-			return "", fmt.Errorf("secret file %s is empty", s.File)
-		}
-	default:
-		return "", errors.New("required: set env or file")
-	}
-	return v, nil
-}
+// Secret says where a credential is: an environment variable or a file.
+type Secret = secret.Secret
 
 // Load reads the file at path (none if path is empty), applies the
 // HERALD_* overrides read through getenv and validates the result. Its
@@ -682,10 +521,7 @@ func (c *Config) ChannelNames() []string {
 }
 
 func (ch Channel) validate(getenv func(string) string) error {
-	return ch.check(func(s Secret) error {
-		_, err := s.Resolve(getenv)
-		return err
-	})
+	return ch.check(secret.Resolver(getenv))
 }
 
 // ValidateDriver checks ch as Validate checks a channel, except that a
@@ -693,22 +529,10 @@ func (ch Channel) validate(getenv func(string) string) error {
 // file, not both), never read: for settings written on a machine that
 // does not have serve's environment, as `herald providers apply` does. The
 // error names the field relative to the channel ("sms_http.url: required").
-func (ch Channel) ValidateDriver() error { return ch.check(Secret.checkGiven) }
+func (ch Channel) ValidateDriver() error { return ch.check(Secret.CheckGiven) }
 
-// checkGiven reports whether s names exactly one source, as Resolve would
-// before reading it.
-func (s Secret) checkGiven() error {
-	switch {
-	case s.Env != "" && s.File != "":
-		return errors.New("set env or file, not both")
-	case s.IsZero():
-		return errors.New("required: set env or file")
-	}
-	return nil
-}
-
-// check is validate with secret checking each credential.
-func (ch Channel) check(secret func(Secret) error) error {
+// check is validate with check checking each credential.
+func (ch Channel) check(check secret.CheckFunc) error {
 	switch {
 	case ch.Concurrency < 0 || ch.Concurrency > 10000:
 		return errors.New("concurrency: must be between 1 and 10000")
@@ -718,8 +542,8 @@ func (ch Channel) check(secret func(Secret) error) error {
 		return errors.New("timeout: must not be negative")
 	case ch.Lease < 0:
 		return errors.New("lease: must not be negative")
-	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, dispatch.DefaultTimeout):
-		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, dispatch.DefaultTimeout))
+	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, channel.DefaultTimeout):
+		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, channel.DefaultTimeout))
 	case ch.Backoff.Base < 0 || ch.Backoff.Cap < 0:
 		return errors.New("backoff: durations must not be negative")
 	case ch.Backoff.Cap > 0 && ch.Backoff.Cap < ch.Backoff.Base:
@@ -727,43 +551,26 @@ func (ch Channel) check(secret func(Secret) error) error {
 	}
 	switch ch.Driver {
 	case DriverWebhook:
-		if err := secret(ch.Webhook.Secrets); err != nil {
-			return fmt.Errorf("webhook.secrets: %w", err)
-		}
+		return section("webhook", ch.Webhook.Check(check))
 	case DriverSMTP:
-		s := ch.SMTP
-		switch {
-		case s.Host == "":
-			return errors.New("smtp.host: required")
-		case s.From == "":
-			return errors.New("smtp.from: required")
-		case s.Port < 0 || s.Port > 65535:
-			return errors.New("smtp.port: must be between 1 and 65535")
-		}
-		switch s.TLS {
-		case "", "starttls", "opportunistic", "implicit", "none":
-		default:
-			return fmt.Errorf("smtp.tls: %q is not starttls, opportunistic, implicit or none", s.TLS)
-		}
-		if s.Username != "" {
-			if err := secret(s.Password); err != nil {
-				return fmt.Errorf("smtp.password: %w", err)
-			}
-		}
+		return section("smtp", ch.SMTP.Check(check))
 	case DriverSMSHTTP:
-		if ch.SMSHTTP.URL == "" {
-			return errors.New("sms_http.url: required")
-		}
-		if err := secret(ch.SMSHTTP.APIKey); err != nil {
-			return fmt.Errorf("sms_http.api_key: %w", err)
-		}
+		return section("sms_http", ch.SMSHTTP.Check(check))
 	case DriverSMPP:
-		return ch.SMPP.check(secret)
+		return section("smpp", ch.SMPP.Check(check))
 	case DriverLog, DriverDiscard:
 	case "":
 		return errors.New("driver: required (webhook, smtp, sms-http, smpp, log or discard)")
 	default:
 		return fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", ch.Driver)
+	}
+	return nil
+}
+
+// section names err's field under the driver's section key.
+func section(key string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s.%w", key, err)
 	}
 	return nil
 }

@@ -12,9 +12,11 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // DefaultRulesMaxAge is how long a Checker uses the content rules it read
@@ -35,7 +37,7 @@ const DefaultRulesMaxAge = 5 * time.Second
 // blocklist's scan, and only when there are rules; the rules are read at
 // most once per RulesMaxAge. Safe for concurrent use.
 type Checker struct {
-	templates TemplateCache
+	templates template.TemplateCache
 	maxAge    time.Duration
 	log       *slog.Logger
 
@@ -266,7 +268,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 	ref := *in.Template
 	t, err := c.templates.Get(ctx, db, in.Producer, ref.Name, ref.Version)
 	switch {
-	case errors.Is(err, ErrTemplateNotFound):
+	case errors.Is(err, template.ErrTemplateNotFound):
 		msg := fmt.Sprintf("producer %s has no template %s", in.Producer, ref.Name)
 		if ref.Version > 0 {
 			msg = fmt.Sprintf("producer %s has no version %d of template %s", in.Producer, ref.Version, ref.Name)
@@ -303,16 +305,16 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 		segments int
 	}
 	var texts []text
-	b := &budget{}
+	b := &template.Budget{}
 	for _, loc := range t.Locales() {
 		for _, ch := range in.Channels {
-			r, err := t.render(loc, ch, in.Data, b)
+			r, err := t.RenderOn(loc, ch, in.Data, b)
 			if err != nil {
 				return refuseT("data", heraldtype.CodeInvalidField, fmt.Sprintf("template %s version %d, locale %s: %v", t.Name, t.Version, loc, err))
 			}
 			r.Texts(func(part, s string) { texts = append(texts, text{"template:" + r.Locale + "/" + part, s}) })
 			if ch == channel.SMS {
-				enc, seg := intake.Encoding(r.Body)
+				enc, seg := gsm7.Encoding(r.Body)
 				if seg > lim.MaxSMSSegments {
 					return refuseT("data", heraldtype.CodeSMSTooLong, fmt.Sprintf("template %s version %d renders an sms of %d %s segments in locale %s with this data; the limit is %d",
 						t.Name, t.Version, seg, enc, r.Locale, lim.MaxSMSSegments))
@@ -357,7 +359,7 @@ func refuse(field string, code heraldtype.Code, msg string) error {
 
 // isParseError reports whether err came from Parse (not the database).
 func isParseError(err error) bool {
-	var pe *ParseError
+	var pe *template.ParseError
 	return errors.As(err, &pe)
 }
 

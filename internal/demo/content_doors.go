@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // Evasions hide the demo's blocked word from a byte-wise match; the
@@ -103,7 +103,7 @@ func (c *contentDemo) hostileTemplates(ctx context.Context, pool *pgxpool.Pool, 
 	rangeLocales := `{"en": {"webhook": {"text": "{{range 100000000000}}x{{end}}"}}}`
 	h := HostileTemplate{What: "{{range 100000000000}}x{{end}}", Where: "validation (herald templates apply)", Asks: 100_000_000_000}
 	var err error
-	alloc, took := measure(func() { _, err = content.Parse(ContentProducer, "loop", 1, "en", []byte(rangeLocales)) })
+	alloc, took := measure(func() { _, err = template.Parse(ContentProducer, "loop", 1, "en", []byte(rangeLocales)) })
 	h.Allocated, h.Micros = alloc, took.Microseconds()
 	if err != nil {
 		h.Refused, h.Error = true, err.Error()

@@ -151,6 +151,7 @@ func (b *testBundle) start(t *testing.T, cfg *Config) *Dispatcher {
 		cfg.PollInterval = 50 * time.Millisecond
 	}
 	d := b.newDispatcher(t, cfg)
+	d.signals.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -159,6 +160,23 @@ func (b *testBundle) start(t *testing.T, cfg *Config) *Dispatcher {
 		require.NoError(t, <-done)
 	})
 	return d
+}
+
+// awaitMoment reads the signals of d (started by b.start) until want,
+// failing the test after ten seconds.
+func awaitMoment(t *testing.T, d *Dispatcher, want moment) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case got := <-d.signals.C():
+			if got == want {
+				return
+			}
+		case <-timeout:
+			require.FailNow(t, "the dispatcher never signalled", "%+v", want)
+		}
+	}
 }
 
 // sink is a loopback webhook receiver answering a scripted status per
@@ -836,7 +854,9 @@ func TestClaimsNeverExceedTheChannelsFreeSlots(t *testing.T) {
 	d := b.start(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: blocking, Concurrency: concurrency}}})
 
 	require.Eventually(t, func() bool { return inFlight.Load() == concurrency }, 10*time.Second, 5*time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // a loop that over-claimed would have claimed by now
+	// The loop waits for a slot: one that over-claimed would have claimed
+	// before it got here.
+	awaitMoment(t, d, moment{signalFull, channel.SMS})
 	require.EqualValues(t, concurrency, d.Stats().Claimed, "a backlog is left in the database, not pulled into memory")
 	close(release)
 	for _, k := range ks {

@@ -88,9 +88,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/content"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 	"github.com/heraldhq/herald/internal/tracing"
 )
 
@@ -109,7 +109,7 @@ const (
 	// DefaultMaxAttempts is ChannelConfig.MaxAttempts's default.
 	DefaultMaxAttempts = 10
 	// DefaultTimeout is ChannelConfig.Timeout's default.
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = channel.DefaultTimeout
 	// DefaultLockTimeout is Config.LockTimeout's default. The dispatcher's
 	// statements lock only rows no other dispatcher holds (SKIP LOCKED,
 	// fenced completions), so a wait of even a second means someone else
@@ -293,7 +293,7 @@ type Dispatcher struct {
 	unavailable map[string]bool
 	// templates caches the template versions templated notifications are
 	// rendered with (immutable, so cached for good).
-	templates content.TemplateCache
+	templates template.TemplateCache
 	// defaults is the ChannelConfig of a channel the plane adds that
 	// Channels does not configure.
 	defaults ChannelConfig
@@ -308,6 +308,9 @@ type Dispatcher struct {
 	// afterClaim, if set, is called after each claim with its size: a
 	// test hook.
 	afterClaim func(n int)
+	// signals are moments tests wait for; off (a nil check each) unless a
+	// test turns them on before Run.
+	signals signals
 
 	stats struct {
 		claimed, stale, released atomic.Int64

@@ -153,6 +153,7 @@ func (d *Dispatcher) runHealth(ctx context.Context) {
 			continue
 		}
 		prog.done()
+		d.signals.Signal(moment{kind: signalHealthFlushed})
 	}
 }
 

@@ -31,10 +31,13 @@ func (d *Dispatcher) wakeChannel(name string) {
 // still poll.
 func (d *Dispatcher) listen(ctx context.Context) {
 	pglisten.Run(ctx, pglisten.Config{
-		ConnConfig:    d.pool.Config().ConnConfig,
-		Topic:         wake.RoutesTopic,
-		NotifyFunc:    d.wakeChannel,
-		ConnectedFunc: func(bool) { d.Wake() },
+		ConnConfig: d.pool.Config().ConnConfig,
+		Topic:      wake.RoutesTopic,
+		NotifyFunc: d.wakeChannel,
+		ConnectedFunc: func(bool) {
+			d.signals.Signal(moment{kind: signalListening})
+			d.Wake()
+		},
 		FailedFunc: func(err error, retryIn time.Duration) {
 			d.log.Warn("dispatcher listener connection lost; reconnecting", "err", err, "retry_in", retryIn)
 		},

@@ -32,7 +32,7 @@ func TestListenerReconnectsAfterItsConnectionDies(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	delivered := make(chan string, 10)
-	b.start(t, &Config{
+	d := b.start(t, &Config{
 		Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.DelivererFunc(
 			func(_ context.Context, m *channel.Message) channel.Outcome {
 				delivered <- m.NotificationID
@@ -52,7 +52,9 @@ func TestListenerReconnectsAfterItsConnectionDies(t *testing.T) {
 		return pid
 	}
 	pid := waitListening()
-	time.Sleep(50 * time.Millisecond) // the loop is asleep
+	// The loop is asleep after the wake-up the connection brought.
+	awaitMoment(t, d, moment{kind: signalListening})
+	awaitMoment(t, d, moment{signalIdle, channel.SMS})
 	b.submit(t, "before")
 	select {
 	case <-delivered:
@@ -63,7 +65,9 @@ func TestListenerReconnectsAfterItsConnectionDies(t *testing.T) {
 	_, err := b.pool.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return waitListening() != pid }, 10*time.Second, 20*time.Millisecond)
-	time.Sleep(100 * time.Millisecond) // the reconnect's own wake-up has passed
+	// The reconnect's own wake-up has passed: the loop is asleep again.
+	awaitMoment(t, d, moment{kind: signalListening})
+	awaitMoment(t, d, moment{signalIdle, channel.SMS})
 	for i := range 3 {
 		b.submit(t, fmt.Sprintf("after-%d", i))
 		select {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 // Plane is the delivery plane the dispatcher routes by: the providers of
@@ -21,8 +22,9 @@ type Plane struct {
 	// Providers maps each provider's name ("sms/acme") to it.
 	Providers map[string]*Provider
 	// PickFunc chooses the provider of one resolved route of a channel
-	// that has providers. Required when Providers is not empty.
-	PickFunc func(ch string, in PickInput) PickResult
+	// that has providers: routing's Table.Pick, whose input and answer it
+	// takes and gives. Required when Providers is not empty.
+	PickFunc func(in routing.PickInput) (routing.Decision, error)
 }
 
 // Provider is one named instance of a driver for one channel.
@@ -36,7 +38,7 @@ type Provider struct {
 	Concurrency int
 	// CapPerSecond bounds submissions per second across every serve
 	// process; 0 is no cap. A capped provider's routes wait in its lane and
-	// a loop of their own paces them (see lane.go).
+	// a loop of their own paces them (see pace.go).
 	CapPerSecond int
 	// Timeout bounds one attempt; 0 takes the channel's.
 	Timeout time.Duration
@@ -56,42 +58,6 @@ type Provider struct {
 	// sem bounds deliveries in flight (uncapped providers; a capped one's
 	// lane loop has slots of its own). Made by SetPlane.
 	sem chan struct{}
-}
-
-// PickInput is what routing knows of a route once its recipient is
-// resolved.
-type PickInput struct {
-	// Destination is the resolved address (E.164 phone, e-mail address,
-	// URL).
-	Destination      string
-	Producer         string
-	NotificationType string
-	// Priority is "transactional" or "bulk".
-	Priority string
-	// Tried lists the providers of the route's earlier attempts, in
-	// order; the last is the one that failed last.
-	Tried []string
-	// IsOpen reports whether a provider's circuit is open.
-	IsOpen func(provider string) bool
-}
-
-// PickResult is routing's answer for one route.
-type PickResult struct {
-	// Provider is the provider to use ('' with NoRules or NoRoute).
-	Provider string
-	// NoRules: the channel has no rules; with one provider that provider is
-	// used, otherwise the route has no route.
-	NoRules bool
-	// NoRoute: no rule matches; Message and Hint say why and what to fix.
-	NoRoute       bool
-	Message, Hint string
-	// AllOpen: every provider the matching rule names has an open circuit;
-	// Provider is the one that would be used.
-	AllOpen bool
-	// WrapAround: every provider of the rule has been tried since the
-	// route's last success; a retry after this pick waits its backoff
-	// rather than failing over at once.
-	WrapAround bool
 }
 
 // planeState holds the current Plane and what the loops need of it.

@@ -17,13 +17,14 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/sms"
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 // failoverPick is a failover rule over order for every route: the provider
 // after the last one tried, skipping open circuits (what internal/routing
 // computes for a failover rule, reduced to what the dispatcher relies on).
-func failoverPick(order ...string) func(string, PickInput) PickResult {
-	return func(_ string, in PickInput) PickResult {
+func failoverPick(order ...string) func(routing.PickInput) (routing.Decision, error) {
+	return func(in routing.PickInput) (routing.Decision, error) {
 		start, wrap := 0, false
 		if n := len(in.Tried); n > 0 {
 			if i := slices.Index(order, in.Tried[n-1]); i >= 0 {
@@ -33,11 +34,11 @@ func failoverPick(order ...string) func(string, PickInput) PickResult {
 		for k := range order {
 			idx := start + k
 			name := order[idx%len(order)]
-			if !in.IsOpen(name) {
-				return PickResult{Provider: name, WrapAround: wrap || idx >= len(order)}
+			if !in.IsOpenFunc(name) {
+				return routing.Decision{Provider: name, Wrap: wrap || idx >= len(order)}, nil
 			}
 		}
-		return PickResult{Provider: order[start%len(order)], AllOpen: true}
+		return routing.Decision{Provider: order[start%len(order)], AllOpen: true}, nil
 	}
 }
 
@@ -80,11 +81,11 @@ func TestProvidersPickedPerRouteAndRecordedOnIt(t *testing.T) {
 			"sms/ke": {Name: "sms/ke", Channel: "sms", Deliverer: countingDeliverer(&ke, channel.Delivered)},
 			"sms/uk": {Name: "sms/uk", Channel: "sms", Deliverer: countingDeliverer(&uk, channel.Delivered)},
 		},
-		PickFunc: func(_ string, in PickInput) PickResult {
+		PickFunc: func(in routing.PickInput) (routing.Decision, error) {
 			if strings.HasPrefix(in.Destination, "+254") {
-				return PickResult{Provider: "sms/ke"}
+				return routing.Decision{Provider: "sms/ke"}, nil
 			}
-			return PickResult{Provider: "sms/uk"}
+			return routing.Decision{Provider: "sms/uk"}, nil
 		},
 	}})
 	keys := b.insert(t, routeSpec{channel: "sms", ref: "+254712345678"}, routeSpec{channel: "sms", ref: "+447911123456"})
@@ -101,8 +102,8 @@ func TestRouteMatchingNoRuleIsDeadLetteredAsNoRouteWithTheHint(t *testing.T) {
 	var ke atomic.Int64
 	b.start(t, &Config{Plane: &Plane{
 		Providers: map[string]*Provider{"sms/ke": {Name: "sms/ke", Channel: "sms", Deliverer: countingDeliverer(&ke, channel.Delivered)}},
-		PickFunc: func(string, PickInput) PickResult {
-			return PickResult{NoRoute: true, Message: "no rule of channel sms matches +4477…", Hint: "add a rule to channel sms"}
+		PickFunc: func(in routing.PickInput) (routing.Decision, error) {
+			return routing.Decision{}, &routing.NoRouteError{Channel: in.Channel, Destination: channel.MaskAddress(in.Destination)}
 		},
 	}})
 	keys := b.insert(t, routeSpec{channel: "sms", ref: "+447911123456"})
@@ -110,7 +111,7 @@ func TestRouteMatchingNoRuleIsDeadLetteredAsNoRouteWithTheHint(t *testing.T) {
 	require.Equal(t, ClassNoRoute, r.LastErrorClassification)
 	dl := b.deadLetter(t, keys[0])
 	require.Equal(t, ClassNoRoute, dl.FailureClassification)
-	require.Equal(t, "add a rule to channel sms", dl.RecoveryHint)
+	require.Equal(t, (&routing.NoRouteError{}).Hint(), dl.RecoveryHint)
 	require.Zero(t, ke.Load(), "a route without a route is never delivered")
 }
 
@@ -348,11 +349,11 @@ func TestCappedProviderHoldsItsCapAcrossThreeDispatchersAndStarvesNoOther(t *tes
 				"sms/capped": smsProvider(t, "sms/capped", capped.URL, 40),
 				"sms/free":   smsProvider(t, "sms/free", free.URL, 0),
 			},
-			PickFunc: func(_ string, in PickInput) PickResult {
+			PickFunc: func(in routing.PickInput) (routing.Decision, error) {
 				if strings.HasPrefix(in.Destination, "+254") {
-					return PickResult{Provider: "sms/capped"}
+					return routing.Decision{Provider: "sms/capped"}, nil
 				}
-				return PickResult{Provider: "sms/free"}
+				return routing.Decision{Provider: "sms/free"}, nil
 			},
 		}
 	}

@@ -51,7 +51,7 @@ func TestUnsentOutcomeHandsTheAttemptBack(t *testing.T) {
 	b := setup(t)
 	b.addProviders(t, 1, 30*time.Second, "sms/smsc")
 	var calls atomic.Int64
-	b.start(t, &Config{
+	d := b.start(t, &Config{
 		Channels: map[string]ChannelConfig{"sms": {
 			Deliverer: countingDeliverer(new(atomic.Int64), channel.Delivered), MaxAttempts: 1,
 		}},
@@ -74,7 +74,11 @@ func TestUnsentOutcomeHandsTheAttemptBack(t *testing.T) {
 	require.Equal(t, "pending", r.Status, "its attempt handed back, not failed nor dead-lettered")
 	require.Zero(t, r.AttemptCount)
 	require.NotNil(t, r.NextAttemptAt, "it waits to be routed again")
-	time.Sleep(1500 * time.Millisecond) // a health flush
+	// Two health rounds from now: the second began after the outcome was
+	// counted.
+	d.signals.Drain()
+	awaitMoment(t, d, moment{kind: signalHealthFlushed})
+	awaitMoment(t, d, moment{kind: signalHealthFlushed})
 	var transient int64
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT coalesce(sum(transient), 0)
 		FROM herald.provider_health WHERE provider = 'sms/smsc'`).Scan(&transient))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -165,108 +164,93 @@ type driverEnv struct {
 	metrics  *metrics.Metrics
 }
 
-// deliverer builds one channel's (or provider's) Deliverer.
-func deliverer(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
-	getenv, logger := env.getenv, env.logger
-	switch ch.Driver {
-	case config.DriverWebhook:
-		secrets, err := ch.Webhook.Secrets.Resolve(getenv)
+// driverFunc builds the Deliverer of channel (or provider) name, which ch
+// configures with one driver.
+type driverFunc func(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error)
+
+// drivers maps each driver name to what builds it: the driver's own
+// package turns its settings into its Config (reading secrets through
+// getenv), and this table adds what only the engine has. Errors name the
+// field under the driver's section key ("smtp.password: …").
+var drivers = map[string]driverFunc{
+	config.DriverWebhook: func(_ string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+		cfg, err := ch.Webhook.Config(env.getenv)
 		if err != nil {
-			return nil, fmt.Errorf("webhook.secrets: %w", err)
+			return nil, fmt.Errorf("webhook.%w", err)
 		}
-		return built(webhook.New(webhook.Config{
-			Timeout:      ch.Timeout,
-			Secrets:      strings.Fields(secrets),
-			AllowPrivate: ch.Webhook.AllowPrivate,
-			AllowHosts:   ch.Webhook.AllowHosts,
-			DenyCIDRs:    ch.Webhook.DenyCIDRs,
-			Logger:       logger,
-		}))
-	case config.DriverSMTP:
-		s := ch.SMTP
-		var password string
-		if s.Username != "" {
-			var err error
-			if password, err = s.Password.Resolve(getenv); err != nil {
-				return nil, fmt.Errorf("smtp.password: %w", err)
-			}
-		}
-		return built(email.New(email.Config{
-			Host:     s.Host,
-			Port:     s.Port,
-			Username: s.Username,
-			Password: password,
-			From:     s.From,
-			TLS:      s.TLS,
-			Timeout:  ch.Timeout,
-			HeloName: s.HeloName,
-			Logger:   logger,
-		}))
-	case config.DriverSMSHTTP:
-		s := ch.SMSHTTP
-		key, err := s.APIKey.Resolve(getenv)
+		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
+		return built(webhook.New(cfg))
+	},
+	config.DriverSMTP: func(_ string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+		cfg, err := ch.SMTP.Config(env.getenv)
 		if err != nil {
-			return nil, fmt.Errorf("sms_http.api_key: %w", err)
+			return nil, fmt.Errorf("smtp.%w", err)
 		}
-		return built(sms.New(sms.Config{
-			URL:             s.URL,
-			APIKey:          key,
-			AuthHeader:      s.AuthHeader,
-			From:            s.From,
-			Format:          s.Format,
-			ToField:         s.ToField,
-			FromField:       s.FromField,
-			BodyField:       s.BodyField,
-			ResponseIDField: s.ResponseIDField,
-			Timeout:         ch.Timeout,
-			Logger:          logger,
-		}))
-	case config.DriverSMPP:
-		s := ch.SMPP
-		password, err := s.Password.Resolve(getenv)
+		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
+		return built(email.New(cfg))
+	},
+	config.DriverSMSHTTP: func(_ string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+		cfg, err := ch.SMSHTTP.Config(env.getenv)
 		if err != nil {
-			return nil, fmt.Errorf("smpp.password: %w", err)
+			return nil, fmt.Errorf("sms_http.%w", err)
 		}
-		// Receipts and inbound messages are stored before the SMSC is
-		// answered; a failed store answers it with an error, and it sends
-		// them again.
-		provider := name
-		return built(smppch.New(smppch.Config{
-			ReceiptFunc: func(ctx context.Context, r smpp.Receipt) error {
-				if env.receipts == nil {
-					return errors.New("no database to store the receipt in")
-				}
-				err := env.receipts.Store(ctx, receipt.Receipt{Provider: provider,
-					ProviderMessageID: r.ProviderMessageID, Status: r.Status, ErrorCode: r.ErrorCode,
-					Raw: r.Raw, Source: receipt.SourceSMPP})
-				if err == nil {
-					env.metrics.ReceiptReceived(provider, receipt.SourceSMPP)
-				}
-				return err
-			},
-			InboundFunc: func(ctx context.Context, m smpp.Inbound) error {
-				if env.receipts == nil {
-					return errors.New("no database to store the inbound message in")
-				}
-				return env.receipts.StoreInbound(ctx, receipt.Inbound{Provider: provider,
-					From: m.From, To: m.To, Body: m.Body, DataCoding: m.DataCoding})
-			},
-			Provider: name, Host: s.Host, Port: s.Port,
-			SystemID: s.SystemID, Password: password, SystemType: s.SystemType,
-			Binds: s.Binds, Window: s.Window, SubmitsPerSecond: s.SubmitsPerSecond,
-			SourceAddr: s.SourceAddr, SourceTON: s.SourceTON, SourceNPI: s.SourceNPI, ServiceType: s.ServiceType,
-			GSM7Packed: s.GSM7Packed, LongMessages: s.LongMessages, Receipts: s.Receipts,
-			EnquireLinkInterval: s.EnquireLinkInterval, DeadPeerTimeout: s.DeadPeerTimeout,
-			ResponseTimeout: s.ResponseTimeout, BindTimeout: s.BindTimeout,
-			ReconnectMax: s.ReconnectMax, ThrottleWait: s.ThrottleWait,
-			Logger: logger,
-		}))
-	case config.DriverLog:
-		return built(logch.New(logch.Config{Logger: logger, Channel: name}))
-	case config.DriverDiscard:
+		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
+		return built(sms.New(cfg))
+	},
+	config.DriverSMPP: func(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+		cfg, err := ch.SMPP.Config(name, env.getenv)
+		if err != nil {
+			return nil, fmt.Errorf("smpp.%w", err)
+		}
+		cfg.ReceiptFunc, cfg.InboundFunc, cfg.Logger = env.smppReceipt(name), env.smppInbound(name), env.logger
+		return built(smppch.New(cfg))
+	},
+	config.DriverLog: func(name string, _ config.Channel, env driverEnv) (channel.Deliverer, error) {
+		return built(logch.New(logch.Config{Logger: env.logger, Channel: name}))
+	},
+	config.DriverDiscard: func(string, config.Channel, driverEnv) (channel.Deliverer, error) {
 		return channel.Discard, nil
+	},
+}
+
+// deliverer builds one channel's (or provider's) Deliverer with its
+// driver's entry in drivers.
+func deliverer(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+	build, ok := drivers[ch.Driver]
+	if !ok {
+		return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", cmp.Or(ch.Driver, "(empty)"))
 	}
-	return nil, fmt.Errorf("driver: %q is not webhook, smtp, sms-http, smpp, log or discard", cmp.Or(ch.Driver, "(empty)"))
+	return build(name, ch, env)
+}
+
+// smppReceipt returns where provider's SMPP binds store delivery
+// receipts: in the database, before the SMSC is answered; a failed store
+// answers it with an error, and it sends them again.
+func (env driverEnv) smppReceipt(provider string) smpp.ReceiptFunc {
+	return func(ctx context.Context, r smpp.Receipt) error {
+		if env.receipts == nil {
+			return errors.New("no database to store the receipt in")
+		}
+		err := env.receipts.Store(ctx, receipt.Receipt{Provider: provider,
+			ProviderMessageID: r.ProviderMessageID, Status: r.Status, ErrorCode: r.ErrorCode,
+			Raw: r.Raw, Source: receipt.SourceSMPP})
+		if err == nil {
+			env.metrics.ReceiptReceived(provider, receipt.SourceSMPP)
+		}
+		return err
+	}
+}
+
+// smppInbound returns where provider's SMPP binds store mobile-originated
+// messages, as smppReceipt stores receipts.
+func (env driverEnv) smppInbound(provider string) smpp.InboundFunc {
+	return func(ctx context.Context, m smpp.Inbound) error {
+		if env.receipts == nil {
+			return errors.New("no database to store the inbound message in")
+		}
+		return env.receipts.StoreInbound(ctx, receipt.Inbound{Provider: provider,
+			From: m.From, To: m.To, Body: m.Body, DataCoding: m.DataCoding})
+	}
 }
 
 // built returns d as a Deliverer, or a nil Deliverer (not a nil *T in an

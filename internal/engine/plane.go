@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -198,22 +197,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 			Receipts: p.Receipts != nil || (p.Driver == config.DriverSMPP && p.SMPP.Receipts != "none"),
 		}
 	}
-	plane.PickFunc = func(ch string, in dispatch.PickInput) dispatch.PickResult {
-		d, err := t.Pick(routing.PickInput{
-			Channel: ch, Destination: in.Destination, Producer: in.Producer,
-			NotificationType: in.NotificationType, Priority: in.Priority,
-			Tried: in.Tried, IsOpenFunc: in.IsOpen,
-		})
-		var nr *routing.NoRouteError
-		if errors.As(err, &nr) {
-			return dispatch.PickResult{NoRoute: true, Message: nr.Error(), Hint: nr.Hint()}
-		}
-		if err != nil {
-			return dispatch.PickResult{NoRoute: true, Message: err.Error(),
-				Hint: "fix channel " + ch + "'s rules with herald providers apply"}
-		}
-		return dispatch.PickResult{Provider: d.Provider, NoRules: d.NoRules, AllOpen: d.AllOpen, WrapAround: d.Wrap}
-	}
+	plane.PickFunc = t.Pick
 	w.e.disp.SetPlane(plane)
 	w.table.Store(t)
 	for name, old := range w.built {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/heraldtype"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // DecodeRaw decodes one raw intake entry into an Intent, for Validate. It
@@ -87,7 +88,7 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 				d.errs.add(path, heraldtype.CodeWrongShape, "must be a JSON object, not %s", jsonKind(raw))
 				return
 			}
-			m, err := DecodeData(raw)
+			m, err := template.DecodeData(raw)
 			if err != nil {
 				d.errs.add(path, heraldtype.CodeWrongShape, "%v", err)
 				return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
@@ -118,7 +119,7 @@ func requireValidatedSound(t *testing.T, v *Validated) {
 		require.Regexp(t, `^(sms|email|webhook):[0-9a-f]{12}$`, r.RouteID)
 		require.True(t, strings.HasPrefix(r.RouteID, r.Channel+":"))
 		if r.Channel == "sms" {
-			require.Contains(t, []string{EncodingGSM7, EncodingUCS2}, r.SMSEncoding)
+			require.Contains(t, []string{gsm7.EncodingGSM7, gsm7.EncodingUCS2}, r.SMSEncoding)
 			require.True(t, r.SMSSegments >= 1 && r.SMSSegments <= lim.MaxSMSSegments)
 		} else {
 			require.Empty(t, r.SMSEncoding)

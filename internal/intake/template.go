@@ -1,7 +1,6 @@
 package intake
 
 import (
-	"bytes"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/heraldtype"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // templateNameRE is what a template name may be (herald.templates'
@@ -64,7 +64,7 @@ func checkTemplate(errs *errorList, out *Intent, in *Intent, lim Limits) []byte 
 		errs.add("data", heraldtype.CodeInvalidField, "data is not JSON: %v", err)
 		return nil
 	}
-	if out.Data, err = DecodeData(raw); err != nil {
+	if out.Data, err = template.DecodeData(raw); err != nil {
 		errs.add("data", heraldtype.CodeInvalidField, "data is not a JSON object: %v", err)
 		return nil
 	}
@@ -88,16 +88,4 @@ func TemplatePayload(ref heraldtype.TemplateRef, data []byte) []byte {
 	out = append(out, `,"version":`...)
 	out = strconv.AppendInt(out, int64(ref.Version), 10)
 	return append(out, "}}"...)
-}
-
-// DecodeData decodes a JSON object of template data, keeping numbers as
-// written (json.Number), so that 10.50 renders as 10.50.
-func DecodeData(raw []byte) (map[string]any, error) {
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
-		return nil, err
-	}
-	return m, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/canonjson"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
@@ -66,7 +67,7 @@ type RoutePlan struct {
 }
 
 // knownChannels are the channels an intent may list, in route order.
-var knownChannels = []string{channel.Email, channel.SMS, channel.Webhook}
+var knownChannels = channel.Channels()
 
 // Channels returns the channels an intent may list: email, sms and
 // webhook. The slice is fresh; callers may modify it.
@@ -272,7 +273,7 @@ func checkContent(errs *errorList, out *Intent, in Content, listed map[string]bo
 			if strings.TrimSpace(body) == "" {
 				errs.add("content.sms.body", heraldtype.CodeMissingField, "sms body is empty")
 			} else {
-				plan.encoding, plan.segments = Encoding(body)
+				plan.encoding, plan.segments = gsm7.Encoding(body)
 				if plan.segments > lim.MaxSMSSegments {
 					errs.add("content.sms.body", heraldtype.CodeSMSTooLong, "sms body needs %d %s segments; the limit is %d", plan.segments, plan.encoding, lim.MaxSMSSegments)
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
@@ -334,8 +335,8 @@ func TestValidatePlansOneSortedRoutePerChannelAndRecipient(t *testing.T) {
 	require.Equal(t, []RoutePlan{
 		{RouteID: id("email", "ops@example.com"), Channel: "email", RecipientRef: "ops@example.com"},
 		{RouteID: id("email", "user:42"), Channel: "email", RecipientRef: "user:42"},
-		{RouteID: id("sms", "+14155550123"), Channel: "sms", RecipientRef: "+14155550123", SMSEncoding: EncodingUCS2, SMSSegments: 1},
-		{RouteID: id("sms", "user:42"), Channel: "sms", RecipientRef: "user:42", SMSEncoding: EncodingUCS2, SMSSegments: 1},
+		{RouteID: id("sms", "+14155550123"), Channel: "sms", RecipientRef: "+14155550123", SMSEncoding: gsm7.EncodingUCS2, SMSSegments: 1},
+		{RouteID: id("sms", "user:42"), Channel: "sms", RecipientRef: "user:42", SMSEncoding: gsm7.EncodingUCS2, SMSSegments: 1},
 		{RouteID: id("webhook", "https://hooks.example.com/orders"), Channel: "webhook", RecipientRef: "https://hooks.example.com/orders"},
 		{RouteID: id("webhook", "user:42"), Channel: "webhook", RecipientRef: "user:42"},
 	}, v.Routes)

@@ -15,14 +15,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/heraldhq/herald/internal/content"
-	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
+	"github.com/heraldhq/herald/internal/template"
 )
 
 // ErrTemplateNotFound is returned by Template and RenderTemplate for a
 // template (or version) that does not exist or the login may not read.
-var ErrTemplateNotFound = content.ErrTemplateNotFound
+var ErrTemplateNotFound = template.ErrTemplateNotFound
 
 // TemplateFile is one file of a templates directory (`herald templates
 // apply -f DIR`): DIR/NAME.json holds one template, named after the file.
@@ -47,7 +46,7 @@ type TemplateApplied struct {
 
 // ApplyTemplates publishes each template of dir (*.json, one template per
 // file, named after it) whose text differs from its current version, as
-// the next version. Every file is parsed and checked first (content.Parse:
+// the next version. Every file is parsed and checked first (template.Parse:
 // the error names the file, locale and part); nothing is published if one
 // is wrong. Row-level security lets a producer publish only its own.
 func (o *Operator) ApplyTemplates(ctx context.Context, dir string) ([]TemplateApplied, error) {
@@ -68,7 +67,7 @@ func (o *Operator) ApplyTemplates(ctx context.Context, dir string) ([]TemplateAp
 			return nil, fmt.Errorf("apply templates: %s: %w", p, err)
 		}
 		name := strings.TrimSuffix(filepath.Base(p), ".json")
-		if _, err := content.Parse(files[i].Producer, name, 1, files[i].DefaultLocale, files[i].Locales); err != nil {
+		if _, err := template.Parse(files[i].Producer, name, 1, files[i].DefaultLocale, files[i].Locales); err != nil {
 			return nil, fmt.Errorf("apply templates: %s: %w", p, err)
 		}
 		out[i] = TemplateApplied{File: p, Producer: files[i].Producer, Name: name}
@@ -161,7 +160,7 @@ func (o *Operator) Template(ctx context.Context, producer, name string, version 
 }
 
 // template reads and parses one version.
-func (o *Operator) template(ctx context.Context, producer, name string, version int) (*content.Template, string, error) {
+func (o *Operator) template(ctx context.Context, producer, name string, version int) (*template.Template, string, error) {
 	var row store.TemplateGetRow
 	var err error
 	if version > 0 {
@@ -177,7 +176,7 @@ func (o *Operator) template(ctx context.Context, producer, name string, version 
 	if err != nil {
 		return nil, "", fmt.Errorf("get template %s: %w", name, err)
 	}
-	t, err := content.Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales))
+	t, err := template.Parse(row.Producer, row.Name, int(row.Version), row.DefaultLocale, []byte(row.Locales))
 	if err != nil {
 		return nil, "", err
 	}
@@ -201,7 +200,7 @@ func (o *Operator) RenderTemplate(ctx context.Context, producer, name string, ve
 	if err != nil {
 		return nil, err
 	}
-	d, err := intake.DecodeData(data)
+	d, err := template.DecodeData(data)
 	if err != nil {
 		return nil, fmt.Errorf("render template: data is not a JSON object: %w", err)
 	}

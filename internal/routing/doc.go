@@ -25,8 +25,9 @@
 //	      providers: [sms/acme, sms/backup]
 //	      weights: [80, 20]
 //
-// Driver sections are internal/config's (config.WebhookDriver,
-// config.SMTPDriver, config.SMSHTTPDriver); credentials are references
+// Driver sections are the channel packages' own settings (webhook.Settings,
+// email.Settings, sms.Settings, smppch.Settings), the same a channel of
+// serve's configuration file has; credentials are references
 // ({env: NAME} or {file: PATH}), stored and shown as such and read only by
 // serve. [Parse] refuses a bad file whole with one line naming the field
 // ("providers[1].sms_http.url: required").

@@ -17,7 +17,6 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake"
 )
 
 // Strategies a rule may use.
@@ -183,7 +182,7 @@ var driversOf = map[string][]string{
 
 // validate checks f whole and returns its first mistake.
 func (f *File) validate() error {
-	channels := intake.Channels()
+	channels := channel.Channels()
 	byName := map[string]string{} // provider name -> channel
 	for i, p := range f.Providers {
 		at := fmt.Sprintf("providers[%d]", i)
@@ -225,8 +224,8 @@ func (p *ProviderSpec) validate() (string, error) {
 		return "", errors.New("name: required")
 	case !ok:
 		return "", fmt.Errorf("name: %q must be <channel>/<name>", p.Name)
-	case !slices.Contains(intake.Channels(), ch):
-		return "", fmt.Errorf("name: %q: %s is not a channel (%s)", p.Name, ch, strings.Join(intake.Channels(), ", "))
+	case !slices.Contains(channel.Channels(), ch):
+		return "", fmt.Errorf("name: %q: %s is not a channel (%s)", p.Name, ch, strings.Join(channel.Channels(), ", "))
 	case !providerNameRE.MatchString(p.Name):
 		return "", fmt.Errorf("name: %q %s (at most 63)", p.Name, nameForm)
 	case p.Driver == "":

@@ -56,7 +56,9 @@ func GuessChannel(dest string) string {
 	return ""
 }
 
-// PickInput is one route's hop, as Pick needs it.
+// PickInput is one route's hop, as Pick needs it: the dispatcher builds
+// one per route it routes (through its Plane's PickFunc, which is Pick),
+// and herald routing test one from its flags.
 type PickInput struct {
 	Channel string
 	// Destination is the resolved address: an E.164 number for sms, an

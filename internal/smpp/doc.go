@@ -20,7 +20,7 @@
 //
 // # Text
 //
-// Split encodes a body as intake.Encoding counts it — GSM-7 when every
+// Split encodes a body as gsm7.Encoding counts it — GSM-7 when every
 // character is in the GSM 03.38 alphabet, else UCS-2 — and cuts it into
 // the same number of parts, never inside an escape sequence or a surrogate
 // pair. Message turns the parts into submit_sm bodies: one part plain,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/gsm7"
 )
 
 // FuzzDecode feeds Decode and ReadPDU arbitrary bytes: they must never
@@ -39,38 +39,38 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
-// FuzzSplitAgreesWithIntake checks Split against intake.Encoding, the
+// FuzzSplitAgreesWithEncoding checks Split against gsm7.Encoding, the
 // reference for how herald counts segments: the same encoding, the same
 // number of parts, parts within capacity that decode on their own (no
 // escape or surrogate pair cut), and the parts together giving the body
 // back; and that Message's submits, in every long-message mode, encode
 // and give the body back.
-func FuzzSplitAgreesWithIntake(f *testing.F) {
+func FuzzSplitAgreesWithEncoding(f *testing.F) {
 	for _, s := range []string{"", "hello", "€€€", string(bytes.Repeat([]byte("a"), 161)),
 		string(bytes.Repeat([]byte("a"), 152)) + "€b", "😀😀😀 emoji", string(bytes.Repeat([]byte("ж"), 200)),
 		string(bytes.Repeat([]byte("x"), 66)) + "😀" + "tail", "bad \xff utf8"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		enc, segments := intake.Encoding(body)
+		enc, segments := gsm7.Encoding(body)
 		seg := Split(body)
-		if enc == intake.EncodingGSM7 {
+		if enc == gsm7.EncodingGSM7 {
 			require.Equal(t, uint8(CodingDefault), seg.DataCoding)
 		} else {
 			require.Equal(t, uint8(CodingUCS2), seg.DataCoding)
 		}
-		require.Len(t, seg.Parts, segments, "parts must agree with intake's segment count")
-		want := string([]rune(body)) // invalid UTF-8 reads as U+FFFD, as intake counts it
+		require.Len(t, seg.Parts, segments, "parts must agree with the segment count")
+		want := string([]rune(body)) // invalid UTF-8 reads as U+FFFD, as gsm7.Encoding counts it
 		var got string
 		for _, p := range seg.Parts {
 			if seg.DataCoding == CodingDefault {
 				if len(seg.Parts) > 1 {
-					require.LessOrEqual(t, len(p), gsm7Multi)
+					require.LessOrEqual(t, len(p), gsm7.Multi)
 				}
-				got += DecodeGSM7(p)
+				got += gsm7.Decode(p)
 			} else {
 				if len(seg.Parts) > 1 {
-					require.LessOrEqual(t, len(p), 2*ucs2Multi)
+					require.LessOrEqual(t, len(p), 2*gsm7.UCS2Multi)
 				}
 				s := DecodeUCS2(p)
 				require.True(t, utf8.ValidString(s))
@@ -94,33 +94,10 @@ func FuzzSplitAgreesWithIntake(f *testing.F) {
 					text += s
 				}
 				if packed && seg.DataCoding == CodingDefault && len(want) > 0 && want[len(want)-1] == '\r' {
-					continue // a final CR may gain a second one (see PackGSM7)
+					continue // a final CR may gain a second one (see gsm7.Pack)
 				}
 				require.Equal(t, want, text, "mode %s packed %v", mode, packed)
 			}
-		}
-	})
-}
-
-// FuzzPackGSM7 checks UnpackGSM7 undoes PackGSM7 at every fill.
-func FuzzPackGSM7(f *testing.F) {
-	f.Add([]byte("hello world"), uint8(1))
-	f.Add([]byte("1234567"), uint8(0))
-	f.Add([]byte("abc\r"), uint8(0))
-	f.Fuzz(func(t *testing.T, septets []byte, fill uint8) {
-		fill %= 7
-		for i := range septets {
-			septets[i] &= 0x7F
-		}
-		got := UnpackGSM7(PackGSM7(septets, int(fill)), int(fill))
-		if n := len(septets); n > 0 && septets[n-1] == '\r' {
-			// A wanted final CR may come back doubled, never lost.
-			require.True(t, bytes.HasPrefix(got, septets), "%q -> %q", septets, got)
-			return
-		}
-		require.Equal(t, len(septets), len(got))
-		if len(septets) > 0 {
-			require.Equal(t, septets, got)
 		}
 	})
 }

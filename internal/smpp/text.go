@@ -4,16 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf16"
-)
 
-// Segment capacities, the same as intake's: a single SMS carries 160
-// GSM-7 septets or 70 UCS-2 code units; each part of a concatenated SMS
-// 153 septets or 67 code units, the rest going to the user data header.
-const (
-	gsm7Single = 160
-	gsm7Multi  = 153
-	ucs2Single = 70
-	ucs2Multi  = 67
+	"github.com/heraldhq/herald/internal/gsm7"
 )
 
 // Segments is an SMS body encoded for SMPP and cut into the parts it is
@@ -37,16 +29,16 @@ func (s Segments) Whole() []byte {
 }
 
 // Split encodes body as GSM-7 when every character is in the GSM 03.38
-// alphabet, else as UCS-2, and cuts it where intake.Encoding counts its
+// alphabet, else as UCS-2, and cuts it where gsm7.Encoding counts its
 // segments: greedily, never inside an escape sequence or a surrogate
 // pair. An empty body is one empty GSM-7 part.
 func Split(body string) Segments {
-	if IsGSM7(body) {
+	if gsm7.Is(body) {
 		var units [][]byte
 		for _, r := range body {
-			units = append(units, gsm7Septets(r))
+			units = append(units, gsm7.Septets(r))
 		}
-		return Segments{DataCoding: CodingDefault, Parts: cut(units, gsm7Single, gsm7Multi, 1)}
+		return Segments{DataCoding: CodingDefault, Parts: cut(units, gsm7.Single, gsm7.Multi, 1)}
 	}
 	var units [][]byte
 	for _, r := range body {
@@ -55,7 +47,7 @@ func Split(body string) Segments {
 		}
 		units = append(units, EncodeUCS2(string(r)))
 	}
-	return Segments{DataCoding: CodingUCS2, Parts: cut(units, ucs2Single, ucs2Multi, 2)}
+	return Segments{DataCoding: CodingUCS2, Parts: cut(units, gsm7.UCS2Single, gsm7.UCS2Multi, 2)}
 }
 
 // cut packs characters (each one's encoded units, size octets per unit)
@@ -143,7 +135,7 @@ func Message(base SM, body string, opts MessageOpts) ([]*SM, error) {
 	}
 	encode := func(septets []byte, fill int) []byte {
 		if seg.DataCoding == CodingDefault && opts.Packed {
-			return PackGSM7(septets, fill)
+			return gsm7.Pack(septets, fill)
 		}
 		return septets
 	}

@@ -7,37 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/gsm7"
 )
 
-// TestTheGSM7AlphabetIsIntakes checks every BMP character: this package
-// encodes as GSM-7 exactly the characters intake counts as GSM-7, at the
-// same cost, so the two tables cannot drift apart.
-func TestTheGSM7AlphabetIsIntakes(t *testing.T) {
-	t.Parallel()
-	for r := rune(0); r < 0x10000; r++ {
-		if r >= 0xD800 && r <= 0xDFFF {
-			continue
-		}
-		s := string(r)
-		enc, _ := intake.Encoding(s)
-		septets := gsm7Septets(r)
-		if enc == intake.EncodingGSM7 {
-			require.NotNil(t, septets, "%U is GSM-7 for intake", r)
-			_, segs := intake.Encoding(strings.Repeat(s, 81))
-			want := 1
-			if len(septets) == 2 {
-				want = 2 // 162 septets
-			}
-			require.Equal(t, want, segs, "%U costs %d septets", r, len(septets))
-			require.Equal(t, s, DecodeGSM7(septets))
-		} else {
-			require.Nil(t, septets, "%U is not GSM-7 for intake", r)
-		}
-	}
-}
-
-func TestSplitCutsWhereIntakeCounts(t *testing.T) {
+func TestSplitCutsWhereEncodingCounts(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		body  string
@@ -54,7 +27,7 @@ func TestSplitCutsWhereIntakeCounts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			seg := Split(tc.body)
-			_, n := intake.Encoding(tc.body)
+			_, n := gsm7.Encoding(tc.body)
 			require.Len(t, seg.Parts, n)
 			var sizes []int
 			for _, p := range seg.Parts {
@@ -98,16 +71,6 @@ func TestMessageBuildsEachLongMode(t *testing.T) {
 
 	_, err = Message(SM{}, strings.Repeat("ж", 67*256), MessageOpts{})
 	require.ErrorIs(t, err, ErrTooManyParts)
-}
-
-func TestPackGSM7MatchesTheSpecificationsExample(t *testing.T) {
-	t.Parallel()
-	// "hellohello" packed, from 3GPP TS 23.038's worked example.
-	require.Equal(t, []byte{0xE8, 0x32, 0x9B, 0xFD, 0x46, 0x97, 0xD9, 0xEC, 0x37}, PackGSM7([]byte("hellohello"), 0))
-	// Seven septets leave seven spare bits: a CR fills them, and is dropped.
-	p := PackGSM7([]byte("1234567"), 0)
-	require.Equal(t, byte('\r'<<1), p[6]&0xFE)
-	require.Equal(t, []byte("1234567"), UnpackGSM7(p, 0))
 }
 
 func TestParseReceiptText(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/content"
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/pglisten"
@@ -261,7 +262,7 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 		pl.Template = nil
 		in.Content = pl.Content
 		if c := pl.SMS; c != nil && r.Channel == channel.SMS {
-			enc, seg := intake.Encoding(c.Body)
+			enc, seg := gsm7.Encoding(c.Body)
 			if seg > lim.MaxSMSSegments {
 				return refuse(heraldtype.CodeSMSTooLong, fmt.Sprintf("the sms body needs %d %s segments; the limit is %d", seg, enc, lim.MaxSMSSegments)), nil
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/smppch"
-	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/gsm7"
 	"github.com/heraldhq/herald/internal/smpp"
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
@@ -61,8 +61,8 @@ func TestATenPartUCS2MessageArrivesAsTenPartsThatReassemble(t *testing.T) {
 	// 605 Cyrillic letters and spaces, and 20 emoji (two code units each,
 	// never split): 645 code units.
 	body := strings.Repeat("Доставка ", 65) + strings.Repeat("📦", 20) + strings.Repeat("ж", 20)
-	enc, segments := intake.Encoding(body)
-	require.Equal(t, intake.EncodingUCS2, enc)
+	enc, segments := gsm7.Encoding(body)
+	require.Equal(t, gsm7.EncodingUCS2, enc)
 	require.Equal(t, 10, segments)
 	for _, mode := range []string{"udh", "sar", "payload"} {
 		t.Run(mode, func(t *testing.T) {
@@ -104,7 +104,7 @@ func TestPackedGSM7LongMessagesReassemble(t *testing.T) {
 	b := setup(t, smppch.Config{GSM7Packed: true})
 	out := b.d.Deliver(ctxT(t), msg("+254711000001", body))
 	require.Equal(t, channel.Delivered, out.Class, out.Message)
-	_, segments := intake.Encoding(body)
+	_, segments := gsm7.Encoding(body)
 	require.Len(t, b.smsc.Submits(), segments)
 	require.Equal(t, body, b.smsc.Messages()[0].Body)
 }

@@ -1,4 +1,4 @@
-package content
+package template
 
 import (
 	"bytes"
@@ -13,8 +13,6 @@ import (
 	"text/template"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldhq/herald/internal/intake"
 )
 
 // sms is the locales JSON of a template whose en sms body is body.
@@ -36,7 +34,7 @@ func zeros(n int, more string) string {
 }
 
 // intakeData decodes JSON data as intake does.
-func intakeData(s string) (map[string]any, error) { return intake.DecodeData([]byte(s)) }
+func intakeData(s string) (map[string]any, error) { return DecodeData([]byte(s)) }
 
 // hostile is one hostile template, what it is rendered with, and where
 // it is stopped: at publish (parse) or at render.

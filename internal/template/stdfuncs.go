@@ -6,7 +6,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in Go's LICENSE file.
 
-package content
+package template
 
 import (
 	"errors"

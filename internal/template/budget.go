@@ -1,4 +1,4 @@
-package content
+package template
 
 import (
 	"errors"
@@ -104,7 +104,7 @@ var errTooLong = fmt.Errorf("%w: the part renders longer than %d bytes", ErrOver
 
 // allowedFuncs are the functions a template may call. and, or, not and
 // len are text/template's own, each of constant cost; the comparisons and
-// index are copies of its own (template_stdfuncs.go) charged by the bytes
+// index are copies of its own (stdfuncs.go) charged by the bytes
 // they compare or hash, printf and urlquery charged versions
 // (instance.funcs).
 var allowedFuncs = map[string]bool{

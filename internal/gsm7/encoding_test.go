@@ -1,9 +1,8 @@
-package intake
+package gsm7
 
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 )
@@ -68,14 +67,15 @@ func TestGSM7TablesHoldTheWholeAlphabet(t *testing.T) {
 	t.Parallel()
 
 	// 128 codes minus the escape; the extension table adds 10 characters.
-	require.Equal(t, 127, utf8.RuneCountInString(gsm7Basic))
-	require.Equal(t, 10, utf8.RuneCountInString(gsm7Extension))
-	require.Len(t, gsm7Cost, 137, "no character may appear twice")
+	require.Len(t, basic, 128)
+	require.Len(t, code, 127, "no character may appear twice")
+	require.Len(t, ext, 10)
+	require.Len(t, cost, 137, "no character may appear twice")
 	for r := 0x20; r < 0x7f; r++ {
 		if strings.ContainsRune("`", rune(r)) {
-			require.Zero(t, gsm7Cost[rune(r)], "%q is not in GSM 03.38", rune(r))
+			require.Zero(t, cost[rune(r)], "%q is not in GSM 03.38", rune(r))
 			continue
 		}
-		require.NotZero(t, gsm7Cost[rune(r)], "printable ASCII %q is GSM-7", rune(r))
+		require.NotZero(t, cost[rune(r)], "printable ASCII %q is GSM-7", rune(r))
 	}
 }

@@ -1,4 +1,4 @@
-package content
+package template
 
 import (
 	"encoding/json"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldhq/herald/internal/intake"
 )
 
 // shipped is a template in three locales: en (the default, every
@@ -30,7 +28,7 @@ func parseT(t *testing.T, locales string) *Template {
 
 func data(t *testing.T, s string) map[string]any {
 	t.Helper()
-	m, err := intake.DecodeData([]byte(s))
+	m, err := DecodeData([]byte(s))
 	require.NoError(t, err)
 	return m
 }

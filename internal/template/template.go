@@ -1,10 +1,11 @@
-// Package content is what herald does with the text of a notification
-// beyond checking its shape: templates and the content blocklist.
+// Package template is herald's producer templates: one version of a
+// producer's named text, per locale and channel (herald.templates), parsed,
+// cached and rendered on a budget. The SQL door, the Go client and the API
+// check a templated intent with it when they accept it; the dispatcher
+// renders it when it delivers; both decode the intent's data with
+// DecodeData.
 //
-// # Templates
-//
-// A template is one version of a producer's named text, per locale and
-// channel (herald.templates). Parse compiles a version: SMS bodies, e-mail
+// Parse compiles a version: SMS bodies, e-mail
 // subjects and text bodies and the strings of a webhook's JSON with Go's
 // text/template, e-mail HTML bodies with html/template, whose contextual
 // auto-escaping escapes every value for where it lands (element text,
@@ -18,13 +19,12 @@
 //
 // A template is a producer's code run by the engine: Parse accepts only a
 // small part of the language, and every rendering runs on a fixed budget
-// of steps, built bytes and output (template_budget.go says what and
-// why).
+// of steps, built bytes and output (budget.go says what and why).
 //
 // Render picks the locale along a fallback chain (pt-BR, then pt, then the
 // template's default) per channel, and says which it used: the dispatcher
 // records that in routes.resolved_locale.
-package content
+package template
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ type localeTemplates struct {
 // JSON object of herald.templates.locales. It returns an error naming the
 // locale and part that is wrong: an unknown field, a locale name that is
 // not one, a channel without its text, text that does not parse, or
-// anything a template may not do (template_budget.go): a function or
+// anything a template may not do (budget.go): a function or
 // action outside the allowed ones, a {{range}} over anything but a field
 // or variable, a printf format that could write more than its arguments,
 // text over MaxTemplateBytes, more than MaxTemplateNodes parse nodes, or
@@ -259,7 +259,7 @@ func parseJSONStrings(where string, v any, vars map[string]bool, nodes *int) (an
 }
 
 // checkTree checks one part's parse tree against what a template may do
-// (template_budget.go), counting its nodes into nodes and collecting the
+// (budget.go), counting its nodes into nodes and collecting the
 // root variables it uses, and returns the steps one execution costs
 // before its ranges.
 func checkTree(where string, tree *parse.Tree, vars map[string]bool, nodes *int, html bool) (int, error) {
@@ -420,7 +420,7 @@ func (r *Rendered) Texts(fn func(part, text string)) {
 
 // Render renders the template's ch part for a recipient whose locale is
 // want (falling back along Fallbacks(want), then the default locale), with
-// data, on a budget of its own (template_budget.go). Rendered.Locale says
+// data, on a budget of its own (budget.go). Rendered.Locale says
 // which locale it used. An error names the part and what failed (a
 // missing key, a value of the wrong kind, a budget exceeded, wrapping
 // ErrOverBudget, a subject with a line break); it wraps ErrNoChannel for a
@@ -429,8 +429,17 @@ func (t *Template) Render(want, ch string, data map[string]any) (*Rendered, erro
 	return t.render(want, ch, data, &budget{})
 }
 
-// render is Render on budget b: intake's check renders every locale of
-// an intent on one.
+// Budget is a budget several renderings share, so that together they
+// cost at most what one rendering may: the content check renders every
+// locale of an intent on one. Its zero value is a full budget.
+type Budget struct{ b budget }
+
+// RenderOn is Render charged to the shared budget b.
+func (t *Template) RenderOn(want, ch string, data map[string]any, b *Budget) (*Rendered, error) {
+	return t.render(want, ch, data, &b.b)
+}
+
+// render is Render on budget b.
 func (t *Template) render(want, ch string, data map[string]any, b *budget) (*Rendered, error) {
 	lt := t.pick(want, ch)
 	if lt == nil {
