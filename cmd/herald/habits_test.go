@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -371,4 +373,30 @@ func valueLit(vs *ast.ValueSpec) (string, bool) {
 		return "", false
 	}
 	return strings.Trim(lit.Value, `"`), true
+}
+
+func TestBinaryRefusesWithoutADatabaseAndPrintsItsVersion(t *testing.T) {
+	t.Parallel()
+	bin := buildHerald(t)
+	// An environment with no database in it: only what go needs to run.
+	cmd := exec.Command(bin, "migrate", "up")
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode())
+	require.Empty(t, stdout.String())
+	require.Equal(t, "herald: "+errNoTarget.Error()+"\n", stderr.String())
+
+	cmd = exec.Command(bin, "version", "--json")
+	cmd.Env = []string{"HOME=" + t.TempDir()}
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var v versionInfo
+	require.NoError(t, json.Unmarshal(out, &v))
+	require.Equal(t, runtime.Version(), v.GoVersion)
+	require.Equal(t, schema.LatestVersion(), v.SchemaVersion)
+	require.Nil(t, v.DatabaseSchemaVersion)
 }
