@@ -7,7 +7,10 @@
 -- ids_notification/ids_route select routes by id (an empty route id means
 -- every dead route of that notification); until bounds a replay to the dead
 -- letters that existed when it was requested, so a replay that resumes after
--- a restart never picks up routes that died after its request.
+-- a restart never picks up routes that died after its request;
+-- classification is one classification or several, comma-separated (a
+-- class of outcomes, as `herald dead-letters -classification transient`
+-- gives it).
 --
 -- The filter is written out in DeadLetterList, DeadLetterCount and
 -- DeadLetterReplay alike (sqlc has no macros); keep the three in step. It is
@@ -32,7 +35,7 @@ FROM herald.dead_letter_view v
 WHERE (sqlc.narg('channel')::text IS NULL OR v.channel = sqlc.narg('channel')::text)
     AND (sqlc.narg('producer')::text IS NULL OR v.producer = sqlc.narg('producer')::text)
     AND (sqlc.narg('notification_type')::text IS NULL OR v.notification_type = sqlc.narg('notification_type')::text)
-    AND (sqlc.narg('classification')::text IS NULL OR v.classification = sqlc.narg('classification')::text)
+    AND (sqlc.narg('classification')::text IS NULL OR v.classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
     AND (sqlc.narg('since')::timestamptz IS NULL OR v.dead_lettered_at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR v.dead_lettered_at <= sqlc.narg('until')::timestamptz)
     AND (sqlc.narg('ids_notification')::text[] IS NULL OR EXISTS (
@@ -60,7 +63,7 @@ JOIN herald.records rec ON rec.notification_id = d.notification_id
 WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
     AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
     AND (sqlc.narg('notification_type')::text IS NULL OR rec.notification_type = sqlc.narg('notification_type')::text)
-    AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = sqlc.narg('classification')::text)
+    AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
     AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
     AND (sqlc.narg('ids_notification')::text[] IS NULL OR EXISTS (
@@ -106,7 +109,7 @@ WITH picked AS (
     WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
         AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
         AND (sqlc.narg('notification_type')::text IS NULL OR rec.notification_type = sqlc.narg('notification_type')::text)
-        AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = sqlc.narg('classification')::text)
+        AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
         AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
         AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
         AND (sqlc.narg('ids_notification')::text[] IS NULL OR EXISTS (

@@ -17,6 +17,7 @@ func init() {
 	register(&command{
 		name:    "bench",
 		summary: "measure herald end to end (and River side by side with --vs river)",
+		example: "herald bench -intents 20000 --vs river",
 		run:     runBench,
 	})
 }

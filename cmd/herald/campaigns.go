@@ -13,8 +13,14 @@ func init() {
 	register(&command{
 		name:    "campaigns",
 		summary: "list, show or cancel campaigns: intents grouped under a producer's campaign id",
-		run: withSubcommands("campaigns", subcommandFunc{"list", campaignsList}, subcommandFunc{"show", campaignsShow},
-			subcommandFunc{"cancel", campaignsCancel}),
+		subs: []*command{
+			{name: "list", summary: "list the campaigns, newest first", run: campaignsList, readOnly: true,
+				example: "herald campaigns list -producer shop"},
+			{name: "show", summary: "show one campaign's counts", run: campaignsShow, readOnly: true,
+				example: "herald campaigns show shop black-friday"},
+			{name: "cancel", summary: "cancel every route of a campaign not delivered yet (audited, resumable)", run: campaignsCancel,
+				example: "herald campaigns cancel -reason 'sale postponed' shop black-friday"},
+		},
 	})
 }
 

@@ -13,6 +13,7 @@ func init() {
 	register(&command{
 		name:    "cancel",
 		summary: "cancel the routes of one notification that are not delivered yet (audited)",
+		example: "herald cancel -reason 'sent by mistake' 0192f1c2-3b4a-7d5e-8f60-123456789abc",
 		run:     runCancel,
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/user"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type globalFlags struct {
 	LogFormat   string
 	LogLevel    string
 	JSON        bool
+	// prepare, if not nil, runs on the pool once it is connected and its
+	// schema checked, before the command uses it.
+	prepare func(context.Context, *pgxpool.Pool) error
 }
 
 // newFlagSet returns a FlagSet for a command with the global flags bound,
@@ -36,7 +40,7 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 	fs.Usage = func() {}
 	g.DatabaseURL = cmp.Or(m.Getenv("HERALD_DATABASE_URL"), m.Getenv("DATABASE_URL"))
 	fs.Var((*connstr.Flag)(&g.DatabaseURL), "database-url",
-		"PostgreSQL `URL` (env HERALD_DATABASE_URL or DATABASE_URL; empty: libpq PG* variables)")
+		"PostgreSQL `URL` (env HERALD_DATABASE_URL or DATABASE_URL; else libpq PG* variables, of which PGHOST, PGDATABASE or PGSERVICE must be set)")
 	fs.StringVar(&g.LogFormat, "log-format", cmp.Or(m.Getenv("HERALD_LOG_FORMAT"), "auto"),
 		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
 	fs.StringVar(&g.LogLevel, "log-level", cmp.Or(m.Getenv("HERALD_LOG_LEVEL"), "info"),
@@ -57,10 +61,15 @@ func (m *Main) newJSONFlagSet(name string, g *globalFlags) *flag.FlagSet {
 type auditFlags struct{ reason, actor string }
 
 // bind registers -reason (its help ending in reasonNote) and -actor, whose
-// default is $USER, else $LOGNAME.
+// default is $USER, else $LOGNAME, else the operating system's name for the
+// user running the command.
 func (a *auditFlags) bind(fs *flag.FlagSet, m *Main, reasonNote string) {
 	fs.StringVar(&a.reason, "reason", "", "why: recorded in herald.audit_log"+reasonNote)
-	fs.StringVar(&a.actor, "actor", cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME")), "who: recorded in herald.audit_log (default $USER)")
+	def := cmp.Or(m.Getenv("USER"), m.Getenv("LOGNAME"))
+	if def == "" && m.Username != nil {
+		def = m.Username()
+	}
+	fs.StringVar(&a.actor, "actor", def, "who: recorded in herald.audit_log (default $USER, else $LOGNAME, else the OS user)")
 }
 
 // check refuses an empty -reason when needReason, then an empty -actor.
@@ -69,9 +78,20 @@ func (a *auditFlags) check(needReason bool) error {
 		return usageError{errors.New("invalid -reason: required, it goes into herald.audit_log")}
 	}
 	if a.actor == "" {
-		return usageError{errors.New("invalid -actor: empty, and $USER is unset")}
+		return usageError{errors.New("invalid -actor: empty, and neither $USER nor $LOGNAME is set")}
 	}
 	return nil
+}
+
+// osUsername returns the operating system's name of the user running the
+// process, "" when it cannot tell (a uid without a passwd entry, as in
+// some containers).
+func osUsername() string {
+	u, err := user.Current()
+	if err != nil {
+		return ""
+	}
+	return u.Username
 }
 
 // parse parses args of a command that takes no positional argument and
@@ -96,7 +116,8 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 			m.printUsage(fs, argsUsage)
 			return err
 		}
-		return usageError{err}
+		// "herald: api-keys list: flag provided but not defined: -x"
+		return usageError{fmt.Errorf("%s: %w", strings.TrimPrefix(fs.Name(), "herald "), err)}
 	}
 	switch g.LogFormat {
 	case "auto", "text", "json":
@@ -115,13 +136,16 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 }
 
 // printUsage prints fs's usage on Stdout: the command line, the command's
-// summary and the flags with their defaults.
+// summary, the flags with their defaults and an example.
 func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
-	var summary string
-	if c, ok := commands[strings.TrimPrefix(fs.Name(), "herald ")]; ok {
-		summary = c.summary
+	c := lookup(strings.TrimPrefix(fs.Name(), "herald "))
+	if c == nil {
+		c = &command{}
 	}
-	render.FlagUsage(m.Stdout, fs, summary, argsUsage)
+	render.FlagUsage(m.Stdout, fs, c.summary, argsUsage)
+	if c.example != "" {
+		fmt.Fprintf(m.Stdout, "\nExample:\n  %s\n", c.example)
+	}
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -152,15 +176,32 @@ func (m *Main) logger(g *globalFlags) *slog.Logger {
 	}))
 }
 
-// pool connects to the configured database. An empty URL lets pgx read the
-// libpq PG* variables.
+// pool connects to the configured database (see connect) and checks its
+// schema is the one the binary knows (checkSchema).
 func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) {
-	return m.connect(ctx, g, nil)
+	pool, err := m.connect(ctx, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.checkSchema(ctx, g, pool); err != nil {
+		return nil, err
+	}
+	if g.prepare != nil {
+		return pool, g.prepare(ctx, pool)
+	}
+	return pool, nil
 }
 
-// connect is pool with tune, if not nil, applied to the parsed
-// configuration before connecting (connstr.Connect). Close closes the pool.
+// connect connects to the database g names, with tune, if not nil, applied
+// to the parsed configuration before connecting (connstr.Connect). An
+// empty URL lets pgx read the libpq PG* variables, but only when some name
+// a server or database (hasTarget): without any, the command is refused
+// rather than run against whatever answers on the default socket. Close
+// closes the pool.
 func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
+	if !m.hasTarget(g) {
+		return nil, errNoTarget
+	}
 	pool, err := connstr.Connect(ctx, g.DatabaseURL, tune)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -9,17 +10,28 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 func init() {
 	register(&command{
 		name:    "dead-letters",
 		summary: "list, show, replay dead letters, or follow a bulk replay's progress",
-		run: withSubcommands("dead-letters", subcommandFunc{"list", deadLettersList}, subcommandFunc{"show", deadLettersShow},
-			subcommandFunc{"replay", deadLettersReplay}, subcommandFunc{"progress", deadLettersProgress}),
+		subs: []*command{
+			{name: "list", summary: "list dead letters, newest first, filtered", run: deadLettersList, readOnly: true,
+				example: "herald dead-letters list -channel webhook -classification transient -since 24h"},
+			{name: "show", summary: "show one notification's dead letters, or one route's", run: deadLettersShow, readOnly: true,
+				example: "herald dead-letters show 0192f1c2-3b4a-7d5e-8f60-123456789abc"},
+			{name: "replay", summary: "move dead letters back to be delivered again (audited)", run: deadLettersReplay,
+				example: "herald dead-letters replay -channel webhook -since 2h -reason 'endpoint fixed'"},
+			{name: "progress", summary: "follow a bulk replay that runs as a River job", run: deadLettersProgress, readOnly: true,
+				example: "herald dead-letters progress rpl_0123456789abcdef"},
+		},
 	})
 }
 
@@ -28,8 +40,29 @@ func bindFilter(fs *flag.FlagSet, a *operator.DeadLetterArgs) {
 	fs.StringVar(&a.Filter.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
 	fs.StringVar(&a.Filter.Producer, "producer", "", "only this producer")
 	fs.StringVar(&a.Filter.NotificationType, "type", "", "only this notification type")
-	fs.StringVar(&a.Filter.Classification, "classification", "", "only this failure classification (permanent, exhausted, expired, ...)")
+	fs.StringVar(&a.Filter.Classification, "classification", "", classificationHelp())
 	fs.StringVar(&a.Since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
+}
+
+// classificationFilter returns what turns f's classification, if a group
+// (transient, permanent), into the classifications of that class the
+// database's dead letters have.
+func classificationFilter(f *operator.Filter) func(context.Context, *pgxpool.Pool) error {
+	return func(ctx context.Context, pool *pgxpool.Pool) error {
+		if _, group := classificationGroups[f.Classification]; !group {
+			return nil
+		}
+		rows, err := store.New().DeadLetterCountByClassification(ctx, pool)
+		if err != nil {
+			return err
+		}
+		present := make([]string, len(rows))
+		for i, r := range rows {
+			present[i] = r.Classification
+		}
+		f.Classification = expandClassification(f.Classification, present)
+		return nil
+	}
 }
 
 // parseArgs parses flags wherever they stand among the positional
@@ -173,9 +206,10 @@ func deadLettersList(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	f, err := usage(d.ListFilter(time.Now()))
-	if err != nil {
+	if err = cmp.Or(err, checkClassification(f.Classification)); err != nil {
 		return err
 	}
+	l.prepare = classificationFilter(&f)
 	return answer(ctx, m, &l.globalFlags, 0, func(op *operator.Operator) (*operator.DeadLetterPage, error) {
 		return op.DeadLetters(ctx, f, l.limit, l.after)
 	}, render.DeadLetterPage)
@@ -205,9 +239,10 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	f, err := usage(d.ReplayFilter(time.Now()))
-	if err != nil {
+	if err = cmp.Or(err, checkClassification(f.Classification)); err != nil {
 		return err
 	}
+	g.prepare = classificationFilter(&f)
 	opts := operator.ReplayOpts{Actor: a.actor, Reason: a.reason, DryRun: *dryRun}
 	return answer(ctx, m, &g, d.BatchSize, func(op *operator.Operator) (*operator.ReplayOutcome, error) {
 		return op.ReplayOrQueue(ctx, f, opts, *async, d.AsyncThreshold)

@@ -41,14 +41,14 @@ func runJSON(t *testing.T, env map[string]string, v any, args ...string) {
 func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
-	sms := seed(t, b, operatortest.Spec{N: 3, Channel: "sms", Producer: "billing", Dead: true, Classification: "exhausted"})
+	sms := seed(t, b, operatortest.Spec{N: 3, Channel: "sms", Producer: "billing", Dead: true, Classification: "attempts_exhausted"})
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 2, Channel: "email", Dead: true})
 
 	var page operator.DeadLetterPage
 	runJSON(t, b.env, &page, "dead-letters", "list")
 	require.Len(t, page.DeadLetters, 5)
 
-	runJSON(t, b.env, &page, "dead-letters", "list", "--channel", "sms", "--producer", "billing", "--classification", "exhausted", "--since", "1h")
+	runJSON(t, b.env, &page, "dead-letters", "list", "--channel", "sms", "--producer", "billing", "--classification", "attempts_exhausted", "--since", "1h")
 	require.Len(t, page.DeadLetters, 3)
 	for _, dl := range page.DeadLetters {
 		require.Equal(t, "sms", dl.Channel)
@@ -66,7 +66,7 @@ func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 	runJSON(t, b.env, &shown, "dead-letters", "show", sms[1].String())
 	require.Len(t, shown, 1)
 	require.Equal(t, sms[1].RouteID, shown[0].RouteID)
-	require.Equal(t, "exhausted", shown[0].Classification)
+	require.Equal(t, "attempts_exhausted", shown[0].Classification)
 
 	out, _, err := run(t, b.env, "dead-letters", "list", "--channel", "sms")
 	require.NoError(t, err)

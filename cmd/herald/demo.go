@@ -21,6 +21,7 @@ func init() {
 	register(&command{
 		name:    "demo",
 		summary: "run the engine against loopback channel servers with a mixed workload, and summarise it",
+		example: "herald demo -users 500",
 		run:     runDemo,
 	})
 }
@@ -63,7 +64,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		tracer = tp
 		fmt.Fprintf(m.Stderr, "demo: tracing on, exporting spans (%s)\n", tp.Exporter)
 	}
-	throwaway := f.DatabaseURL == "" && m.Getenv("PGHOST") == "" && m.Getenv("PGDATABASE") == ""
+	throwaway := !m.hasTarget(&f.globalFlags)
 	if throwaway {
 		u, stop, err := demo.StartThrowaway(ctx, m.Stderr, logger)
 		if err != nil {
@@ -72,7 +73,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		defer stop()
 		f.DatabaseURL = u
 	}
-	pool, err := m.pool(ctx, &f.globalFlags)
+	pool, err := m.connect(ctx, &f.globalFlags, nil) // the demo migrates it itself
 	if err != nil {
 		return err
 	}

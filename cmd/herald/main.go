@@ -4,7 +4,10 @@
 // Configuration is layered: flags, then HERALD_* and DATABASE_URL
 // environment variables, then libpq's PG* variables (read by pgx when no URL
 // is given), then defaults. A bad value stops start-up with one line naming
-// it.
+// it. A command never guesses its database: without a URL or a PG* variable
+// naming the server or database it stops with a usage error, and on a
+// database whose schema is not the one it knows it stops with one line
+// saying so (see checkSchema).
 //
 // Every command follows one convention, as Go's flag.ExitOnError and GNU
 // tools do: -h, -help or --help prints the usage on stdout and exits 0; a
@@ -47,7 +50,14 @@ type Main struct {
 	// human tables); tests set it false.
 	IsTerminal bool
 
+	// Username returns the operating system's name of the user running
+	// the command: the last default of -actor, after $USER and $LOGNAME.
+	// Nil: none.
+	Username func() string
+
 	closers []func()
+	// current is the command (or subcommand) running.
+	current *command
 }
 
 // NewMain returns a Main wired to the process's streams and environment.
@@ -58,15 +68,28 @@ func NewMain() *Main {
 		Stderr:     os.Stderr,
 		Getenv:     os.Getenv,
 		IsTerminal: isTerminal(os.Stderr),
+		Username:   osUsername,
 	}
 }
 
-// command is one `herald NAME` subcommand. Each lives in its own file and
-// registers itself in init, so adding a command touches no shared file.
+// command is one `herald NAME` command, or one subcommand of one (`herald
+// NAME SUB`). Each command lives in its own file and registers itself in
+// init, so adding a command touches no shared file.
 type command struct {
-	name    string
+	name string
+	// summary is the one line `herald help` and the usage show.
 	summary string
-	run     func(ctx context.Context, m *Main, args []string) error
+	// example is a command line the usage shows, for a command without
+	// subcommands.
+	example string
+	// readOnly says the command changes nothing: it runs, with a warning,
+	// on a database whose schema is newer than the binary knows, where a
+	// command that writes refuses (see checkSchema).
+	readOnly bool
+	// run runs the command with the arguments after its name; nil for a
+	// command with subs, which runs the one named first.
+	run  func(ctx context.Context, m *Main, args []string) error
+	subs []*command
 }
 
 var commands = map[string]*command{}
@@ -76,6 +99,22 @@ func register(c *command) {
 		panic("herald: command registered twice: " + c.name)
 	}
 	commands[c.name] = c
+}
+
+// lookup returns the command or subcommand named by its full name
+// ("status", "dead-letters list"), or nil.
+func lookup(name string) *command {
+	top, sub, hasSub := strings.Cut(name, " ")
+	c := commands[top]
+	if c == nil || !hasSub {
+		return c
+	}
+	for _, s := range c.subs {
+		if s.name == sub {
+			return s
+		}
+	}
+	return nil
 }
 
 // Execute runs args as the binary does: Run, then Close, then the outcome
@@ -120,7 +159,16 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if !ok {
 		return usageError{fmt.Errorf("unknown command %q: run 'herald help' for the list", args[0])}
 	}
-	return c.run(ctx, m, args[1:])
+	if c.subs == nil {
+		m.current = c
+		return c.run(ctx, m, args[1:])
+	}
+	sub, rest, err := m.subcommand(c, args[1:])
+	if err != nil {
+		return err
+	}
+	m.current = sub
+	return sub.run(ctx, m, rest)
 }
 
 // isHelp reports whether arg asks for help, as the flag package reads it.
@@ -173,42 +221,33 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// subcommandFunc is one subcommand of a command: its name and what runs it.
-type subcommandFunc struct {
-	name string
-	run  func(ctx context.Context, m *Main, args []string) error
-}
-
-// withSubcommands returns the run function of the command named name, which
-// runs the one of subs that args start with (see subcommand); the usage
-// lists them in their order.
-func withSubcommands(name string, subs ...subcommandFunc) func(context.Context, *Main, []string) error {
-	return func(ctx context.Context, m *Main, args []string) error {
-		names := make([]string, len(subs))
-		for i, s := range subs {
-			names[i] = s.name
-		}
-		sub, args, err := m.subcommand(name, args, names...)
-		if err != nil {
-			return err
-		}
-		return subs[slices.Index(names, sub)].run(ctx, m, args)
+// subcommand splits "migrate up ..." style arguments of c. For -h (or
+// "help") in place of a subcommand it prints c's usage on Stdout and
+// returns flag.ErrHelp.
+func (m *Main) subcommand(c *command, args []string) (*command, []string, error) {
+	names := make([]string, len(c.subs))
+	for i, s := range c.subs {
+		names[i] = s.name
 	}
-}
-
-// subcommand splits "migrate up ..." style arguments of the command named
-// name. For -h (or "help") in place of a subcommand it prints the
-// command's usage on Stdout and returns flag.ErrHelp.
-func (m *Main) subcommand(name string, args []string, valid ...string) (string, []string, error) {
-	one := strings.Join(valid, ", ")
+	one := strings.Join(names, ", ")
 	switch {
 	case len(args) > 0 && (isHelp(args[0]) || args[0] == "help"):
-		render.SubcommandUsage(m.Stdout, name, commands[name].summary, valid)
-		return "", nil, flag.ErrHelp
+		subcommandUsage(m.Stdout, c)
+		return nil, nil, flag.ErrHelp
 	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
-		return "", nil, usageError{fmt.Errorf("%s: missing subcommand: one of %s", name, one)}
-	case !slices.Contains(valid, args[0]):
-		return "", nil, usageError{fmt.Errorf("%s: unknown subcommand %q: one of %s", name, args[0], one)}
+		return nil, nil, usageError{fmt.Errorf("%s: missing subcommand: one of %s", c.name, one)}
+	case !slices.Contains(names, args[0]):
+		return nil, nil, usageError{fmt.Errorf("%s: unknown subcommand %q: one of %s", c.name, args[0], one)}
 	}
-	return args[0], args[1:], nil
+	return c.subs[slices.Index(names, args[0])], args[1:], nil
+}
+
+// subcommandUsage writes the usage of c, a command with subcommands: what
+// it does and each subcommand's one line.
+func subcommandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands:\n", c.name, c.summary)
+	for _, s := range c.subs {
+		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags and an example.\n", c.name)
 }

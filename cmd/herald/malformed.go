@@ -14,7 +14,12 @@ func init() {
 	register(&command{
 		name:    "malformed",
 		summary: "list or show the intake entries the validator refused",
-		run:     withSubcommands("malformed", subcommandFunc{"list", malformedList}, subcommandFunc{"show", malformedShow}),
+		subs: []*command{
+			{name: "list", summary: "list the refused entries, newest first", run: malformedList, readOnly: true,
+				example: "herald malformed list -code not_json -since 24h"},
+			{name: "show", summary: "show one refused entry and why it was refused", run: malformedShow, readOnly: true,
+				example: "herald malformed show intake:42"},
+		},
 	})
 }
 

@@ -14,7 +14,12 @@ func init() {
 	register(&command{
 		name:    "providers",
 		summary: "apply a providers and routing file (audited, with a diff), or list the providers",
-		run:     withSubcommands("providers", subcommandFunc{"apply", providersApply}, subcommandFunc{"list", providersList}),
+		subs: []*command{
+			{name: "apply", summary: "make the database's providers and rules the file's, showing the diff (audited)", run: providersApply,
+				example: "herald providers apply -f providers.yaml -dry-run"},
+			{name: "list", summary: "list the providers, never a credential", run: providersList, readOnly: true,
+				example: "herald providers list --json"},
+		},
 	})
 }
 
@@ -38,7 +43,11 @@ func providersApply(ctx context.Context, m *Main, args []string) error {
 	if *file == "" {
 		return usageError{errors.New("invalid -f: required, the providers file to apply")}
 	}
-	if err := a.check(false); err != nil {
+	// A dry run records nothing, so it needs no actor; routing.Apply asks
+	// for one all the same.
+	if *dryRun && a.actor == "" {
+		a.actor = "dry-run"
+	} else if err := a.check(false); err != nil {
 		return err
 	}
 	f, err := routing.ReadFile(*file)

@@ -16,7 +16,12 @@ func init() {
 	register(&command{
 		name:    "routing",
 		summary: "list the routing rules, or test which provider a destination would get and why",
-		run:     withSubcommands("routing", subcommandFunc{"list", routingList}, subcommandFunc{"test", routingTest}),
+		subs: []*command{
+			{name: "list", summary: "list each channel's rules, in order", run: routingList, readOnly: true,
+				example: "herald routing list"},
+			{name: "test", summary: "say which provider a route to a destination would get now, and why", run: routingTest, readOnly: true,
+				example: "herald routing test -producer shop +14155550100"},
+		},
 	})
 }
 

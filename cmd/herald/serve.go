@@ -20,6 +20,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the engine: dispatch due routes through the channels and drain the SQL intake",
+		example: "herald serve -config /etc/herald/herald.yaml -metrics-addr :9090",
 		run:     runServe,
 	})
 }
@@ -61,6 +62,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	pool, err := m.servePool(ctx, &g, int32(conns))
 	if err != nil {
+		return err
+	}
+	if err := m.checkSchema(ctx, &g, pool); err != nil {
 		return err
 	}
 	ecfg := engine.FromConfig(cfg)

@@ -12,9 +12,11 @@ import (
 
 func init() {
 	register(&command{
-		name:    "stats",
-		summary: "show backlog, lag, recent throughput and dead letters per channel, and provider health",
-		run:     runStats,
+		name:     "stats",
+		summary:  "show backlog, lag, recent throughput and dead letters per channel, and provider health",
+		example:  "herald stats -window 15m",
+		readOnly: true,
+		run:      runStats,
 	})
 }
 

@@ -17,7 +17,7 @@ JOIN herald.records rec ON rec.notification_id = d.notification_id
 WHERE ($1::text IS NULL OR d.channel = $1::text)
     AND ($2::text IS NULL OR rec.producer = $2::text)
     AND ($3::text IS NULL OR rec.notification_type = $3::text)
-    AND ($4::text IS NULL OR d.failure_classification = $4::text)
+    AND ($4::text IS NULL OR d.failure_classification = ANY(string_to_array($4::text, ',')))
     AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
     AND ($6::timestamptz IS NULL OR d.created_at <= $6::timestamptz)
     AND ($7::text[] IS NULL OR EXISTS (
@@ -186,7 +186,7 @@ FROM herald.dead_letter_view v
 WHERE ($1::text IS NULL OR v.channel = $1::text)
     AND ($2::text IS NULL OR v.producer = $2::text)
     AND ($3::text IS NULL OR v.notification_type = $3::text)
-    AND ($4::text IS NULL OR v.classification = $4::text)
+    AND ($4::text IS NULL OR v.classification = ANY(string_to_array($4::text, ',')))
     AND ($5::timestamptz IS NULL OR v.dead_lettered_at >= $5::timestamptz)
     AND ($6::timestamptz IS NULL OR v.dead_lettered_at <= $6::timestamptz)
     AND ($7::text[] IS NULL OR EXISTS (
@@ -248,7 +248,10 @@ type DeadLetterListRow struct {
 // ids_notification/ids_route select routes by id (an empty route id means
 // every dead route of that notification); until bounds a replay to the dead
 // letters that existed when it was requested, so a replay that resumes after
-// a restart never picks up routes that died after its request.
+// a restart never picks up routes that died after its request;
+// classification is one classification or several, comma-separated (a
+// class of outcomes, as `herald dead-letters -classification transient`
+// gives it).
 //
 // The filter is written out in DeadLetterList, DeadLetterCount and
 // DeadLetterReplay alike (sqlc has no macros); keep the three in step. It is
@@ -320,7 +323,7 @@ WITH picked AS (
     WHERE ($1::text IS NULL OR d.channel = $1::text)
         AND ($2::text IS NULL OR rec.producer = $2::text)
         AND ($3::text IS NULL OR rec.notification_type = $3::text)
-        AND ($4::text IS NULL OR d.failure_classification = $4::text)
+        AND ($4::text IS NULL OR d.failure_classification = ANY(string_to_array($4::text, ',')))
         AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
         AND ($6::timestamptz IS NULL OR d.created_at <= $6::timestamptz)
         AND ($7::text[] IS NULL OR EXISTS (

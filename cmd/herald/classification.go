@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/channel/callback"
+	"github.com/heraldhq/herald/internal/channel/email"
+	"github.com/heraldhq/herald/internal/channel/smppch"
+	"github.com/heraldhq/herald/internal/channel/sms"
+	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/smpp"
+)
+
+// failureClasses maps each fixed classification a dead letter can carry to
+// the outcome classes (channel.Transient, channel.Permanent) it comes with:
+// the class each constant's definition documents, and that
+// TestFailureClassesCoverEveryDefinedClassification checks. A route
+// dead-letters at once on a Permanent outcome, and on a Transient one once
+// its attempts run out. The dispatcher's own classifications dead-letter
+// without retrying (Permanent), but for attempts_exhausted.
+var failureClasses = map[string][]channel.Class{
+	channel.ClassBadContent:         {channel.Permanent},
+	channel.ClassInvalidDestination: {channel.Permanent},
+	channel.ClassTimeout:            {channel.Transient},
+	channel.ClassCanceled:           {channel.Transient},
+	channel.ClassConnectionRefused:  {channel.Transient},
+	channel.ClassConnectionReset:    {channel.Transient},
+	channel.ClassDNS:                {channel.Transient},
+	channel.ClassTLSCertificate:     {channel.Transient, channel.Permanent}, // Permanent for webhooks
+	channel.ClassTLS:                {channel.Transient},
+	channel.ClassNetwork:            {channel.Transient},
+	webhook.ClassDestinationDenied:  {channel.Permanent},
+	sms.ClassProviderAuth:           {channel.Transient},
+	sms.ClassProviderThrottled:      {channel.Transient},
+	sms.ClassProviderRejected:       {channel.Permanent},
+	sms.ClassProviderConfig:         {channel.Transient},
+	email.ClassAuth:                 {channel.Transient},
+	email.ClassTLSRequired:          {channel.Transient},
+	email.ClassProtocol:             {channel.Transient},
+	"smtp_utf8_unsupported":         {channel.Permanent},
+	smppch.ClassThrottled:           {channel.Transient},
+	smppch.ClassQueueFull:           {channel.Transient},
+	smppch.ClassNotBound:            {channel.Transient},
+	smppch.ClassConnectionLost:      {channel.Transient},
+	smppch.ClassResponseTimeout:     {channel.Transient},
+	smppch.ClassBadResponse:         {channel.Transient},
+	smppch.ClassClosed:              {channel.Transient},
+	smppch.ClassTooLong:             {channel.Permanent},
+	callback.ClassOrder:             {channel.Transient},
+	callback.ClassNoSubscription:    {channel.Permanent},
+	callback.ClassLookup:            {channel.Transient, channel.Permanent},
+	callback.ClassBadSecret:         {channel.Permanent},
+	dispatch.ClassNoRoute:           {channel.Permanent},
+	dispatch.ClassExpired:           {channel.Permanent},
+	dispatch.ClassAttemptsExhausted: {channel.Transient},
+	dispatch.ClassDelivererPanic:    {channel.Permanent},
+	dispatch.ClassTemplateError:     {channel.Permanent},
+}
+
+// statusClassification matches the classifications that carry a status:
+// an HTTP answer (webhook, SMS providers), an SMTP reply, an SMPP
+// command_status.
+var statusClassification = regexp.MustCompile(`^(?:(http|smtp)_([1-5][0-9][0-9])|smpp_0x([0-9a-f]{8}))$`)
+
+// classesOf returns the outcome classes a dead letter of classification c
+// comes with; none for a classification no channel gives a dead letter.
+func classesOf(c string) []channel.Class {
+	if cl, ok := failureClasses[c]; ok {
+		return cl
+	}
+	m := statusClassification.FindStringSubmatch(c)
+	switch {
+	case m == nil:
+		return nil
+	case m[3] != "":
+		st, _ := strconv.ParseUint(m[3], 16, 32)
+		return []channel.Class{smppch.StatusOutcome(smpp.Status(st)).Class}
+	}
+	code, _ := strconv.Atoi(m[2])
+	switch {
+	case code < 300:
+		return nil // delivered
+	case m[1] == "smtp" && code < 500, m[1] == "http" && (code == 408 || code == 429 || code >= 500):
+		return []channel.Class{channel.Transient} // the channels' rules (webhook, sms, email)
+	}
+	return []channel.Class{channel.Permanent}
+}
+
+// classificationGroups are the outcome classes -classification takes as
+// well as one classification.
+var classificationGroups = map[string]channel.Class{
+	channel.Transient.String(): channel.Transient,
+	channel.Permanent.String(): channel.Permanent,
+}
+
+// classificationHelp is -classification's help: the valid values.
+func classificationHelp() string {
+	return "only this failure classification, or every one of an outcome class: " + validClassifications()
+}
+
+func validClassifications() string {
+	fixed := make([]string, 0, len(failureClasses))
+	for c := range failureClasses {
+		fixed = append(fixed, c)
+	}
+	slices.Sort(fixed)
+	return "transient, permanent, " + strings.Join(fixed, ", ") + ", http_NNN, smtp_NNN or smpp_0xXXXXXXXX"
+}
+
+// checkClassification refuses a -classification no dead letter can have.
+func checkClassification(c string) error {
+	if _, group := classificationGroups[c]; c == "" || group || len(classesOf(c)) > 0 {
+		return nil
+	}
+	return usageError{fmt.Errorf("invalid -classification %q: want %s", c, validClassifications())}
+}
+
+// expandClassification returns the filter value for -classification c: c
+// itself, or for a group the classifications of that class among present
+// (those the dead letters have), comma-separated as the dead-letter
+// queries take a set. A group none of present belongs to stays itself,
+// which matches nothing.
+func expandClassification(c string, present []string) string {
+	class, group := classificationGroups[c]
+	if !group {
+		return c
+	}
+	var in []string
+	for _, p := range present {
+		if slices.Contains(classesOf(p), class) && !slices.Contains(in, p) {
+			in = append(in, p)
+		}
+	}
+	if len(in) == 0 {
+		return c
+	}
+	return strings.Join(in, ",")
+}
