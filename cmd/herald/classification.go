@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/heraldhq/herald/internal/callback"
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/channel/callback"
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/smppch"
 	"github.com/heraldhq/herald/internal/channel/sms"

@@ -323,7 +323,7 @@ func TestFailureClassesCoverEveryDefinedClassification(t *testing.T) {
 	// with the outcome class its comment documents.
 	documented := regexp.MustCompile(`\((Transient|Permanent)\b`)
 	found := 0
-	for _, dir := range []string{"channel", "channel/*", "dispatch"} {
+	for _, dir := range []string{"channel", "channel/*", "callback", "dispatch"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", "internal", dir, "*.go"))
 		require.NoError(t, err)
 		for _, f := range files {
