@@ -25,9 +25,6 @@ type globalFlags struct {
 	LogFormat   string
 	LogLevel    string
 	JSON        bool
-	// prepare, if not nil, runs on the pool once it is connected and its
-	// schema checked, before the command uses it.
-	prepare func(context.Context, *pgxpool.Pool) error
 }
 
 // newFlagSet returns a FlagSet for a command with the global flags bound,
@@ -185,9 +182,6 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 	}
 	if err := m.checkSchema(ctx, g, pool); err != nil {
 		return nil, err
-	}
-	if g.prepare != nil {
-		return pool, g.prepare(ctx, pool)
 	}
 	return pool, nil
 }

@@ -124,8 +124,17 @@ type DeadLetterArgs struct {
 }
 
 // ListFilter returns the filter list uses: Since read back from now
-// (ParseSince) and Channel checked (ParseChannel).
-func (a *DeadLetterArgs) ListFilter(now time.Time) (f Filter, err error) {
+// (ParseSince), Channel checked (ParseChannel) and Classification checked
+// (one a dead letter can have, or an outcome class: ClassificationHelp).
+func (a *DeadLetterArgs) ListFilter(now time.Time) (Filter, error) {
+	f, err := a.filter(now)
+	if err != nil {
+		return f, err
+	}
+	return f, checkClassification(f.Classification)
+}
+
+func (a *DeadLetterArgs) filter(now time.Time) (f Filter, err error) {
 	f = a.Filter
 	if f.Since, err = ParseSince(a.Since, now); err != nil {
 		return f, err
@@ -135,7 +144,7 @@ func (a *DeadLetterArgs) ListFilter(now time.Time) (f Filter, err error) {
 }
 
 // ReplayFilter checks BatchSize and AsyncThreshold, then returns ListFilter
-// with the IDs (ParseRouteArg) added. It refuses to replay everything
+// with the IDs (ParseRouteArg) added, Classification checked last. It refuses to replay everything
 // unless All is set: no id and no filter is a mistake.
 func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if a.BatchSize < 1 || a.BatchSize > MaxBatchSize {
@@ -144,7 +153,7 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if a.AsyncThreshold < 0 {
 		return Filter{}, fmt.Errorf("invalid -async-threshold %d: must not be negative", a.AsyncThreshold)
 	}
-	f, err := a.ListFilter(now)
+	f, err := a.filter(now)
 	if err != nil {
 		return f, err
 	}
@@ -159,7 +168,7 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if len(f.IDs) == 0 && g.Channel == "" && g.Producer == "" && g.NotificationType == "" && g.Classification == "" && a.Since == "" && !a.All {
 		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
 	}
-	return f, nil
+	return f, checkClassification(f.Classification)
 }
 
 // FailureCodes returns every failure code, as `herald malformed list
