@@ -139,10 +139,7 @@ func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
 	if c == nil {
 		c = &command{}
 	}
-	render.FlagUsage(m.Stdout, fs, c.summary, argsUsage)
-	if c.example != "" {
-		fmt.Fprintf(m.Stdout, "\nExample:\n  %s\n", c.example)
-	}
+	render.FlagUsage(m.Stdout, fs, c.summary, argsUsage, c.example)
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -329,7 +330,7 @@ func TestBinaryRefusesWithoutADatabaseAndPrintsItsVersion(t *testing.T) {
 	cmd.Env = []string{"HOME=" + t.TempDir()}
 	out, err := cmd.Output()
 	require.NoError(t, err)
-	var v versionInfo
+	var v render.VersionInfo
 	require.NoError(t, json.Unmarshal(out, &v))
 	require.Equal(t, runtime.Version(), v.GoVersion)
 	require.Equal(t, schema.LatestVersion(), v.SchemaVersion)
