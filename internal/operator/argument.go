@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 // The operator commands check the form of the ids they are given before
@@ -169,6 +170,39 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
 	}
 	return f, checkClassification(f.Classification)
+}
+
+// RoutingTestArgs are the arguments of `herald routing test`, as given:
+// the flags (-channel, -producer, -type, -priority, -tried) and the
+// destination.
+type RoutingTestArgs struct {
+	Channel, Destination, Producer, NotificationType, Priority string
+	// Tried is comma-separated; "" for none.
+	Tried string
+}
+
+// PickInput returns the route TestRouting is asked about: Channel guessed
+// from Destination when empty (routing.GuessChannel) and checked
+// (ParseChannel), Priority transactional or bulk, Tried split at its
+// commas. Its error is one line naming the argument.
+func (a *RoutingTestArgs) PickInput() (routing.PickInput, error) {
+	in := routing.PickInput{Channel: a.Channel, Destination: a.Destination, Producer: a.Producer,
+		NotificationType: a.NotificationType, Priority: a.Priority}
+	if in.Channel == "" {
+		if in.Channel = routing.GuessChannel(a.Destination); in.Channel == "" {
+			return in, fmt.Errorf("cannot tell the channel of %s: give -channel", QuoteArg(a.Destination))
+		}
+	}
+	if _, err := ParseChannel(in.Channel); err != nil {
+		return in, err
+	}
+	if in.Priority != string(heraldtype.PriorityTransactional) && in.Priority != string(heraldtype.PriorityBulk) {
+		return in, fmt.Errorf("invalid -priority %s: want transactional or bulk", QuoteArg(in.Priority))
+	}
+	if a.Tried != "" {
+		in.Tried = strings.Split(a.Tried, ",")
+	}
+	return in, nil
 }
 
 // FailureCodes returns every failure code, as `herald malformed list
