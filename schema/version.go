@@ -2,10 +2,13 @@ package schema
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 )
@@ -46,4 +49,47 @@ func AppliedVersion(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 		return 0, fmt.Errorf("read %s: %w", versionTable, err)
 	}
 	return v, nil
+}
+
+// ErrVersionUnreadable is returned by CheckVersion, wrapping the
+// database's permission error, for a login that may not read the
+// migration history (a producer's): its statements fail on their own if
+// the schema is not the one they expect.
+var ErrVersionUnreadable = errors.New("schema version not readable")
+
+// VersionError says the database's herald schema (Have) is not the one the
+// binary carries (Want). Behind, statements would fail on missing tables,
+// functions or columns, each with an error that does not say why; ahead,
+// a statement that writes would write through definitions the binary does
+// not know.
+type VersionError struct{ Have, Want int64 }
+
+// Ahead reports whether the database's schema is newer than the binary's.
+func (e *VersionError) Ahead() bool { return e.Have > e.Want }
+
+func (e *VersionError) Error() string {
+	if e.Ahead() {
+		return fmt.Sprintf("binary older than schema: the database is at version %d, this herald knows %d: upgrade herald", e.Have, e.Want)
+	}
+	return fmt.Sprintf("schema at version %d of %d: run herald migrate up", e.Have, e.Want)
+}
+
+// CheckVersion compares the database's herald schema version
+// (AppliedVersion) with the binary's (LatestVersion). It returns nil when
+// they are the same, a *VersionError when not, ErrVersionUnreadable when
+// the login may not read the migration history, and AppliedVersion's
+// error otherwise.
+func CheckVersion(ctx context.Context, pool *pgxpool.Pool) error {
+	have, err := AppliedVersion(ctx, pool)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InsufficientPrivilege {
+		return fmt.Errorf("%w: %w", ErrVersionUnreadable, err)
+	}
+	if err != nil {
+		return err
+	}
+	if want := LatestVersion(); have != want {
+		return &VersionError{Have: have, Want: want}
+	}
+	return nil
 }

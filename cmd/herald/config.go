@@ -25,9 +25,6 @@ type globalFlags struct {
 	LogFormat   string
 	LogLevel    string
 	JSON        bool
-	// prepare, if not nil, runs on the pool once it is connected and its
-	// schema checked, before the command uses it.
-	prepare func(context.Context, *pgxpool.Pool) error
 }
 
 // newFlagSet returns a FlagSet for a command with the global flags bound,
@@ -142,10 +139,7 @@ func (m *Main) printUsage(fs *flag.FlagSet, argsUsage string) {
 	if c == nil {
 		c = &command{}
 	}
-	render.FlagUsage(m.Stdout, fs, c.summary, argsUsage)
-	if c.example != "" {
-		fmt.Fprintf(m.Stdout, "\nExample:\n  %s\n", c.example)
-	}
+	render.FlagUsage(m.Stdout, fs, c.summary, argsUsage, c.example)
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -185,9 +179,6 @@ func (m *Main) pool(ctx context.Context, g *globalFlags) (*pgxpool.Pool, error) 
 	}
 	if err := m.checkSchema(ctx, g, pool); err != nil {
 		return nil, err
-	}
-	if g.prepare != nil {
-		return pool, g.prepare(ctx, pool)
 	}
 	return pool, nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -10,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
-	"github.com/heraldhq/herald/internal/store"
 )
 
 func init() {
@@ -40,29 +36,8 @@ func bindFilter(fs *flag.FlagSet, a *operator.DeadLetterArgs) {
 	fs.StringVar(&a.Filter.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
 	fs.StringVar(&a.Filter.Producer, "producer", "", "only this producer")
 	fs.StringVar(&a.Filter.NotificationType, "type", "", "only this notification type")
-	fs.StringVar(&a.Filter.Classification, "classification", "", classificationHelp())
+	fs.StringVar(&a.Filter.Classification, "classification", "", operator.ClassificationHelp())
 	fs.StringVar(&a.Since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
-}
-
-// classificationFilter returns what turns f's classification, if a group
-// (transient, permanent), into the classifications of that class the
-// database's dead letters have.
-func classificationFilter(f *operator.Filter) func(context.Context, *pgxpool.Pool) error {
-	return func(ctx context.Context, pool *pgxpool.Pool) error {
-		if _, group := classificationGroups[f.Classification]; !group {
-			return nil
-		}
-		rows, err := store.New().DeadLetterCountByClassification(ctx, pool)
-		if err != nil {
-			return err
-		}
-		present := make([]string, len(rows))
-		for i, r := range rows {
-			present[i] = r.Classification
-		}
-		f.Classification = expandClassification(f.Classification, present)
-		return nil
-	}
 }
 
 // parseArgs parses flags wherever they stand among the positional
@@ -206,11 +181,13 @@ func deadLettersList(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	f, err := usage(d.ListFilter(time.Now()))
-	if err = cmp.Or(err, checkClassification(f.Classification)); err != nil {
+	if err != nil {
 		return err
 	}
-	l.prepare = classificationFilter(&f)
 	return answer(ctx, m, &l.globalFlags, 0, func(op *operator.Operator) (*operator.DeadLetterPage, error) {
+		if err := op.ExpandClassification(ctx, &f); err != nil {
+			return nil, err
+		}
 		return op.DeadLetters(ctx, f, l.limit, l.after)
 	}, render.DeadLetterPage)
 }
@@ -239,12 +216,14 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	f, err := usage(d.ReplayFilter(time.Now()))
-	if err = cmp.Or(err, checkClassification(f.Classification)); err != nil {
+	if err != nil {
 		return err
 	}
-	g.prepare = classificationFilter(&f)
 	opts := operator.ReplayOpts{Actor: a.actor, Reason: a.reason, DryRun: *dryRun}
 	return answer(ctx, m, &g, d.BatchSize, func(op *operator.Operator) (*operator.ReplayOutcome, error) {
+		if err := op.ExpandClassification(ctx, &f); err != nil {
+			return nil, err
+		}
 		return op.ReplayOrQueue(ctx, f, opts, *async, d.AsyncThreshold)
 	}, render.ReplayOutcome)
 }

@@ -225,14 +225,14 @@ func isTerminal(f *os.File) bool {
 // "help") in place of a subcommand it prints c's usage on Stdout and
 // returns flag.ErrHelp.
 func (m *Main) subcommand(c *command, args []string) (*command, []string, error) {
-	names := make([]string, len(c.subs))
+	names, subs := make([]string, len(c.subs)), make([][2]string, len(c.subs))
 	for i, s := range c.subs {
-		names[i] = s.name
+		names[i], subs[i] = s.name, [2]string{s.name, s.summary}
 	}
 	one := strings.Join(names, ", ")
 	switch {
 	case len(args) > 0 && (isHelp(args[0]) || args[0] == "help"):
-		subcommandUsage(m.Stdout, c)
+		render.SubcommandUsage(m.Stdout, c.name, c.summary, subs)
 		return nil, nil, flag.ErrHelp
 	case len(args) == 0 || strings.HasPrefix(args[0], "-"):
 		return nil, nil, usageError{fmt.Errorf("%s: missing subcommand: one of %s", c.name, one)}
@@ -240,14 +240,4 @@ func (m *Main) subcommand(c *command, args []string) (*command, []string, error)
 		return nil, nil, usageError{fmt.Errorf("%s: unknown subcommand %q: one of %s", c.name, args[0], one)}
 	}
 	return c.subs[slices.Index(names, args[0])], args[1:], nil
-}
-
-// subcommandUsage writes the usage of c, a command with subcommands: what
-// it does and each subcommand's one line.
-func subcommandUsage(w io.Writer, c *command) {
-	fmt.Fprintf(w, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands:\n", c.name, c.summary)
-	for _, s := range c.subs {
-		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
-	}
-	fmt.Fprintf(w, "\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags and an example.\n", c.name)
 }

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/operator"
 	"github.com/heraldhq/herald/internal/render"
-	"github.com/heraldhq/herald/internal/routing"
 )
 
 func init() {
@@ -35,29 +33,19 @@ func routingList(ctx context.Context, m *Main, args []string) error {
 func routingTest(ctx context.Context, m *Main, args []string) error {
 	var g globalFlags
 	fs := m.newJSONFlagSet("routing test", &g)
-	ch := fs.String("channel", "", "the route's channel: "+strings.Join(intake.Channels(), ", ")+" (default: from DESTINATION: +digits sms, an address email, a URL webhook)")
-	producer := fs.String("producer", "", "the notification's producer")
-	typ := fs.String("type", "", "the notification's type")
-	priority := fs.String("priority", string(heraldtype.PriorityTransactional), "the route's priority: transactional or bulk")
-	tried := fs.String("tried", "", "the providers of the route's earlier attempts, comma-separated, the last having just failed")
-	dest, err := m.parseOneArg(fs, &g, args, "routing test", "DESTINATION")
+	var a operator.RoutingTestArgs
+	fs.StringVar(&a.Channel, "channel", "", "the route's channel: "+strings.Join(intake.Channels(), ", ")+" (default: from DESTINATION: +digits sms, an address email, a URL webhook)")
+	fs.StringVar(&a.Producer, "producer", "", "the notification's producer")
+	fs.StringVar(&a.NotificationType, "type", "", "the notification's type")
+	fs.StringVar(&a.Priority, "priority", string(heraldtype.PriorityTransactional), "the route's priority: transactional or bulk")
+	fs.StringVar(&a.Tried, "tried", "", "the providers of the route's earlier attempts, comma-separated, the last having just failed")
+	var err error
+	if a.Destination, err = m.parseOneArg(fs, &g, args, "routing test", "DESTINATION"); err != nil {
+		return err
+	}
+	in, err := usage(a.PickInput())
 	if err != nil {
 		return err
-	}
-	if *ch == "" {
-		if *ch = routing.GuessChannel(dest); *ch == "" {
-			return usageError{fmt.Errorf("cannot tell the channel of %s: give -channel", operator.QuoteArg(dest))}
-		}
-	}
-	if _, err := parseChannel(*ch); err != nil {
-		return err
-	}
-	if *priority != string(heraldtype.PriorityTransactional) && *priority != string(heraldtype.PriorityBulk) {
-		return usageError{fmt.Errorf("invalid -priority %s: want transactional or bulk", operator.QuoteArg(*priority))}
-	}
-	in := routing.PickInput{Channel: *ch, Destination: dest, Producer: *producer, NotificationType: *typ, Priority: *priority}
-	if *tried != "" {
-		in.Tried = strings.Split(*tried, ",")
 	}
 	op, err := m.operatorFor(ctx, &g, 0)
 	if err != nil {

@@ -13,9 +13,12 @@ import (
 // maxLines bounds cmd/herald's non-test Go code: cmd/ parses
 // flags and wires, as in WTF Dial; what commands do lives in
 // internal/operator, tables and text in internal/render, connecting in
-// internal/connstr, the bench's modes in internal/bench, the demo in
-// internal/demo.
-const maxLines = 1800
+// internal/connstr, schema versions in schema, the bench's modes in
+// internal/bench, the demo in internal/demo. The bound leaves room for the
+// wiring each command and subcommand carries itself: its registration with
+// a summary and an example, its own flag set, and a run function that
+// parses it and calls its owner.
+const maxLines = 2200
 
 func TestCommandStaysAWiringLayerUnderMaxLines(t *testing.T) {
 	t.Parallel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 // The operator commands check the form of the ids they are given before
@@ -124,8 +125,17 @@ type DeadLetterArgs struct {
 }
 
 // ListFilter returns the filter list uses: Since read back from now
-// (ParseSince) and Channel checked (ParseChannel).
-func (a *DeadLetterArgs) ListFilter(now time.Time) (f Filter, err error) {
+// (ParseSince), Channel checked (ParseChannel) and Classification checked
+// (one a dead letter can have, or an outcome class: ClassificationHelp).
+func (a *DeadLetterArgs) ListFilter(now time.Time) (Filter, error) {
+	f, err := a.filter(now)
+	if err != nil {
+		return f, err
+	}
+	return f, checkClassification(f.Classification)
+}
+
+func (a *DeadLetterArgs) filter(now time.Time) (f Filter, err error) {
 	f = a.Filter
 	if f.Since, err = ParseSince(a.Since, now); err != nil {
 		return f, err
@@ -135,7 +145,7 @@ func (a *DeadLetterArgs) ListFilter(now time.Time) (f Filter, err error) {
 }
 
 // ReplayFilter checks BatchSize and AsyncThreshold, then returns ListFilter
-// with the IDs (ParseRouteArg) added. It refuses to replay everything
+// with the IDs (ParseRouteArg) added, Classification checked last. It refuses to replay everything
 // unless All is set: no id and no filter is a mistake.
 func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if a.BatchSize < 1 || a.BatchSize > MaxBatchSize {
@@ -144,7 +154,7 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if a.AsyncThreshold < 0 {
 		return Filter{}, fmt.Errorf("invalid -async-threshold %d: must not be negative", a.AsyncThreshold)
 	}
-	f, err := a.ListFilter(now)
+	f, err := a.filter(now)
 	if err != nil {
 		return f, err
 	}
@@ -159,7 +169,40 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 	if len(f.IDs) == 0 && g.Channel == "" && g.Producer == "" && g.NotificationType == "" && g.Classification == "" && a.Since == "" && !a.All {
 		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
 	}
-	return f, nil
+	return f, checkClassification(f.Classification)
+}
+
+// RoutingTestArgs are the arguments of `herald routing test`, as given:
+// the flags (-channel, -producer, -type, -priority, -tried) and the
+// destination.
+type RoutingTestArgs struct {
+	Channel, Destination, Producer, NotificationType, Priority string
+	// Tried is comma-separated; "" for none.
+	Tried string
+}
+
+// PickInput returns the route TestRouting is asked about: Channel guessed
+// from Destination when empty (routing.GuessChannel) and checked
+// (ParseChannel), Priority transactional or bulk, Tried split at its
+// commas. Its error is one line naming the argument.
+func (a *RoutingTestArgs) PickInput() (routing.PickInput, error) {
+	in := routing.PickInput{Channel: a.Channel, Destination: a.Destination, Producer: a.Producer,
+		NotificationType: a.NotificationType, Priority: a.Priority}
+	if in.Channel == "" {
+		if in.Channel = routing.GuessChannel(a.Destination); in.Channel == "" {
+			return in, fmt.Errorf("cannot tell the channel of %s: give -channel", QuoteArg(a.Destination))
+		}
+	}
+	if _, err := ParseChannel(in.Channel); err != nil {
+		return in, err
+	}
+	if in.Priority != string(heraldtype.PriorityTransactional) && in.Priority != string(heraldtype.PriorityBulk) {
+		return in, fmt.Errorf("invalid -priority %s: want transactional or bulk", QuoteArg(in.Priority))
+	}
+	if a.Tried != "" {
+		in.Tried = strings.Split(a.Tried, ",")
+	}
+	return in, nil
 }
 
 // FailureCodes returns every failure code, as `herald malformed list

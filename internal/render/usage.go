@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // Usage writes herald's usage, `herald help`: each command, by name, with
@@ -19,17 +18,22 @@ func Usage(w io.Writer, summaries map[string]string) {
 }
 
 // SubcommandUsage writes the usage of command name, which has subcommands:
-// what it does (summary) and the subcommands' names.
-func SubcommandUsage(w io.Writer, name, summary string, subcommands []string) {
-	fmt.Fprintf(w, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands: %s\n\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags.\n",
-		name, summary, strings.Join(subcommands, ", "), name)
+// what it does (summary) and each subcommand's one line (subs, in order:
+// name and summary).
+func SubcommandUsage(w io.Writer, name, summary string, subs [][2]string) {
+	fmt.Fprintf(w, "Usage: herald %s SUBCOMMAND [flags] [arguments]\n\n%s\n\nSubcommands:\n", name, summary)
+	for _, s := range subs {
+		fmt.Fprintf(w, "  %-10s %s\n", s[0], s[1])
+	}
+	fmt.Fprintf(w, "\nRun 'herald %s SUBCOMMAND -h' for a subcommand's flags and an example.\n", name)
 }
 
 // FlagUsage writes the usage of the command fs parses: its command line
 // (with argsUsage, its positional arguments, when not empty), its summary
-// when not empty, and its flags with their defaults. fs's output is left
-// discarded afterwards, as herald's flag sets keep it.
-func FlagUsage(w io.Writer, fs *flag.FlagSet, summary, argsUsage string) {
+// when not empty, its flags with their defaults, and example, a command
+// line, when not empty. fs's output is left discarded afterwards, as
+// herald's flag sets keep it.
+func FlagUsage(w io.Writer, fs *flag.FlagSet, summary, argsUsage, example string) {
 	fmt.Fprintf(w, "Usage: %s [flags]", fs.Name())
 	if argsUsage != "" {
 		fmt.Fprintf(w, " %s", argsUsage)
@@ -42,4 +46,7 @@ func FlagUsage(w io.Writer, fs *flag.FlagSet, summary, argsUsage string) {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+	if example != "" {
+		fmt.Fprintf(w, "\nExample:\n  %s\n", example)
+	}
 }

@@ -1,6 +1,7 @@
-package main
+package operator
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -92,15 +93,16 @@ func classesOf(c string) []channel.Class {
 	return []channel.Class{channel.Permanent}
 }
 
-// classificationGroups are the outcome classes -classification takes as
-// well as one classification.
+// classificationGroups are the outcome classes a filter's Classification
+// takes as well as one classification.
 var classificationGroups = map[string]channel.Class{
 	channel.Transient.String(): channel.Transient,
 	channel.Permanent.String(): channel.Permanent,
 }
 
-// classificationHelp is -classification's help: the valid values.
-func classificationHelp() string {
+// ClassificationHelp is the help of `herald dead-letters` -classification:
+// the valid values.
+func ClassificationHelp() string {
 	return "only this failure classification, or every one of an outcome class: " + validClassifications()
 }
 
@@ -113,15 +115,34 @@ func validClassifications() string {
 	return "transient, permanent, " + strings.Join(fixed, ", ") + ", http_NNN, smtp_NNN or smpp_0xXXXXXXXX"
 }
 
-// checkClassification refuses a -classification no dead letter can have.
+// checkClassification refuses a classification no dead letter can have.
 func checkClassification(c string) error {
 	if _, group := classificationGroups[c]; c == "" || group || len(classesOf(c)) > 0 {
 		return nil
 	}
-	return usageError{fmt.Errorf("invalid -classification %q: want %s", c, validClassifications())}
+	return fmt.Errorf("invalid -classification %q: want %s", c, validClassifications())
 }
 
-// expandClassification returns the filter value for -classification c: c
+// ExpandClassification turns f's Classification, if a group (transient,
+// permanent), into the classifications of that class the database's dead
+// letters have (see expandClassification); any other it leaves as it is.
+func (o *Operator) ExpandClassification(ctx context.Context, f *Filter) error {
+	if _, group := classificationGroups[f.Classification]; !group {
+		return nil
+	}
+	rows, err := o.q.DeadLetterCountByClassification(ctx, o.pool)
+	if err != nil {
+		return fmt.Errorf("count dead letters by classification: %w", err)
+	}
+	present := make([]string, len(rows))
+	for i, r := range rows {
+		present[i] = r.Classification
+	}
+	f.Classification = expandClassification(f.Classification, present)
+	return nil
+}
+
+// expandClassification returns the filter value for classification c: c
 // itself, or for a group the classifications of that class among present
 // (those the dead letters have), comma-separated as the dead-letter
 // queries take a set. A group none of present belongs to stays itself,
