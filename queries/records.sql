@@ -592,3 +592,61 @@ FROM herald.records
 WHERE notification_id < coalesce(sqlc.narg('before_notification_id')::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff')
 ORDER BY notification_id DESC
 LIMIT @page_size::integer;
+
+-- name: RecordListFilteredPage :many
+-- One page of the caller's notifications for the HTTP API's list, newest
+-- first, with its filters; row-level security keeps to the acting
+-- producer's records. `scanned` walks down from the cursor
+-- @before_notification_id (exclusive; NULL: from the newest) and from
+-- @until (exclusive) to @since (inclusive), each time bounded by the ids of
+-- its millisecond (herald.id_floor), at most @scan_limit records: on
+-- records_pkey, or with @campaign on records_campaign_idx (producer,
+-- campaign, id). Of the two branches only the one whose one-time filter on
+-- @campaign holds runs, so one prepared plan serves both. `checked` tests
+-- what no index holds: accepted_at itself against @since and @until, one
+-- of the intent's channels is @channel, one of its routes is in @status (a
+-- probe of each routes partition's primary key). The answer is the
+-- records that match, and the last one examined whatever it is, each with
+-- the count examined: when a page is not full and @scan_limit records were
+-- examined, the caller pages on from the last one. However rare a filter's
+-- matches, a request reads at most @scan_limit records.
+WITH scanned AS MATERIALIZED (
+    (SELECT r.notification_id, r.notification_type, r.producer, r.idempotency_key, r.channels, r.priority,
+        r.request_id, r.accepted_at, r.send_at, r.expires_at
+    FROM herald.records r
+    WHERE sqlc.narg('campaign')::text IS NULL
+        AND r.notification_id < least(
+            coalesce(sqlc.narg('before_notification_id')::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+            coalesce(herald.id_floor(sqlc.narg('until')::timestamptz), 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+        AND r.notification_id >= coalesce(herald.id_floor(sqlc.narg('since')::timestamptz), '')
+    ORDER BY r.notification_id DESC
+    LIMIT @scan_limit::integer)
+    UNION ALL
+    (SELECT r.notification_id, r.notification_type, r.producer, r.idempotency_key, r.channels, r.priority,
+        r.request_id, r.accepted_at, r.send_at, r.expires_at
+    FROM herald.records r
+    WHERE r.producer = (SELECT herald.acting_producer()) AND r.campaign = sqlc.narg('campaign')::text
+        AND r.notification_id < least(
+            coalesce(sqlc.narg('before_notification_id')::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+            coalesce(herald.id_floor(sqlc.narg('until')::timestamptz), 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+        AND r.notification_id >= coalesce(herald.id_floor(sqlc.narg('since')::timestamptz), '')
+    ORDER BY r.notification_id DESC
+    LIMIT @scan_limit::integer)
+), checked AS (
+    SELECT s.*, (
+        (sqlc.narg('since')::timestamptz IS NULL OR s.accepted_at >= sqlc.narg('since')::timestamptz)
+        AND (sqlc.narg('until')::timestamptz IS NULL OR s.accepted_at < sqlc.narg('until')::timestamptz)
+        AND (sqlc.narg('channel')::text IS NULL OR sqlc.narg('channel')::text = ANY (s.channels))
+        AND (sqlc.narg('status')::text IS NULL OR EXISTS (
+            SELECT FROM herald.routes rt
+            WHERE rt.notification_id = s.notification_id AND rt.status = sqlc.narg('status')::text))
+    )::boolean AS matches
+    FROM scanned s
+)
+SELECT c.notification_id, c.notification_type, c.producer, c.idempotency_key, c.channels, c.priority,
+    c.request_id, c.accepted_at, c.send_at, c.expires_at, c.matches,
+    (SELECT count(*) FROM scanned)::integer AS scanned
+FROM checked c
+WHERE c.matches OR c.notification_id = (SELECT min(s.notification_id) FROM scanned s)
+ORDER BY c.notification_id DESC
+LIMIT @row_limit::integer;

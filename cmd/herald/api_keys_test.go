@@ -56,3 +56,27 @@ func TestAPIKeysAreCreatedShownOnceListedAndRevokedAudited(t *testing.T) {
 	}
 	require.Equal(t, []string{"api_key_create by tester", "api_key_revoke by tester"}, actions)
 }
+
+// TestAPIKeysCreateRecordsTheActorGiven runs api-keys as an operator's
+// login: the --actor given, not the login, is who created the key, in the
+// audit row and in the key's created_by; the login stays in the audit row.
+func TestAPIKeysCreateRecordsTheActorGiven(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	login, _, opEnv := loginAs(t, b, "oncall", "herald_operator")
+	_, stderr, err := run(t, opEnv, "api-keys", "create", "--producer", "shop", "--actor", "alice", "--reason", "shop goes live")
+	require.NoError(t, err, stderr)
+	var actor, loggedLogin, createdBy string
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT a.actor, a.login, k.created_by
+		FROM herald.audit_log a JOIN herald.api_keys k ON k.id = (a.details ->> 'key_id')::bigint
+		WHERE a.action = 'api_key_create'`).Scan(&actor, &loggedLogin, &createdBy))
+	require.Equal(t, "alice", actor)
+	require.Equal(t, login, loggedLogin)
+	require.Equal(t, "alice", createdBy)
+	var keys []struct {
+		CreatedBy string `json:"created_by"`
+	}
+	runJSON(t, opEnv, &keys, "api-keys", "list", "--producer", "shop")
+	require.Len(t, keys, 1)
+	require.Equal(t, "alice", keys[0].CreatedBy)
+}

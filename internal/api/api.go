@@ -11,7 +11,8 @@
 //
 //	POST   /v1/notifications               submit one intent (201, or 200 for a replay)
 //	POST   /v1/notifications/batch         submit up to Config.MaxBatch intents, a result each
-//	GET    /v1/notifications               the producer's notifications, newest first, by cursor
+//	GET    /v1/notifications               the producer's notifications, newest first, by cursor,
+//	                                       filtered by status, channel, campaign, since, until
 //	GET    /v1/notifications/{id}          one notification with its routes
 //	POST   /v1/notifications/{id}/cancel   cancel the routes not delivered yet (audited)
 //	PUT    /v1/recipients/{user_id}        create or replace a directory entry
@@ -41,6 +42,26 @@
 // authentications are limited per client address (Config.AuthFailureRate):
 // past them the address gets 429 with Retry-After before any database
 // work. A key that authenticated is limited to Config.RateLimit.
+//
+// # Rate limits
+//
+// Both limits are token buckets, and an answer subject to one says where
+// it stands: every answer once a key authenticated (when Config.RateLimit
+// is set) for the key's bucket, named "key"; a 401 for a key that failed,
+// and the 429 of an address held back, for the address's bucket, named
+// "auth-failures". The fields are the IETF httpapi draft's
+// RateLimit-Policy ("key";q=400;w=2: the bucket's size, and the seconds an
+// empty one takes to fill) and RateLimit ("key";r=399;t=1: requests left,
+// and seconds until the bucket is full), and the same in
+// X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (Unix
+// seconds), which many client libraries read instead. A 429 also has
+// Retry-After: when one request is allowed again.
+//
+// # Query parameters
+//
+// An operation takes the query parameters the document gives it, each
+// once; any other, or one given twice, is a 400 naming it, after the key
+// authenticated (checkQuery reads the list from the document itself).
 //
 // # Slow clients
 //

@@ -17,6 +17,8 @@ type request struct {
 	key     string
 	keyHash [sha256.Size]byte
 	call    *call
+	// header is the answer's header, for the rate-limit fields.
+	header http.Header
 	// unmetered: the key has no rate bucket yet; inTx takes its first
 	// token once the key authenticated.
 	unmetered bool
@@ -40,6 +42,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *request) error) http.Ha
 			p := problem(http.StatusTooManyRequests, CodeRateLimited,
 				"too many failed authentications from this address; retry later")
 			p.retryAfter = retryAfterSeconds(wait)
+			setRateFields(w.Header(), s.guard.state(addr, now), now)
 			writeProblem(w, r, p)
 			return
 		}
@@ -50,14 +53,17 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *request) error) http.Ha
 		}
 		if len(key) > maxKeyLen || !validText(key) { // no key of ours, and not text the database takes
 			s.guard.failed(addr, now)
+			setRateFields(w.Header(), s.guard.state(addr, now), now)
 			writeProblem(w, r, errUnauthorized)
 			return
 		}
-		req := &request{Request: r, key: key, keyHash: sha256.Sum256([]byte(key)), call: callOf(r.Context())}
+		req := &request{Request: r, key: key, keyHash: sha256.Sum256([]byte(key)), call: callOf(r.Context()),
+			header: w.Header()}
 		ok, wait, known := s.limiter.allowKnown(req.keyHash, now)
 		if !ok {
 			p := problem(http.StatusTooManyRequests, CodeRateLimited, "too many requests for this API key; retry later")
 			p.retryAfter = retryAfterSeconds(wait)
+			setRateFields(w.Header(), s.limiter.state(req.keyHash, now), now)
 			writeProblem(w, r, p)
 			return
 		}
@@ -67,7 +73,9 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *request) error) http.Ha
 		req.Request = r.WithContext(ctx)
 		err := h(w, req)
 		if err == errUnauthorized {
-			s.guard.failed(addr, time.Now())
+			now := time.Now()
+			s.guard.failed(addr, now)
+			setRateFields(w.Header(), s.guard.state(addr, now), now)
 		}
 		if err != nil {
 			writeProblem(w, r, asProblem(err))

@@ -78,6 +78,17 @@ func (l *limiter) taken(key [sha256.Size]byte, now time.Time) {
 	b.take(now)
 }
 
+// state returns where key's bucket stands: full when it has none.
+func (l *limiter) state(key [sha256.Size]byte, now time.Time) rateState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tokens := float64(l.burst)
+	if b := l.buckets[key]; b != nil {
+		tokens = b.l.TokensAt(now)
+	}
+	return bucketState(keyPolicy, l.rate, l.burst, tokens)
+}
+
 // sweep drops the buckets idle for limiterIdle, every limiterIdle.
 func (l *limiter) sweep(now time.Time) {
 	if now.Sub(l.swept) <= limiterIdle {
@@ -156,6 +167,18 @@ func (g *authGuard) blocked(addr netip.Prefix, now time.Time) (bool, time.Durati
 		return false, 0
 	}
 	return true, time.Duration((1 - tokens) / float64(g.rate) * float64(time.Second))
+}
+
+// state returns where addr's bucket of failed authentications stands:
+// full when it has none.
+func (g *authGuard) state(addr netip.Prefix, now time.Time) rateState {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tokens := float64(g.burst)
+	if e := g.addrs[addr]; e != nil {
+		tokens = e.Value.(*guardEntry).l.TokensAt(now)
+	}
+	return bucketState(authFailurePolicy, g.rate, g.burst, tokens)
 }
 
 // failed counts one failed authentication of addr.

@@ -217,7 +217,7 @@ func (r *schemaRun) operation(op *docOperation) {
 					delete(rc.body.(map[string]any), "idempotency_key")
 				}
 				return rc
-			}, false})
+			}, v.kind == "format"}) // as in a body: a format is an annotation to the document's validator
 		}
 	}
 	for range min(schemaRunNegatives, len(cands)) {
@@ -579,6 +579,9 @@ func (r *schemaRun) genObject(s map[string]any) map[string]any {
 // leaf renders a scalar of s with the mock renderer: an example now and
 // then, else a value from its type, format, pattern and bounds.
 func (r *schemaRun) leaf(s map[string]any, name string) any {
+	if enum := runSlice(s["enum"]); len(enum) > 0 {
+		return enum[r.rnd.Intn(len(enum))]
+	}
 	switch s["type"] {
 	case "boolean":
 		return r.rnd.Intn(2) == 0

@@ -18,8 +18,10 @@ import (
 // inTx runs fn in a transaction acting as r's key's producer: it sets the
 // key (herald.api_key), returns errUnauthorized when the database knows no
 // valid key of it, and commits when fn returns nil. Every statement of fn is
-// held by row-level security to the key's producer. fn is where an
-// endpoint validates its request: after the key authenticated.
+// held by row-level security to the key's producer. Once the key
+// authenticated, the answer carries the key's rate-limit fields, and a
+// query parameter the operation does not take is a 400 (checkQuery). fn is
+// where an endpoint validates the rest of its request.
 func (s *Server) inTx(r *request, fn func(tx pgx.Tx, producer string) error) error {
 	ctx := r.Context()
 	tx, err := s.pool.Begin(ctx)
@@ -39,6 +41,10 @@ func (s *Server) inTx(r *request, fn func(tx pgx.Tx, producer string) error) err
 	}
 	if r.unmetered {
 		s.limiter.taken(r.keyHash, time.Now())
+	}
+	s.rateFields(r)
+	if err := checkQuery(r); err != nil {
+		return err
 	}
 	if s.touchDue(r.keyHash) {
 		if err := store.New().APIKeyTouch(ctx, tx); err != nil {

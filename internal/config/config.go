@@ -71,7 +71,7 @@
 //	HERALD_CALLBACKS_TIMEOUT, HERALD_CALLBACKS_ALLOW_PRIVATE,
 //	HERALD_API_LISTEN, HERALD_API_DATABASE_URL
 //	(the URL itself), HERALD_API_MAX_CONNS, HERALD_API_MAX_BATCH,
-//	HERALD_API_RATE_LIMIT, HERALD_API_RATE_BURST,
+//	HERALD_API_MAX_BODY_BYTES, HERALD_API_RATE_LIMIT, HERALD_API_RATE_BURST,
 //	HERALD_API_AUTH_FAILURE_RATE, HERALD_API_AUTH_FAILURE_BURST,
 //	HERALD_API_AUTH_FAILURE_ADDRS, HERALD_API_READ_TIMEOUT,
 //	HERALD_API_WRITE_TIMEOUT, HERALD_API_IDLE_TIMEOUT,
@@ -93,6 +93,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -371,15 +372,27 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setInt(&c.API.MaxConns, "HERALD_API_MAX_CONNS")
 	setInt(&c.API.MaxBatch, "HERALD_API_MAX_BATCH")
 	setInt(&c.API.RateBurst, "HERALD_API_RATE_BURST")
+	setInt64 := func(dst *int64, key string) {
+		if v := getenv(key); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a whole number", key, v))
+				return
+			}
+			*dst = n
+		}
+	}
 	setFloat := func(dst *float64, key string) {
 		if v := getenv(key); v != "" {
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 				errs = append(errs, fmt.Errorf("%s: %q is not a number", key, v))
+				return
 			}
 			*dst = f
 		}
 	}
+	setInt64(&c.API.MaxBodyBytes, "HERALD_API_MAX_BODY_BYTES")
 	setFloat(&c.API.RateLimit, "HERALD_API_RATE_LIMIT")
 	setFloat(&c.API.AuthFailureRate, "HERALD_API_AUTH_FAILURE_RATE")
 	setInt(&c.API.AuthFailureBurst, "HERALD_API_AUTH_FAILURE_BURST")

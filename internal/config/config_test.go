@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -259,4 +262,74 @@ channels:
 	require.Equal(t, 15*time.Second, s.EnquireLinkInterval)
 	_, err = Load(path, env(nil))
 	require.EqualError(t, err, "channels.sms.smpp.password: environment variable SMSC_PASSWORD is empty or unset")
+}
+
+// TestEveryAPISettingHasAnEnvironmentVariable walks the api section's
+// settings: each has HERALD_API_<SETTING>, which wins over the file, is
+// named in example.yaml, and names itself when its value does not parse.
+func TestEveryAPISettingHasAnEnvironmentVariable(t *testing.T) {
+	t.Parallel()
+	example, err := os.ReadFile("example.yaml")
+	require.NoError(t, err)
+	var file strings.Builder
+	file.WriteString("channels:\n  sms: {driver: log}\napi:\n  database_url: {env: API_URL}\n")
+	envs := map[string]string{"API_URL": "postgres://api@db/herald"}
+	bad := map[string]string{}
+	typ := reflect.TypeFor[API]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		name := f.Tag.Get("yaml")
+		key := "HERALD_API_" + strings.ToUpper(name)
+		require.Contains(t, string(example), key, "example.yaml names %s", key)
+		if name == "database_url" { // the variable holds the URL itself
+			continue
+		}
+		var inFile, inEnv string
+		switch {
+		case f.Type == reflect.TypeFor[time.Duration]():
+			inFile, inEnv, bad[key] = fmt.Sprintf("%ds", 10+i), fmt.Sprintf("%ds", 20+i), "soon"
+		case f.Type.Kind() == reflect.String:
+			inFile, inEnv = fmt.Sprintf("127.0.0.1:%d", 8000+i), fmt.Sprintf("127.0.0.1:%d", 9000+i)
+		case f.Type.Kind() == reflect.Float64:
+			inFile, inEnv, bad[key] = fmt.Sprintf("%d.5", 10+i), fmt.Sprintf("%d.5", 20+i), "NaN"
+		default:
+			inFile, inEnv, bad[key] = fmt.Sprint(10+i), fmt.Sprint(20+i), "1.5"
+		}
+		fmt.Fprintf(&file, "  %s: %s\n", name, inFile)
+		envs[key] = inEnv
+	}
+	path := writeFile(t, file.String())
+
+	fromFile, err := Load(path, env(map[string]string{"API_URL": envs["API_URL"]}))
+	require.NoError(t, err)
+	c, err := Load(path, env(envs))
+	require.NoError(t, err)
+	got, was := reflect.ValueOf(c.API), reflect.ValueOf(fromFile.API)
+	for i := range typ.NumField() {
+		name := typ.Field(i).Tag.Get("yaml")
+		if name == "database_url" {
+			continue
+		}
+		key := "HERALD_API_" + strings.ToUpper(name)
+		require.NotEqual(t, was.Field(i).Interface(), got.Field(i).Interface(), "%s overrides api.%s", key, name)
+		require.Equal(t, envs[key], fmt.Sprint(envValue(got.Field(i))), "%s overrides api.%s", key, name)
+	}
+
+	for key, v := range bad {
+		e := maps.Clone(envs)
+		e[key] = v
+		_, err := Load(path, env(e))
+		require.ErrorContains(t, err, key+": ", "a bad %s names it", key)
+	}
+}
+
+// envValue formats a setting as the test's environment wrote it.
+func envValue(v reflect.Value) string {
+	if d, ok := v.Interface().(time.Duration); ok {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	if f, ok := v.Interface().(float64); ok {
+		return fmt.Sprintf("%.1f", f)
+	}
+	return fmt.Sprint(v.Interface())
 }

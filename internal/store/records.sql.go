@@ -1018,6 +1018,133 @@ func (q *Queries) RecordInsertManyFresh(ctx context.Context, db DBTX, arg Record
 	return items, nil
 }
 
+const recordListFilteredPage = `-- name: RecordListFilteredPage :many
+WITH scanned AS MATERIALIZED (
+    (SELECT r.notification_id, r.notification_type, r.producer, r.idempotency_key, r.channels, r.priority,
+        r.request_id, r.accepted_at, r.send_at, r.expires_at
+    FROM herald.records r
+    WHERE $2::text IS NULL
+        AND r.notification_id < least(
+            coalesce($3::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+            coalesce(herald.id_floor($4::timestamptz), 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+        AND r.notification_id >= coalesce(herald.id_floor($5::timestamptz), '')
+    ORDER BY r.notification_id DESC
+    LIMIT $6::integer)
+    UNION ALL
+    (SELECT r.notification_id, r.notification_type, r.producer, r.idempotency_key, r.channels, r.priority,
+        r.request_id, r.accepted_at, r.send_at, r.expires_at
+    FROM herald.records r
+    WHERE r.producer = (SELECT herald.acting_producer()) AND r.campaign = $2::text
+        AND r.notification_id < least(
+            coalesce($3::text, 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+            coalesce(herald.id_floor($4::timestamptz), 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+        AND r.notification_id >= coalesce(herald.id_floor($5::timestamptz), '')
+    ORDER BY r.notification_id DESC
+    LIMIT $6::integer)
+), checked AS (
+    SELECT s.notification_id, s.notification_type, s.producer, s.idempotency_key, s.channels, s.priority, s.request_id, s.accepted_at, s.send_at, s.expires_at, (
+        ($5::timestamptz IS NULL OR s.accepted_at >= $5::timestamptz)
+        AND ($4::timestamptz IS NULL OR s.accepted_at < $4::timestamptz)
+        AND ($7::text IS NULL OR $7::text = ANY (s.channels))
+        AND ($8::text IS NULL OR EXISTS (
+            SELECT FROM herald.routes rt
+            WHERE rt.notification_id = s.notification_id AND rt.status = $8::text))
+    )::boolean AS matches
+    FROM scanned s
+)
+SELECT c.notification_id, c.notification_type, c.producer, c.idempotency_key, c.channels, c.priority,
+    c.request_id, c.accepted_at, c.send_at, c.expires_at, c.matches,
+    (SELECT count(*) FROM scanned)::integer AS scanned
+FROM checked c
+WHERE c.matches OR c.notification_id = (SELECT min(s.notification_id) FROM scanned s)
+ORDER BY c.notification_id DESC
+LIMIT $1::integer
+`
+
+type RecordListFilteredPageParams struct {
+	RowLimit             int32
+	Campaign             *string
+	BeforeNotificationID *string
+	Until                *time.Time
+	Since                *time.Time
+	ScanLimit            int32
+	Channel              *string
+	Status               *string
+}
+
+type RecordListFilteredPageRow struct {
+	NotificationID   string
+	NotificationType string
+	Producer         string
+	IdempotencyKey   string
+	Channels         []string
+	Priority         int16
+	RequestID        string
+	AcceptedAt       time.Time
+	SendAt           *time.Time
+	ExpiresAt        *time.Time
+	Matches          bool
+	Scanned          int32
+}
+
+// One page of the caller's notifications for the HTTP API's list, newest
+// first, with its filters; row-level security keeps to the acting
+// producer's records. `scanned` walks down from the cursor
+// @before_notification_id (exclusive; NULL: from the newest) and from
+// @until (exclusive) to @since (inclusive), each time bounded by the ids of
+// its millisecond (herald.id_floor), at most @scan_limit records: on
+// records_pkey, or with @campaign on records_campaign_idx (producer,
+// campaign, id). Of the two branches only the one whose one-time filter on
+// @campaign holds runs, so one prepared plan serves both. `checked` tests
+// what no index holds: accepted_at itself against @since and @until, one
+// of the intent's channels is @channel, one of its routes is in @status (a
+// probe of each routes partition's primary key). The answer is the
+// records that match, and the last one examined whatever it is, each with
+// the count examined: when a page is not full and @scan_limit records were
+// examined, the caller pages on from the last one. However rare a filter's
+// matches, a request reads at most @scan_limit records.
+func (q *Queries) RecordListFilteredPage(ctx context.Context, db DBTX, arg RecordListFilteredPageParams) ([]RecordListFilteredPageRow, error) {
+	rows, err := db.Query(ctx, recordListFilteredPage,
+		arg.RowLimit,
+		arg.Campaign,
+		arg.BeforeNotificationID,
+		arg.Until,
+		arg.Since,
+		arg.ScanLimit,
+		arg.Channel,
+		arg.Status,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordListFilteredPageRow{}
+	for rows.Next() {
+		var i RecordListFilteredPageRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.NotificationType,
+			&i.Producer,
+			&i.IdempotencyKey,
+			&i.Channels,
+			&i.Priority,
+			&i.RequestID,
+			&i.AcceptedAt,
+			&i.SendAt,
+			&i.ExpiresAt,
+			&i.Matches,
+			&i.Scanned,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordListPage = `-- name: RecordListPage :many
 SELECT notification_id, notification_type, producer, idempotency_key, channels, priority,
     request_id, accepted_at, send_at, expires_at
