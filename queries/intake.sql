@@ -1,5 +1,5 @@
 -- Queries of herald.intake, the SQL door: producers INSERT raw JSON, the
--- intake worker (internal/accept) takes it off and accepts or refuses it.
+-- intake worker (internal/sqldoor) takes it off and accepts or refuses it.
 
 -- name: IntakeClaimBatch :many
 -- Takes the oldest entries off the intake, bounded by count and by bytes, and

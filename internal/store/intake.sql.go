@@ -84,7 +84,7 @@ type IntakeClaimBatchRow struct {
 }
 
 // Queries of herald.intake, the SQL door: producers INSERT raw JSON, the
-// intake worker (internal/accept) takes it off and accepts or refuses it.
+// intake worker (internal/sqldoor) takes it off and accepts or refuses it.
 // Takes the oldest entries off the intake, bounded by count and by bytes, and
 // returns them. It runs inside the intake worker's transaction: the rows stay
 // locked (FOR UPDATE) and deleted only if that transaction commits, so a
