@@ -5,8 +5,11 @@
 package channel
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -138,3 +141,30 @@ const (
 // email, sms and webhook (never Callback). The slice is fresh; callers may
 // modify it.
 func Channels() []string { return []string{Email, SMS, Webhook} }
+
+// MaxConcurrency bounds a channel's deliveries in flight.
+const MaxConcurrency = 10000
+
+// CheckPolicy checks a channel's delivery policy: the settings serve's
+// configuration file gives each channel. Its errors name them as that file
+// does, so a file and a Go caller are held to the same rules with the
+// same words.
+func CheckPolicy(concurrency, maxAttempts int, timeout, lease, backoffBase, backoffCap time.Duration) error {
+	switch {
+	case concurrency < 0 || concurrency > MaxConcurrency:
+		return fmt.Errorf("concurrency: must be between 1 and %d", MaxConcurrency)
+	case maxAttempts < 0:
+		return errors.New("max_attempts: must be at least 1")
+	case timeout < 0:
+		return errors.New("timeout: must not be negative")
+	case lease < 0:
+		return errors.New("lease: must not be negative")
+	case lease > 0 && lease <= cmp.Or(timeout, DefaultTimeout):
+		return fmt.Errorf("lease: %s must exceed timeout %s", lease, cmp.Or(timeout, DefaultTimeout))
+	case backoffBase < 0 || backoffCap < 0:
+		return errors.New("backoff: durations must not be negative")
+	case backoffCap > 0 && backoffCap < backoffBase:
+		return errors.New("backoff.cap: must not be below backoff.base")
+	}
+	return nil
+}

@@ -89,7 +89,6 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -546,21 +545,8 @@ func (ch Channel) ValidateDriver() error { return ch.check(Secret.CheckGiven) }
 
 // check is validate with check checking each credential.
 func (ch Channel) check(check secret.CheckFunc) error {
-	switch {
-	case ch.Concurrency < 0 || ch.Concurrency > 10000:
-		return errors.New("concurrency: must be between 1 and 10000")
-	case ch.MaxAttempts < 0:
-		return errors.New("max_attempts: must be at least 1")
-	case ch.Timeout < 0:
-		return errors.New("timeout: must not be negative")
-	case ch.Lease < 0:
-		return errors.New("lease: must not be negative")
-	case ch.Lease > 0 && ch.Lease <= cmp.Or(ch.Timeout, channel.DefaultTimeout):
-		return fmt.Errorf("lease: %s must exceed timeout %s", ch.Lease, cmp.Or(ch.Timeout, channel.DefaultTimeout))
-	case ch.Backoff.Base < 0 || ch.Backoff.Cap < 0:
-		return errors.New("backoff: durations must not be negative")
-	case ch.Backoff.Cap > 0 && ch.Backoff.Cap < ch.Backoff.Base:
-		return errors.New("backoff.cap: must not be below backoff.base")
+	if err := channel.CheckPolicy(ch.Concurrency, ch.MaxAttempts, ch.Timeout, ch.Lease, ch.Backoff.Base, ch.Backoff.Cap); err != nil {
+		return err
 	}
 	switch ch.Driver {
 	case DriverWebhook:

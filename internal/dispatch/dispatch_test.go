@@ -764,7 +764,12 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 		"NoChannels":  {Config{}, "Channels"},
 		"NoDeliverer": {Config{Channels: map[string]ChannelConfig{"sms": {}}}, `Channels["sms"].Deliverer`},
 		"ShortLease": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard, Timeout: time.Minute, Lease: time.Second}}},
-			`Channels["sms"].Lease`},
+			`Channels["sms"]: lease: 1s must exceed timeout 1m0s`},
+		// The configuration file's rules, held for a Go caller too.
+		"CapBelowBase": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard, Backoff: BackoffConfig{Base: time.Minute, Cap: time.Second}}}},
+			`Channels["sms"]: backoff.cap: must not be below backoff.base`},
+		"HugeConcurrency": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard, Concurrency: 10001}}},
+			`Channels["sms"]: concurrency: must be between 1 and 10000`},
 		"TinyPoll": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, PollInterval: time.Microsecond}, "PollInterval"},
 		"TinyLockTimeout": {Config{Channels: map[string]ChannelConfig{"sms": {Deliverer: channel.Discard}}, LockTimeout: time.Microsecond},
 			"LockTimeout must be at least 1ms"},

@@ -223,18 +223,8 @@ func (c *Config) validate() error {
 		if ch.Deliverer == nil {
 			return fmt.Errorf("Channels[%q].Deliverer is required", name)
 		}
-		if ch.Concurrency < 0 {
-			return fmt.Errorf("Channels[%q].Concurrency must not be negative", name)
-		}
-		if ch.MaxAttempts < 0 {
-			return fmt.Errorf("Channels[%q].MaxAttempts must not be negative", name)
-		}
-		if ch.Timeout < 0 || ch.Lease < 0 || ch.Backoff.Base < 0 || ch.Backoff.Cap < 0 {
-			return fmt.Errorf("Channels[%q] durations must not be negative", name)
-		}
-		timeout := cmp.Or(ch.Timeout, DefaultTimeout)
-		if ch.Lease != 0 && ch.Lease <= timeout {
-			return fmt.Errorf("Channels[%q].Lease (%s) must exceed its Timeout (%s)", name, ch.Lease, timeout)
+		if err := channel.CheckPolicy(ch.Concurrency, ch.MaxAttempts, ch.Timeout, ch.Lease, ch.Backoff.Base, ch.Backoff.Cap); err != nil {
+			return fmt.Errorf("Channels[%q]: %w", name, err)
 		}
 	}
 	if c.BatchSize < 0 {
