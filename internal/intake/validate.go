@@ -31,6 +31,9 @@ type Validated struct {
 	// PayloadJSON is the canonical JSON of Intent.Content, stored in
 	// records.payload_json.
 	PayloadJSON []byte
+	// MetadataJSON is the canonical JSON of Intent.Metadata, stored in
+	// records.metadata; nil when the intent has none (NULL).
+	MetadataJSON []byte
 	// Fingerprint is the hex SHA-256 of the intent's canonical form; see
 	// canonjson.Fingerprint for what it covers.
 	Fingerprint string
@@ -108,6 +111,10 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	if c := strings.TrimSpace(in.Campaign); c != "" {
 		out.Campaign = checkName(&errs, "campaign", c)
 	}
+
+	// Metadata: the producer's own map, under a fixed budget.
+	var metadata []byte
+	out.Metadata, metadata = checkMetadata(&errs, in.Metadata)
 
 	// Channels.
 	listed := map[string]bool{}
@@ -228,11 +235,12 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		return nil, err
 	}
 	v := &Validated{
-		Intent:      out,
-		Priority:    priority,
-		PayloadJSON: payload,
-		Fingerprint: fingerprint(&out, payload),
-		Routes:      routes,
+		Intent:       out,
+		Priority:     priority,
+		PayloadJSON:  payload,
+		MetadataJSON: metadata,
+		Fingerprint:  withMetadata(fingerprint(&out, payload), metadata),
+		Routes:       routes,
 	}
 	switch {
 	case nAddr == 0:
