@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -283,4 +284,48 @@ func TestDoors_GetReturnsTheMetadataThroughTheClientAndTheAPI(t *testing.T) {
 	status, out = apiCall(t, url, key, "GET", "/v1/notifications/"+plain.NotificationID, nil)
 	require.Equal(t, http.StatusOK, status)
 	require.NotContains(t, string(out), `"metadata"`)
+}
+
+// The callback_url check costs a batch without a callback_url nothing,
+// and a batch with one a single probe of the subscriptions, whatever its
+// size; metadata costs no statement at all.
+func TestSubmitMany_CallbackURLCostsOneProbePerBatchThatHasOne(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	var me string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT session_user::text`).Scan(&me))
+	require.NoError(t, b.client.SetCallbackSubscription(ctx, herald.CallbackSubscription{
+		URL: "https://hooks.example.com/all", Secret: callbackSecret}))
+	batch := func(prefix string, withURL bool) []*herald.Intent {
+		ins := make([]*herald.Intent, 50)
+		for i := range ins {
+			ins[i] = smallIntent(i)
+			ins[i].Producer, ins[i].IdempotencyKey = me, prefix+ins[i].IdempotencyKey
+			ins[i].Metadata = map[string]string{"i": strconv.Itoa(i)}
+			if withURL && i%10 == 3 {
+				ins[i].CallbackURL = "https://hooks.example.com/this-one"
+			}
+		}
+		return ins
+	}
+	// Warm: the content checker reads its rules once.
+	_, err := b.client.SubmitMany(ctx, batch("w", false)[:1])
+	require.NoError(t, err)
+	q0 := b.queries.Load()
+	res, err := b.client.SubmitMany(ctx, batch("a", false))
+	require.NoError(t, err)
+	require.Equal(t, int64(1), b.queries.Load()-q0, "one statement: the insert")
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	q0 = b.queries.Load()
+	res, err = b.client.SubmitMany(ctx, batch("b", true))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), b.queries.Load()-q0, "the probe of the subscriptions, then the insert")
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM herald.records WHERE callback_url <> ''`))
+	require.Equal(t, 101, b.count(t, `SELECT count(*) FROM herald.records WHERE metadata ? 'i'`))
 }

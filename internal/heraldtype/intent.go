@@ -69,7 +69,8 @@ type Intent struct {
 	// CallbackURL, if set, is where herald posts this notification's
 	// status callbacks (one per route and event) instead of the producer's
 	// subscription URL; they are signed with the subscription's secret or
-	// token, and dead-lettered if the producer has none. An absolute http
+	// token, so a producer without a subscription is refused at submit
+	// (CodeCallbackURLNeedsSubscription). An absolute http
 	// or https URL without userinfo, at most 2048 characters, as a webhook
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
