@@ -35,7 +35,8 @@ type Validated struct {
 	// records.metadata; nil when the intent has none (NULL).
 	MetadataJSON []byte
 	// Fingerprint is the hex SHA-256 of the intent's canonical form; see
-	// canonjson.Fingerprint for what it covers.
+	// canonjson.Fingerprint for what it covers, and withMetadata for how
+	// metadata, when present, is folded in.
 	Fingerprint string
 	// Routes holds one plan per (channel, recipient), sorted by channel and
 	// then recipient reference.
