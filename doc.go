@@ -56,7 +56,15 @@
 //   - CallbackURL [callback_url]: where this notification's status
 //     callbacks go instead of the producer's subscription URL (see
 //     [Client.SetCallbackSubscription]); an absolute http(s) URL, checked
-//     as a webhook address.
+//     as a webhook address. The subscription's secret or token signs the
+//     callbacks, so a producer without one is refused at submit with
+//     callback_url_needs_subscription.
+//   - Metadata [metadata]: the producer's own string-to-string map,
+//     stored with the notification, returned by [Client.Get] and carried
+//     in every status callback; herald never reads it. At most 32 keys of
+//     1 to 64 characters of letters, digits and . _ : -, each value valid
+//     UTF-8 without U+0000 of at most 512 bytes, the map at most 4 KiB as
+//     JSON. Absent or empty stores nothing (NULL).
 //   - Template [template] and Data [data], instead of Content: see
 //     Templates below.
 //
@@ -160,7 +168,8 @@
 // the check, so it holds across processes and however many callers race.
 // Each intent's request fingerprint is a SHA-256 of its normalized
 // canonical form (everything but request_id, trace_id, callback_url and
-// occurred_at, with lists sorted). The same key with the same fingerprint returns the
+// occurred_at, with lists sorted); metadata counts only when present, so an
+// intent without it keeps the fingerprint it always had. The same key with the same fingerprint returns the
 // original notification with [Receipt].Duplicate set and stores nothing;
 // the same key with a different fingerprint is a [*ConflictError] naming
 // the existing notification (errors.Is [ErrIdempotencyConflict]) from the
@@ -202,6 +211,9 @@
 //	content_blocked        the text matches a content blocklist rule (refuse mode),
 //	                       or an operator rejected it after review
 //	campaign_canceled      the intent names a campaign whose cancel was requested
+//	callback_url_needs_subscription  the intent has a callback_url, but its
+//	                       producer has no callback subscription to sign the
+//	                       callbacks: subscribe first (SetCallbackSubscription)
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

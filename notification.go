@@ -50,7 +50,7 @@ type SubmitResult struct {
 // Notification is an accepted intent with the state of each of its routes,
 // as Client.Get returns it: its ID, Type, Producer, IdempotencyKey,
 // AudienceKind, UserIDs, Channels, Priority, Content (or Template and
-// Data), RequestID, TraceID, times, Campaign and Routes; `go doc
+// Data), RequestID, TraceID, times, Campaign, Metadata and Routes; `go doc
 // github.com/heraldhq/herald/internal/heraldtype.Notification` gives each
 // field.
 type Notification = heraldtype.Notification

@@ -67,6 +67,9 @@ type Code = heraldtype.Code
 //	                       refuse mode (or an operator rejected it after review)
 //	campaign_canceled      the intent names a campaign that was canceled
 //	                       (returned by the accept path)
+//	callback_url_needs_subscription  the intent has a callback_url but its
+//	                       producer has no callback subscription to sign its
+//	                       callbacks (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -140,6 +143,14 @@ const (
 	// returns it, not the validator: the Go client as a *ValidationError on
 	// field "campaign", the SQL door as a malformed entry with this code.
 	CodeCampaignCanceled Code = "campaign_canceled"
+	// CodeCallbackURLNeedsSubscription: the intent has a callback_url, but
+	// its producer has no callback subscription, whose secret or bearer
+	// token signs the callbacks: the producer subscribes first (the Go
+	// client's SetCallbackSubscription, PUT /v1/callback-subscription, or
+	// herald.callback_subscription_set). The accept path returns it, not
+	// the validator: the Go client as a *ValidationError on field
+	// "callback_url", the SQL door as a malformed entry with this code.
+	CodeCallbackURLNeedsSubscription Code = "callback_url_needs_subscription"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

@@ -63,3 +63,20 @@ LEFT JOIN LATERAL (
         AND er.status IN ('pending', 'claimed', 'failed')
 ) AS earlier ON true
 WHERE cb.notification_id = @notification_id;
+
+-- name: CallbackSubscriptionMine :one
+-- The caller's own subscription (herald.callback_subscription_get), without
+-- its secret or token: auth is 'secret' or 'bearer_token'. No row when the
+-- producer has none.
+SELECT s.producer::text AS producer, s.url::text AS url, s.events::text[] AS events, s.auth::text AS auth,
+    s.created_at::timestamptz AS created_at, s.updated_at::timestamptz AS updated_at
+FROM herald.callback_subscription_get() AS s;
+
+-- name: CallbackSubscriptionProducers :many
+-- Which of @producers have a callback subscription: the intake pipeline's
+-- one probe of the primary key per distinct producer, run only for a batch
+-- that holds an intent with a callback_url (a producer's login sees only
+-- its own row, which is all it submits for).
+SELECT s.producer
+FROM herald.callback_subscriptions s
+WHERE s.producer = ANY (@producers::text[]);

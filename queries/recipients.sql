@@ -42,3 +42,11 @@ FROM (
 ) AS k
 JOIN herald.recipients r ON r.user_id = k.user_id AND r.owner IN (k.producer, '')
 ORDER BY k.producer, k.user_id, r.owner DESC;
+
+-- name: RecipientGetOwn :one
+-- One of the caller's own directory entries (owner @owner, the acting
+-- producer), for the HTTP API's GET; row-level security holds the caller
+-- to its own entries besides.
+SELECT user_id, email, phone, webhook_url, locale, opted_out
+FROM herald.recipients
+WHERE owner = @owner AND user_id = @user_id;

@@ -51,7 +51,10 @@ WITH rec_in AS (
         unnest(@callback_urls::text[]) AS callback_url,
         -- The intent's campaign ('' for none: NULL, and no entry in the
         -- partial records_campaign_idx).
-        nullif(unnest(@campaigns::text[]), '') AS campaign
+        nullif(unnest(@campaigns::text[]), '') AS campaign,
+        -- The intent's metadata as canonical JSON ('' for none: NULL, so
+        -- that an intent without metadata stores nothing more).
+        nullif(unnest(@metadatas::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
     -- The keys, in the caller's order.
@@ -75,7 +78,7 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url, campaign
+        callback_url, campaign, metadata
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
@@ -88,7 +91,8 @@ ins AS (
         send_at,
         expires_at,
         callback_url,
-        campaign
+        campaign,
+        metadata
     FROM rec_in
     WHERE notification_id IN (SELECT notification_id FROM keys_ins)
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
@@ -182,7 +186,10 @@ WITH rec_in AS (
         nullif(unnest(@send_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
         nullif(unnest(@expires_ats::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
         unnest(@callback_urls::text[]) AS callback_url,
-        nullif(unnest(@campaigns::text[]), '') AS campaign
+        nullif(unnest(@campaigns::text[]), '') AS campaign,
+        -- The intent's metadata as canonical JSON ('' for none: NULL, so
+        -- that an intent without metadata stores nothing more).
+        nullif(unnest(@metadatas::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
@@ -200,7 +207,7 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url, campaign
+        callback_url, campaign, metadata
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
@@ -213,7 +220,8 @@ ins AS (
         send_at,
         expires_at,
         callback_url,
-        campaign
+        campaign,
+        metadata
     FROM rec_in
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
 ),

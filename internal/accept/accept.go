@@ -384,6 +384,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 		ExpiresAts:               make([]time.Time, 0, n),
 		CallbackUrls:             make([]string, 0, n),
 		Campaigns:                make([]string, 0, n),
+		Metadatas:                make([]string, 0, n),
 		Now:                      now,
 		IdempotencyWindowSeconds: window.Seconds(),
 		RouteNotificationIds:     make([]string, 0, nRoutes),
@@ -433,6 +434,7 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 		a.ExpiresAts = append(a.ExpiresAts, expiresAt)
 		a.CallbackUrls = append(a.CallbackUrls, in.CallbackURL)
 		a.Campaigns = append(a.Campaigns, in.Campaign)
+		a.Metadatas = append(a.Metadatas, string(v.MetadataJSON)) // "" stores NULL
 		for _, r := range v.Routes {
 			a.RouteNotificationIds = append(a.RouteNotificationIds, nid)
 			a.RouteIds = append(a.RouteIds, r.RouteID)

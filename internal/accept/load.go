@@ -80,6 +80,9 @@ func Load(ctx context.Context, db store.DBTX, id string) (*Loaded, error) {
 	if err := json.Unmarshal(rec.RecipientUserIds, &n.UserIDs); err != nil {
 		return nil, fmt.Errorf("decode recipient user ids: %w", err)
 	}
+	if n.Metadata, err = intake.DecodeMetadata(rec.Metadata); err != nil {
+		return nil, fmt.Errorf("decode metadata: %w", err)
+	}
 	if err := json.Unmarshal(out.Payload, &n.Content); err != nil {
 		return nil, fmt.Errorf("decode content: %w", err)
 	}

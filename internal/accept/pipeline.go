@@ -38,7 +38,9 @@ const (
 	// waits for an operator (see RunOpts.HoldFunc).
 	KindHeld
 	// KindInvalid: the intent did not decode, did not validate, names a
-	// template it cannot use, or its campaign refused it.
+	// template it cannot use, has a callback_url while its producer has no
+	// callback subscription (code callback_url_needs_subscription), or its
+	// campaign refused it.
 	KindInvalid
 	// KindForbidden: the intent names a producer its submitter may not
 	// submit for (Item.Actor), or the database refused the submitter's
@@ -165,7 +167,8 @@ type RunOpts struct {
 // each intent gets KindForbidden; through a pool or a connection outside
 // a transaction, the intents of a batch are then accepted one by one, so
 // that only those the login may not submit get it. Run costs Accept's
-// statements, plus the content checker's reads and the holds. Errors are
+// statements, plus the content checker's reads and the holds, plus one
+// query for a batch holding a callback_url (checkCallbackURLs). Errors are
 // returned as Accept, the content checker or the HoldFunc returned them.
 func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts RunOpts) (results []Result, committed func(), err error) {
 	now := opts.Now
@@ -174,6 +177,10 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 	}
 	results = make([]Result, len(items))
 	valid, index := p.validate(items, results, now)
+	valid, index, err = p.checkCallbackURLs(ctx, db, valid, index, results)
+	if err != nil {
+		return nil, nil, err
+	}
 	valid, index, held, err := p.check(ctx, db, items, valid, index, results, opts)
 	if err != nil {
 		return nil, nil, err
@@ -230,6 +237,49 @@ func (p *Pipeline) validate(items []Item, results []Result, now time.Time) (vali
 		index = append(index, i)
 	}
 	return valid, index
+}
+
+// checkCallbackURLs refuses the intents of valid (items[index[j]] each)
+// that have a callback_url when their producer has no callback
+// subscription: the subscription's secret or bearer token signs the
+// callbacks, so without one every callback would only be dead-lettered.
+// It costs nothing for a batch without a callback_url, and one query (a
+// probe of the subscriptions' primary key per distinct producer) for a
+// batch with one. results gets the refused intents'. A subscription
+// deleted after this check leaves the callbacks to the callback channel,
+// which dead-letters them with a hint.
+func (p *Pipeline) checkCallbackURLs(ctx context.Context, db store.DBTX, valid []*intake.Validated, index []int,
+	results []Result) (kept []*intake.Validated, keptIndex []int, err error) {
+	var producers []string
+	for _, v := range valid {
+		if v.Intent.CallbackURL != "" && !slices.Contains(producers, v.Intent.Producer) {
+			producers = append(producers, v.Intent.Producer)
+		}
+	}
+	if len(producers) == 0 {
+		return valid, index, nil
+	}
+	subscribed, err := store.New().CallbackSubscriptionProducers(ctx, db, producers)
+	if err != nil {
+		return nil, nil, fmt.Errorf("check callback subscriptions: %w", err)
+	}
+	n := 0
+	for j, v := range valid {
+		if v.Intent.CallbackURL != "" && !slices.Contains(subscribed, v.Intent.Producer) {
+			i := index[j]
+			results[i].Kind = KindInvalid
+			results[i].Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{
+				Field: "callback_url", Code: heraldtype.CodeCallbackURLNeedsSubscription,
+				Message: fmt.Sprintf("producer %s has no callback subscription, whose secret or bearer token signs "+
+					"the callbacks: subscribe first (SetCallbackSubscription, PUT /v1/callback-subscription, "+
+					"or herald.callback_subscription_set), then send callback_url", v.Intent.Producer),
+			}}}
+			continue
+		}
+		valid[n], index[n] = v, index[j]
+		n++
+	}
+	return valid[:n], index[:n], nil
 }
 
 // check checks valid (items[index[j]] each) against their templates and

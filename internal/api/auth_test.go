@@ -16,8 +16,12 @@ func endpoints() [][3]string {
 		{"GET", "/v1/notifications", ""},
 		{"GET", "/v1/notifications/n1", ""},
 		{"POST", "/v1/notifications/n1/cancel", ""},
+		{"GET", "/v1/recipients/u1", ""},
 		{"PUT", "/v1/recipients/u1", `{}`},
 		{"DELETE", "/v1/recipients/u1", ""},
+		{"GET", "/v1/callback-subscription", ""},
+		{"PUT", "/v1/callback-subscription", `{}`},
+		{"DELETE", "/v1/callback-subscription", ""},
 	}
 }
 

@@ -32,11 +32,14 @@ import (
 // so the walk cannot refuse what the document allows.
 
 // walkOrder is the order the walk visits operations (a cancel needs a
-// notification, a delete an entry). An operation not listed fails the
+// notification, a delete an entry, an intent's callback_url the
+// producer's subscription). An operation not listed fails the
 // walk: a new one must be placed here.
 var walkOrder = []string{
+	"putCallbackSubscription", "getCallbackSubscription",
 	"submitNotification", "submitNotifications", "listNotifications", "getNotification",
-	"cancelNotification", "putRecipient", "deleteRecipient", "getOpenAPI", "healthz", "readyz",
+	"cancelNotification", "putRecipient", "getRecipient", "deleteRecipient", "deleteCallbackSubscription",
+	"getOpenAPI", "healthz", "readyz",
 }
 
 // headerFields: a header parameter that stands for a body property; when

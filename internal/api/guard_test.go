@@ -86,6 +86,7 @@ func TestASlowBodyIs408LoggedAsASlowClientNeverADatabaseError(t *testing.T) {
 	for _, e := range [][2]string{
 		{"POST", "/v1/notifications"}, {"POST", "/v1/notifications/batch"},
 		{"POST", "/v1/notifications/n1/cancel"}, {"PUT", "/v1/recipients/u1"},
+		{"PUT", "/v1/callback-subscription"},
 	} {
 		req, err := http.NewRequest(e[0], b.http.URL+e[1], &trickle{first: []byte(`{"a`), stop: stop})
 		require.NoError(t, err)

@@ -72,6 +72,8 @@ type Notification struct {
 	// notification with content.
 	Template *heraldtype.TemplateRef `json:"template,omitempty"`
 	Data     map[string]any          `json:"data,omitempty"`
+	// Metadata is the intent's metadata; omitted when it carried none.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // notificationOf returns l as GET answers it.
@@ -83,7 +85,7 @@ func notificationOf(l *accept.Loaded) *Notification {
 		Content: l.Payload, RequestID: ln.RequestID, TraceID: ln.TraceID, OccurredAt: ln.OccurredAt,
 		AcceptedAt: ln.AcceptedAt, SendAt: ln.SendAt, ExpiresAt: ln.ExpiresAt,
 		IdempotencyExpiresAt: ln.IdempotencyExpiresAt, Routes: make([]Route, len(ln.Routes)),
-		Campaign: ln.Campaign, Template: ln.Template, Data: ln.Data,
+		Campaign: ln.Campaign, Template: ln.Template, Data: ln.Data, Metadata: ln.Metadata,
 	}
 	for i, rt := range ln.Routes {
 		n.Routes[i] = Route{

@@ -75,6 +75,39 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
+// getRecipient is GET /v1/recipients/{user_id}: the producer's own entry,
+// or 404 when it has none (another producer's entry, and the shared
+// directory's, are not its own).
+func (s *Server) getRecipient(w http.ResponseWriter, r *request) error {
+	var out Recipient
+	err := s.inTx(r, func(tx pgx.Tx, producer string) error {
+		if p := checkAccept(r.Request); p != nil {
+			return p
+		}
+		userID, err := pathText(r, "user_id")
+		if err != nil {
+			return err
+		}
+		if utf8.RuneCountInString(userID) > maxUserIDLen {
+			// No entry can have it: refused as PUT refuses it.
+			return fieldProblem("user_id", heraldtype.CodeInvalidField,
+				fmt.Sprintf("user_id is longer than %d characters", maxUserIDLen))
+		}
+		e, err := store.New().RecipientGetOwn(r.Context(), tx, store.RecipientGetOwnParams{Owner: producer, UserID: userID})
+		if err != nil {
+			return notFound(err, "recipient")
+		}
+		out = Recipient{UserID: e.UserID, Email: e.Email, Phone: e.Phone, WebhookURL: e.WebhookUrl,
+			Locale: e.Locale, OptedOut: append([]string{}, e.OptedOut...)}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
 // deleteRecipient is DELETE /v1/recipients/{user_id}: 204, or 404 when
 // the producer has no entry for the user.
 func (s *Server) deleteRecipient(w http.ResponseWriter, r *request) error {

@@ -14,8 +14,12 @@ func (s *Server) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/notifications", s.authed(s.list))
 	mux.HandleFunc("GET /v1/notifications/{id}", s.authed(s.get))
 	mux.HandleFunc("POST /v1/notifications/{id}/cancel", s.authed(s.cancel))
+	mux.HandleFunc("GET /v1/recipients/{user_id}", s.authed(s.getRecipient))
 	mux.HandleFunc("PUT /v1/recipients/{user_id}", s.authed(s.putRecipient))
 	mux.HandleFunc("DELETE /v1/recipients/{user_id}", s.authed(s.deleteRecipient))
+	mux.HandleFunc("GET /v1/callback-subscription", s.authed(s.getSubscription))
+	mux.HandleFunc("PUT /v1/callback-subscription", s.authed(s.putSubscription))
+	mux.HandleFunc("DELETE /v1/callback-subscription", s.authed(s.deleteSubscription))
 	mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		if p := checkAccept(r); p != nil {
 			writeProblem(w, r, p)
@@ -36,7 +40,8 @@ func endpointPatterns() []string {
 	return []string{
 		"POST /v1/notifications", "POST /v1/notifications/batch", "GET /v1/notifications",
 		"GET /v1/notifications/{id}", "POST /v1/notifications/{id}/cancel",
-		"PUT /v1/recipients/{user_id}", "DELETE /v1/recipients/{user_id}",
+		"GET /v1/recipients/{user_id}", "PUT /v1/recipients/{user_id}", "DELETE /v1/recipients/{user_id}",
+		"GET /v1/callback-subscription", "PUT /v1/callback-subscription", "DELETE /v1/callback-subscription",
 		"GET /openapi.json", "GET /healthz", "GET /readyz",
 	}
 }

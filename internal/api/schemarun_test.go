@@ -86,6 +86,7 @@ type schemaRun struct {
 	notifications []string // ids accepted so far
 	users         []string // user ids put so far
 	cursor        string   // the last list page's next
+	subscribed    bool     // a callback subscription was put
 
 	positives, negatives, serverErrors int
 	byKind                             map[string]int
@@ -336,6 +337,8 @@ func (r *schemaRun) positive(op *docOperation, c runCase) {
 		r.cursor = l.Next
 	case "putRecipient":
 		r.users = append(r.users, c.values["user_id"])
+	case "putCallbackSubscription":
+		r.subscribed = true
 	}
 }
 
@@ -658,6 +661,14 @@ func (r *schemaRun) semanticBody(opID string, body any) {
 		if _, ok := m["phone"]; ok {
 			m["phone"] = schemaRunPhones[r.rnd.Intn(len(schemaRunPhones))]
 		}
+	case "putCallbackSubscription":
+		// A secret that decodes to a key of 16 bytes or more, and a URL
+		// without control characters, as the descriptions state.
+		m := body.(map[string]any)
+		m["url"] = "https://shop.example.com/herald/status"
+		if _, ok := m["secret"]; ok {
+			m["secret"] = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+		}
 	}
 }
 
@@ -666,6 +677,9 @@ func (r *schemaRun) semanticIntent(in map[string]any) {
 	in["idempotency_key"] = fmt.Sprintf("run-%d-%d-%d", r.seed, r.now.UnixNano(), r.serial)
 	if _, ok := in["producer"]; ok {
 		in["producer"] = "shop"
+	}
+	if !r.subscribed { // a callback_url needs the producer's subscription
+		delete(in, "callback_url")
 	}
 	if _, ok := in["campaign"]; ok { // a campaign's intents share one send_at: one campaign each
 		in["campaign"] = fmt.Sprintf("run-%d-%d", r.now.UnixNano(), r.serial)

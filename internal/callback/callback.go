@@ -9,7 +9,9 @@
 //
 // A producer subscribes (SetSubscription) with a URL, the events it wants
 // and a whsec_ secret or a bearer token; an intent may name its own
-// callback_url, authenticated with the same subscription.
+// callback_url, authenticated with the same subscription, and is refused
+// at submit (callback_url_needs_subscription) when its producer has none.
+// GetSubscription reads it back without its secret or token.
 //
 // # Enqueue and payload
 //
@@ -19,7 +21,11 @@
 // transaction, with the payload:
 //
 //	{"type": "route.delivered", "timestamp": "...", "data": {"event": "delivered",
-//	 "notification_id": "...", "route_id": "sms:...", "channel": "sms", ...}}
+//	 "notification_id": "...", "route_id": "sms:...", "channel": "sms", ...,
+//	 "metadata": {"order_id": "9"}}}
+//
+// data.metadata is the intent's metadata as the producer gave it, null
+// when it gave none.
 //
 // # Delivery
 //

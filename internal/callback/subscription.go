@@ -2,9 +2,58 @@ package callback
 
 import (
 	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/internal/store"
 )
+
+// ErrNoSubscription is returned by GetSubscription when the producer has
+// no callback subscription.
+var ErrNoSubscription = errors.New("no callback subscription")
+
+// Kinds of credential a subscription holds: SubscriptionInfo.Auth.
+const (
+	// AuthSecret: a whsec_ secret signs each callback.
+	AuthSecret = "secret"
+	// AuthBearerToken: a bearer token is sent with each callback.
+	AuthBearerToken = "bearer_token"
+)
+
+// SubscriptionInfo is a subscription as its producer reads it back: never
+// its secret or token, only which of them is set.
+type SubscriptionInfo struct {
+	Producer string
+	URL      string
+	// Events lists the events wanted; empty means all.
+	Events []string
+	// Auth is AuthSecret or AuthBearerToken.
+	Auth      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// GetSubscription returns the subscription of the producer db acts as
+// (herald.callback_subscription_get), without its secret or token. It
+// returns ErrNoSubscription when there is none, and the database's error
+// as it is otherwise.
+func GetSubscription(ctx context.Context, db store.DBTX) (*SubscriptionInfo, error) {
+	r, err := store.New().CallbackSubscriptionMine(ctx, db)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNoSubscription
+	}
+	if err != nil {
+		return nil, err
+	}
+	events := r.Events
+	if events == nil {
+		events = []string{}
+	}
+	return &SubscriptionInfo{Producer: r.Producer, URL: r.Url, Events: events, Auth: r.Auth,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
 
 // Subscription is a producer's subscription to the status callbacks of
 // its notifications' routes, as the client's CallbackSubscription.

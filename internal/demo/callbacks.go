@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"encoding/base64"
@@ -39,6 +40,19 @@ type CallbackReceiver struct {
 	mu      sync.Mutex
 	seen    map[string]bool     // webhook-ids taken
 	byRoute map[string][]string // "notification_id route_id" → events in arrival order
+
+	// Metadata: each notification's first callback, and a signal closed
+	// (and replaced) whenever one is taken.
+	firsts map[string]TakenCallback
+	taken  chan struct{}
+}
+
+// TakenCallback is a notification's first callback as the receiver took
+// it: the path it was posted to, its event and the intent's metadata.
+type TakenCallback struct {
+	Path     string
+	Event    string
+	Metadata map[string]string
 }
 
 // callbackTolerance is how far a callback's webhook-timestamp may be from
@@ -53,6 +67,8 @@ func newCallbackReceiver() *CallbackReceiver {
 		key:     key,
 		seen:    map[string]bool{},
 		byRoute: map[string][]string{},
+		firsts:  map[string]TakenCallback{},
+		taken:   make(chan struct{}),
 	}
 }
 
@@ -77,9 +93,10 @@ func (c *CallbackReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var p struct {
 		Data struct {
-			Event          string `json:"event"`
-			NotificationID string `json:"notification_id"`
-			RouteID        string `json:"route_id"`
+			Event          string            `json:"event"`
+			NotificationID string            `json:"notification_id"`
+			RouteID        string            `json:"route_id"`
+			Metadata       map[string]string `json:"metadata"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &p); err != nil || p.Data.Event == "" {
@@ -93,6 +110,11 @@ func (c *CallbackReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.seen[id] = true
 		route := p.Data.NotificationID + " " + p.Data.RouteID
 		c.byRoute[route] = append(c.byRoute[route], p.Data.Event)
+		if _, ok := c.firsts[p.Data.NotificationID]; !ok {
+			c.firsts[p.Data.NotificationID] = TakenCallback{Path: r.URL.Path, Event: p.Data.Event, Metadata: p.Data.Metadata}
+			close(c.taken)
+			c.taken = make(chan struct{})
+		}
 	}
 	c.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
@@ -113,6 +135,26 @@ func (c *CallbackReceiver) verify(id, timestamp, signatures string, body []byte)
 		}
 	}
 	return false
+}
+
+// WaitFirst waits until the receiver has taken a callback about
+// notification id and returns the first; it returns ctx's error if ctx is
+// done first.
+func (c *CallbackReceiver) WaitFirst(ctx context.Context, id string) (TakenCallback, error) {
+	for {
+		c.mu.Lock()
+		got, ok := c.firsts[id]
+		taken := c.taken
+		c.mu.Unlock()
+		if ok {
+			return got, nil
+		}
+		select {
+		case <-taken:
+		case <-ctx.Done():
+			return TakenCallback{}, ctx.Err()
+		}
+	}
 }
 
 // Received returns the callbacks taken, by event.

@@ -244,6 +244,7 @@ func writeDelivery(out io.Writer, s *Summary, row func(name string, v any, note 
 			row("failed", failed, "callbacks dead-lettered (herald.failed_callbacks_view)")
 		}
 	}
+	writeDirectCallback(out, s.DirectCallback)
 	if a := s.API; a != nil {
 		if a.Skipped != "" {
 			fmt.Fprintf(out, "\nHTTP API: not shown (%s)\n", a.Skipped)

@@ -38,7 +38,11 @@
 // check before storing, one by the render budget at submit. A second
 // producer's login then tries to step outside its own rows while the
 // engine runs (including rows written by hand that the engine's vetter
-// dead-letters), and the summary shows each refusal.
+// dead-letters), and the summary shows each refusal. Last, the producer
+// sends one intent with metadata and a callback_url of its own at the
+// receiver (allowed because it subscribed: its secret signs the
+// callback), and the summary shows that callback arriving there with the
+// intent's metadata.
 //
 // The public client is the module root, which no internal package imports
 // (see DESIGN.md), so Run reaches it through the Client interface:
@@ -355,6 +359,16 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	if d := sum.Isolation.ByHand; d != nil {
 		sum.Content.Doors = append(sum.Content.Doors, *d)
+	}
+	if prod.callbacksSkipped == "" {
+		say("demo: producer %s sends one intent with metadata and a callback_url of its own at the receiver…", prod.name)
+	}
+	if sum.DirectCallback, err = runDirectCallback(runCtx, prod, srv, w.runID, cfg.Timeout); err != nil {
+		return err
+	}
+	if d := sum.DirectCallback; d.Skipped == "" {
+		sum.SubmittedClient++ // the run's, as the workload's intents are
+		say("demo: its %s callback arrived at %s with metadata %v", d.Event, d.Path, d.Metadata)
 	}
 	if !cfg.Keep {
 		// Stopped before the summary so the intake worker's last results are

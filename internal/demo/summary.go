@@ -57,6 +57,9 @@ type Summary struct {
 	Receipts  *Receipts  `json:"receipts"`
 	Callbacks *Callbacks `json:"callbacks"`
 	API       *APIPart   `json:"api"`
+	// DirectCallback is one intent with its own callback_url and
+	// metadata, and its callback as the receiver took it.
+	DirectCallback *DirectCallback `json:"direct_callback,omitempty"`
 	// Content is the templates and content blocklist part.
 	Content *ContentPart `json:"content"`
 	// LongSMS is the long SMS over SMPP and its receipt.

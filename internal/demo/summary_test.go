@@ -58,3 +58,20 @@ func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T)
 		require.Contains(t, text, line)
 	}
 }
+
+// The summary shows the intent's own callback_url and the metadata its
+// callback carried, or why it was not shown.
+func TestWriteSummaryShowsTheCallbackAtTheIntentsOwnURLWithItsMetadata(t *testing.T) {
+	t.Parallel()
+	s := &demo.Summary{RunID: "demo-x", DirectCallback: &demo.DirectCallback{NotificationID: "01a2", Event: "published",
+		Path: "/herald/callbacks/order-9", Metadata: map[string]string{"tenant": "acme", "order_id": "9"}}}
+	var out bytes.Buffer
+	require.NoError(t, demo.WriteSummary(&out, s))
+	require.Contains(t, out.String(),
+		"callback_url with metadata: notification 01a2's published callback reached /herald/callbacks/order-9, signed, with metadata order_id=9 tenant=acme\n")
+
+	s.DirectCallback = &demo.DirectCallback{Skipped: "no producer login"}
+	out.Reset()
+	require.NoError(t, demo.WriteSummary(&out, s))
+	require.Contains(t, out.String(), "callback_url with metadata: not shown (no producer login)\n")
+}

@@ -69,7 +69,8 @@ type Intent struct {
 	// CallbackURL, if set, is where herald posts this notification's
 	// status callbacks (one per route and event) instead of the producer's
 	// subscription URL; they are signed with the subscription's secret or
-	// token, and dead-lettered if the producer has none. An absolute http
+	// token, so a producer without a subscription is refused at submit
+	// (CodeCallbackURLNeedsSubscription). An absolute http
 	// or https URL without userinfo, at most 2048 characters, as a webhook
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
@@ -98,6 +99,17 @@ type Intent struct {
 	// variable the template uses must be present, or the intent is refused
 	// with missing_field. It is part of the fingerprint.
 	Data map[string]any `json:"data,omitempty"`
+
+	// Metadata.
+
+	// Metadata is the producer's own string-to-string map (an order id, a
+	// tenant), stored with the notification, returned by Get and in every
+	// status callback of its routes; herald never reads it. At most 32
+	// keys, each 1 to 64 characters of letters, digits and . _ : -; values
+	// valid UTF-8 without U+0000, at most 512 bytes each, and 4 KiB for
+	// the whole map as JSON. Nil or empty means none. It is part of the
+	// fingerprint when present.
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // TemplateRef names a template: Intent.Template.

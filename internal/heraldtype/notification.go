@@ -45,6 +45,9 @@ type Notification struct {
 
 	// Campaign is the producer's campaign the intent joined; "" for none.
 	Campaign string
+
+	// Metadata is the intent's metadata; nil when it carried none.
+	Metadata map[string]string
 }
 
 // Route is one (channel, recipient) delivery of a notification.

@@ -96,6 +96,8 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 			in.Data = m
 		},
 		"campaign": d.str(&in.Campaign),
+		// Metadata: an object of strings.
+		"metadata": d.metadata(&in.Metadata),
 		"audience": func(path string, raw json.RawMessage) {
 			d.object(path, raw, map[string]func(string, json.RawMessage){
 				"user_ids": d.strs(&in.Audience.UserIDs),

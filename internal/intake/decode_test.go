@@ -2,6 +2,7 @@ package intake
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -332,4 +333,109 @@ func TestPartialFieldsDigsOutWhatItCan(t *testing.T) {
 			require.Equal(t, tt.wantKey, key)
 		})
 	}
+}
+
+// Metadata through the raw doors: an object of strings, whatever else is
+// refused with the member's path, and the budget is Validate's.
+func TestDecodeRawMetadata(t *testing.T) {
+	t.Parallel()
+	entry := func(meta string) []byte {
+		return []byte(`{"notification_type":"a","producer":"p","idempotency_key":"k","channels":["sms"],
+			"audience":{"sms":["+14155550123"]},"content":{"sms":{"body":"hi"}},"metadata":` + meta + `}`)
+	}
+	t.Run("ObjectOfStrings", func(t *testing.T) {
+		t.Parallel()
+		in, err := DecodeRaw(entry(`{"order_id":"9","tenant":"acme"}`), Limits{})
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"order_id": "9", "tenant": "acme"}, in.Metadata)
+		v, err := Validate(in, Limits{}, testNow)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"order_id":"9","tenant":"acme"}`, string(v.MetadataJSON))
+	})
+	t.Run("NullAndEmptyAreNone", func(t *testing.T) {
+		t.Parallel()
+		for _, m := range []string{`null`, `{}`} {
+			in, err := DecodeRaw(entry(m), Limits{})
+			require.NoError(t, err)
+			v, err := Validate(in, Limits{}, testNow)
+			require.NoError(t, err)
+			require.Nil(t, v.MetadataJSON, m)
+			require.Nil(t, v.Intent.Metadata, m)
+		}
+	})
+	for name, c := range map[string]struct {
+		meta, field string
+		code        heraldtype.Code
+	}{
+		"NotAnObject":    {`["a"]`, "metadata", heraldtype.CodeWrongShape},
+		"NumberValue":    {`{"n":1}`, "metadata.n", heraldtype.CodeWrongShape},
+		"ObjectValue":    {`{"o":{"a":"b"}}`, "metadata.o", heraldtype.CodeWrongShape},
+		"NullValue":      {`{"z":null}`, "metadata.z", heraldtype.CodeWrongShape},
+		"RepeatedKey":    {`{"a":"1","a":"2"}`, "metadata.a", heraldtype.CodeWrongShape},
+		"LoneSurrogate":  {`{"a":"\ud800"}`, "metadata.a", heraldtype.CodeInvalidField},
+		"TooManyMembers": {`{` + manyMembers(40) + `}`, "metadata", heraldtype.CodeInvalidField},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := DecodeRaw(entry(c.meta), Limits{})
+			requireFieldError(t, err, c.field, c.code)
+		})
+	}
+}
+
+// manyMembers returns n distinct metadata members, comma-separated.
+func manyMembers(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = `"k` + strconv.Itoa(i) + `":"v"`
+	}
+	return strings.Join(parts, ",")
+}
+
+func TestValidateMetadata(t *testing.T) {
+	t.Parallel()
+	with := func(m map[string]string) error {
+		in := validIntent()
+		in.Metadata = m
+		_, err := Validate(in, Limits{}, testNow)
+		return err
+	}
+	require.NoError(t, with(map[string]string{strings.Repeat("k", MaxMetadataKeyLen): strings.Repeat("v", MaxMetadataValueBytes)}))
+	requireFieldError(t, with(map[string]string{strings.Repeat("k", MaxMetadataKeyLen+1): "v"}), "metadata."+strings.Repeat("k", 63)+"…", heraldtype.CodeInvalidField)
+	requireFieldError(t, with(map[string]string{"": "v"}), "metadata", heraldtype.CodeInvalidField)
+	requireFieldError(t, with(map[string]string{"a b": "v"}), "metadata.a b", heraldtype.CodeInvalidField)
+	requireFieldError(t, with(map[string]string{"a": strings.Repeat("v", MaxMetadataValueBytes+1)}), "metadata.a", heraldtype.CodeInvalidField)
+	requireFieldError(t, with(map[string]string{"a": "\xff"}), "metadata.a", heraldtype.CodeInvalidField)
+	requireFieldError(t, with(map[string]string{"a": "x\x00"}), "metadata.a", heraldtype.CodeInvalidField)
+	many := map[string]string{}
+	for i := range MaxMetadataKeys + 1 {
+		many["k"+strconv.Itoa(i)] = "v"
+	}
+	requireFieldError(t, with(many), "metadata", heraldtype.CodeInvalidField)
+	big := map[string]string{}
+	for i := range 9 {
+		big["k"+strconv.Itoa(i)] = strings.Repeat("v", MaxMetadataValueBytes)
+	}
+	requireFieldError(t, with(big), "metadata", heraldtype.CodeTooLarge)
+}
+
+// Metadata counts in the fingerprint only when present: an intent without
+// it keeps the fingerprint it always had, and other metadata is another
+// request.
+func TestFingerprintCoversMetadataOnlyWhenPresent(t *testing.T) {
+	t.Parallel()
+	fp := func(m map[string]string) string {
+		in := validIntent()
+		in.Metadata = m
+		v, err := Validate(in, Limits{}, testNow)
+		require.NoError(t, err)
+		return v.Fingerprint
+	}
+	v, err := Validate(validIntent(), Limits{}, testNow)
+	require.NoError(t, err)
+	require.Equal(t, fingerprint(&v.Intent, v.PayloadJSON), fp(nil))
+	require.Equal(t, fp(nil), fp(map[string]string{}))
+	require.NotEqual(t, fp(nil), fp(map[string]string{"a": "1"}))
+	require.NotEqual(t, fp(map[string]string{"a": "1"}), fp(map[string]string{"a": "2"}))
+	require.Equal(t, fp(map[string]string{"a": "1", "b": "2"}), fp(map[string]string{"b": "2", "a": "1"}))
 }

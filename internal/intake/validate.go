@@ -32,8 +32,12 @@ type Validated struct {
 	// PayloadJSON is the canonical JSON of Intent.Content, stored in
 	// records.payload_json.
 	PayloadJSON []byte
+	// MetadataJSON is the canonical JSON of Intent.Metadata, stored in
+	// records.metadata; nil when the intent has none (NULL).
+	MetadataJSON []byte
 	// Fingerprint is the hex SHA-256 of the intent's canonical form; see
-	// canonjson.Fingerprint for what it covers.
+	// canonjson.Fingerprint for what it covers, and withMetadata for how
+	// metadata, when present, is folded in.
 	Fingerprint string
 	// Routes holds one plan per (channel, recipient), sorted by channel and
 	// then recipient reference.
@@ -109,6 +113,10 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	if c := strings.TrimSpace(in.Campaign); c != "" {
 		out.Campaign = checkName(&errs, "campaign", c)
 	}
+
+	// Metadata: the producer's own map, under a fixed budget.
+	var metadata []byte
+	out.Metadata, metadata = checkMetadata(&errs, in.Metadata)
 
 	// Channels.
 	listed := map[string]bool{}
@@ -229,11 +237,12 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		return nil, err
 	}
 	v := &Validated{
-		Intent:      out,
-		Priority:    priority,
-		PayloadJSON: payload,
-		Fingerprint: fingerprint(&out, payload),
-		Routes:      routes,
+		Intent:       out,
+		Priority:     priority,
+		PayloadJSON:  payload,
+		MetadataJSON: metadata,
+		Fingerprint:  withMetadata(fingerprint(&out, payload), metadata),
+		Routes:       routes,
 	}
 	switch {
 	case nAddr == 0:

@@ -116,6 +116,68 @@ func (q *Queries) CallbackSubscriptionGetForDelivery(ctx context.Context, db DBT
 	return i, err
 }
 
+const callbackSubscriptionMine = `-- name: CallbackSubscriptionMine :one
+SELECT s.producer::text AS producer, s.url::text AS url, s.events::text[] AS events, s.auth::text AS auth,
+    s.created_at::timestamptz AS created_at, s.updated_at::timestamptz AS updated_at
+FROM herald.callback_subscription_get() AS s
+`
+
+type CallbackSubscriptionMineRow struct {
+	Producer  string
+	Url       string
+	Events    []string
+	Auth      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// The caller's own subscription (herald.callback_subscription_get), without
+// its secret or token: auth is 'secret' or 'bearer_token'. No row when the
+// producer has none.
+func (q *Queries) CallbackSubscriptionMine(ctx context.Context, db DBTX) (CallbackSubscriptionMineRow, error) {
+	row := db.QueryRow(ctx, callbackSubscriptionMine)
+	var i CallbackSubscriptionMineRow
+	err := row.Scan(
+		&i.Producer,
+		&i.Url,
+		&i.Events,
+		&i.Auth,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const callbackSubscriptionProducers = `-- name: CallbackSubscriptionProducers :many
+SELECT s.producer
+FROM herald.callback_subscriptions s
+WHERE s.producer = ANY ($1::text[])
+`
+
+// Which of @producers have a callback subscription: the intake pipeline's
+// one probe of the primary key per distinct producer, run only for a batch
+// that holds an intent with a callback_url (a producer's login sees only
+// its own row, which is all it submits for).
+func (q *Queries) CallbackSubscriptionProducers(ctx context.Context, db DBTX, producers []string) ([]string, error) {
+	rows, err := db.Query(ctx, callbackSubscriptionProducers, producers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var producer string
+		if err := rows.Scan(&producer); err != nil {
+			return nil, err
+		}
+		items = append(items, producer)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const callbackSubscriptionSet = `-- name: CallbackSubscriptionSet :one
 
 SELECT s.producer::text AS producer, s.created_at::timestamptz AS created_at, s.updated_at::timestamptz AS updated_at

@@ -341,6 +341,8 @@ type HeraldRecord struct {
 	Campaign             *string
 	// For a status callback (channels {callback}): the notification whose route it is about. NULL otherwise.
 	CallbackOf *string
+	// The producer's metadata of the intent: an object of string values, returned with the notification and in its status callbacks. NULL when the intent carried none.
+	Metadata []byte
 }
 
 type HeraldRecordsBefore struct {

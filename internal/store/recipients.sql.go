@@ -91,6 +91,43 @@ func (q *Queries) RecipientGetMany(ctx context.Context, db DBTX, arg RecipientGe
 	return items, nil
 }
 
+const recipientGetOwn = `-- name: RecipientGetOwn :one
+SELECT user_id, email, phone, webhook_url, locale, opted_out
+FROM herald.recipients
+WHERE owner = $1 AND user_id = $2
+`
+
+type RecipientGetOwnParams struct {
+	Owner  string
+	UserID string
+}
+
+type RecipientGetOwnRow struct {
+	UserID     string
+	Email      string
+	Phone      string
+	WebhookUrl string
+	Locale     string
+	OptedOut   []string
+}
+
+// One of the caller's own directory entries (owner @owner, the acting
+// producer), for the HTTP API's GET; row-level security holds the caller
+// to its own entries besides.
+func (q *Queries) RecipientGetOwn(ctx context.Context, db DBTX, arg RecipientGetOwnParams) (RecipientGetOwnRow, error) {
+	row := db.QueryRow(ctx, recipientGetOwn, arg.Owner, arg.UserID)
+	var i RecipientGetOwnRow
+	err := row.Scan(
+		&i.UserID,
+		&i.Email,
+		&i.Phone,
+		&i.WebhookUrl,
+		&i.Locale,
+		&i.OptedOut,
+	)
+	return i, err
+}
+
 const recipientUpsert = `-- name: RecipientUpsert :exec
 INSERT INTO herald.recipients (owner, user_id, email, phone, webhook_url, locale, opted_out, updated_at)
 VALUES (

@@ -463,7 +463,7 @@ func (q *Queries) RecordDeleteFinished(ctx context.Context, db DBTX, arg RecordD
 }
 
 const recordGet = `-- name: RecordGet :one
-SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at, callback_url, campaign, callback_of
+SELECT notification_id, notification_type, producer, audience_kind, recipient_user_ids, payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at, accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at, callback_url, campaign, callback_of, metadata
 FROM herald.records
 WHERE notification_id = $1
 `
@@ -494,6 +494,7 @@ func (q *Queries) RecordGet(ctx context.Context, db DBTX, notificationID string)
 		&i.CallbackUrl,
 		&i.Campaign,
 		&i.CallbackOf,
+		&i.Metadata,
 	)
 	return i, err
 }
@@ -588,13 +589,16 @@ WITH rec_in AS (
         unnest($16::text[]) AS callback_url,
         -- The intent's campaign ('' for none: NULL, and no entry in the
         -- partial records_campaign_idx).
-        nullif(unnest($17::text[]), '') AS campaign
+        nullif(unnest($17::text[]), '') AS campaign,
+        -- The intent's metadata as canonical JSON ('' for none: NULL, so
+        -- that an intent without metadata stores nothing more).
+        nullif(unnest($18::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
     -- The keys, in the caller's order.
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
     SELECT producer, idempotency_key, notification_id,
-        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8)
+        coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8)
     FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
     RETURNING k.notification_id
@@ -612,20 +616,21 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url, campaign
+        callback_url, campaign, metadata
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8),
         string_to_array(channel_list, ','),
         priority,
         send_at,
         expires_at,
         callback_url,
-        campaign
+        campaign,
+        metadata
     FROM rec_in
     WHERE notification_id IN (SELECT notification_id FROM keys_ins)
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
@@ -638,10 +643,10 @@ routes_ins AS (
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         -- Due now, or at send_at (greatest ignores NULLs).
-        greatest(coalesce($18::timestamptz, now()), r.send_at),
+        greatest(coalesce($19::timestamptz, now()), r.send_at),
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
         -- Watched for status callbacks (migration 00012's trigger) only if
         -- the producer asked, per intent or by subscription.
         ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),
@@ -653,16 +658,16 @@ routes_ins AS (
         (SELECT CASE WHEN row_security_active('herald.routes') THEN '!vet' ELSE '' END)
     FROM (
         SELECT
-            unnest($20::text[]) AS notification_id,
-            unnest($21::text[]) AS route_id,
-            unnest($22::text[]) AS channel,
-            unnest($23::text[]) AS recipient_ref,
-            unnest($24::integer[]) AS max_attempts,
-            unnest($25::smallint[]) AS priority,
-            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-            unnest($28::text[]) AS sms_encoding,
-            unnest($29::smallint[]) AS sms_segments
+            unnest($21::text[]) AS notification_id,
+            unnest($22::text[]) AS route_id,
+            unnest($23::text[]) AS channel,
+            unnest($24::text[]) AS recipient_ref,
+            unnest($25::integer[]) AS max_attempts,
+            unnest($26::smallint[]) AS priority,
+            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($28::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest($29::text[]) AS sms_encoding,
+            unnest($30::smallint[]) AS sms_segments
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
@@ -676,9 +681,9 @@ wake AS (
     -- duplicates wakes nobody). A SELECT CTE runs only if referenced: the
     -- final SELECT joins it. Routes a producer's login wrote wait for the
     -- vetter (lane '!vet'), so their hint goes to the vetter's topic.
-    SELECT count(herald.routes_wake($30::text, row_security_active('herald.routes'))) AS hints
+    SELECT count(herald.routes_wake($31::text, row_security_active('herald.routes'))) AS hints
     FROM (
-        SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+        SELECT 1 WHERE $31::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
 SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
@@ -703,6 +708,7 @@ type RecordInsertManyParams struct {
 	ExpiresAts               []time.Time
 	CallbackUrls             []string
 	Campaigns                []string
+	Metadatas                []string
 	Now                      *time.Time
 	IdempotencyWindowSeconds float64
 	RouteNotificationIds     []string
@@ -773,6 +779,7 @@ func (q *Queries) RecordInsertMany(ctx context.Context, db DBTX, arg RecordInser
 		arg.ExpiresAts,
 		arg.CallbackUrls,
 		arg.Campaigns,
+		arg.Metadatas,
 		arg.Now,
 		arg.IdempotencyWindowSeconds,
 		arg.RouteNotificationIds,
@@ -830,12 +837,15 @@ WITH rec_in AS (
         nullif(unnest($14::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
         nullif(unnest($15::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
         unnest($16::text[]) AS callback_url,
-        nullif(unnest($17::text[]), '') AS campaign
+        nullif(unnest($17::text[]), '') AS campaign,
+        -- The intent's metadata as canonical JSON ('' for none: NULL, so
+        -- that an intent without metadata stores nothing more).
+        nullif(unnest($18::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
     SELECT producer, idempotency_key, notification_id,
-        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8)
+        coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8)
     FROM rec_in
 ),
 subscribed AS (
@@ -848,20 +858,21 @@ ins AS (
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
         accepted_at, updated_at, idempotency_expires_at, channels, priority, send_at, expires_at,
-        callback_url, campaign
+        callback_url, campaign, metadata
     )
     SELECT
         notification_id, notification_type, producer, audience_kind, recipient_user_ids,
         payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()) + make_interval(secs => $19::float8),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8),
         string_to_array(channel_list, ','),
         priority,
         send_at,
         expires_at,
         callback_url,
-        campaign
+        campaign,
+        metadata
     FROM rec_in
     RETURNING notification_id, producer, idempotency_key, request_fingerprint, accepted_at, callback_url
 ),
@@ -872,32 +883,32 @@ routes_ins AS (
     )
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
-        greatest(coalesce($18::timestamptz, now()), r.send_at),
+        greatest(coalesce($19::timestamptz, now()), r.send_at),
         r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
-        coalesce($18::timestamptz, now()),
-        coalesce($18::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
+        coalesce($19::timestamptz, now()),
         ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),
         (SELECT CASE WHEN row_security_active('herald.routes') THEN '!vet' ELSE '' END)
     FROM (
         SELECT
-            unnest($20::text[]) AS notification_id,
-            unnest($21::text[]) AS route_id,
-            unnest($22::text[]) AS channel,
-            unnest($23::text[]) AS recipient_ref,
-            unnest($24::integer[]) AS max_attempts,
-            unnest($25::smallint[]) AS priority,
-            nullif(unnest($26::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
-            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
-            unnest($28::text[]) AS sms_encoding,
-            unnest($29::smallint[]) AS sms_segments
+            unnest($21::text[]) AS notification_id,
+            unnest($22::text[]) AS route_id,
+            unnest($23::text[]) AS channel,
+            unnest($24::text[]) AS recipient_ref,
+            unnest($25::integer[]) AS max_attempts,
+            unnest($26::smallint[]) AS priority,
+            nullif(unnest($27::timestamptz[]), '0001-01-01 00:00:00+00') AS send_at,
+            nullif(unnest($28::timestamptz[]), '0001-01-01 00:00:00+00') AS expires_at,
+            unnest($29::text[]) AS sms_encoding,
+            unnest($30::smallint[]) AS sms_segments
     ) AS r
     JOIN ins USING (notification_id)
     RETURNING 1
 ),
 wake AS (
-    SELECT count(herald.routes_wake($30::text, row_security_active('herald.routes'))) AS hints
+    SELECT count(herald.routes_wake($31::text, row_security_active('herald.routes'))) AS hints
     FROM (
-        SELECT 1 WHERE $30::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
+        SELECT 1 WHERE $31::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
     ) AS asked
 )
 SELECT ins.notification_id, ins.producer, ins.idempotency_key, ins.request_fingerprint, ins.accepted_at
@@ -922,6 +933,7 @@ type RecordInsertManyFreshParams struct {
 	ExpiresAts               []time.Time
 	CallbackUrls             []string
 	Campaigns                []string
+	Metadatas                []string
 	Now                      *time.Time
 	IdempotencyWindowSeconds float64
 	RouteNotificationIds     []string
@@ -980,6 +992,7 @@ func (q *Queries) RecordInsertManyFresh(ctx context.Context, db DBTX, arg Record
 		arg.ExpiresAts,
 		arg.CallbackUrls,
 		arg.Campaigns,
+		arg.Metadatas,
 		arg.Now,
 		arg.IdempotencyWindowSeconds,
 		arg.RouteNotificationIds,

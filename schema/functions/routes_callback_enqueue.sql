@@ -19,6 +19,7 @@ DECLARE
     rec_trace_id text;
     rec_accepted_at timestamptz;
     rec_idem_expires timestamptz;
+    rec_metadata jsonb;
     sub_url text;
     sub_events text[];
     target text;
@@ -54,8 +55,10 @@ BEGIN
         RETURN NULL;
     END IF;
 
-    SELECT r.producer, r.notification_type, r.callback_url, r.request_id, r.trace_id, r.accepted_at, r.idempotency_expires_at
-    INTO rec_producer, rec_type, rec_callback_url, rec_request_id, rec_trace_id, rec_accepted_at, rec_idem_expires
+    SELECT r.producer, r.notification_type, r.callback_url, r.request_id, r.trace_id, r.accepted_at, r.idempotency_expires_at,
+        r.metadata
+    INTO rec_producer, rec_type, rec_callback_url, rec_request_id, rec_trace_id, rec_accepted_at, rec_idem_expires,
+        rec_metadata
     FROM herald.records r
     WHERE r.notification_id = NEW.notification_id;
     IF NOT FOUND THEN
@@ -118,7 +121,10 @@ BEGIN
                     'canceled_at', NEW.canceled_at,
                     'delivery_status_at', NEW.delivery_status_at,
                     'request_id', nullif(rec_request_id, ''),
-                    'trace_id', nullif(rec_trace_id, ''))))::text,
+                    'trace_id', nullif(rec_trace_id, ''),
+                    -- The intent's metadata, as the producer gave it; null
+                    -- when it gave none.
+                    'metadata', rec_metadata)))::text,
             cb_key, encode(sha256(convert_to(cb_key, 'UTF8')), 'hex'), rec_request_id, rec_trace_id, t, t, t,
             cb_expires, '{callback}', NEW.priority, NEW.notification_id);
         INSERT INTO herald.routes (

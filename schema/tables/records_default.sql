@@ -25,10 +25,12 @@ CREATE TABLE herald.records_default (
     callback_url text DEFAULT ''::text NOT NULL,
     campaign text,
     callback_of text,
+    metadata jsonb,
     CONSTRAINT records_audience_kind_check CHECK ((audience_kind = ANY (ARRAY['users'::text, 'addresses'::text, 'mixed'::text]))),
     CONSTRAINT records_callback_url_check CHECK (((callback_url = ''::text) OR ((octet_length(callback_url) <= 2048) AND (callback_url ~ '^https?://[^[:space:][:cntrl:]/?#@]+[^[:space:][:cntrl:]]*$'::text)))),
     CONSTRAINT records_campaign_check CHECK ((campaign ~ '^[A-Za-z0-9._:-]{1,128}$'::text)),
     CONSTRAINT records_channels_check CHECK ((channels <@ ARRAY['email'::text, 'sms'::text, 'webhook'::text, 'callback'::text])),
+    CONSTRAINT records_metadata_check CHECK (((metadata IS NULL) OR ((jsonb_typeof(metadata) = 'object'::text) AND (octet_length((metadata)::text) <= 8192) AND ((jsonb_array_length(jsonb_path_query_array(metadata, '$.*'::jsonpath)) >= 1) AND (jsonb_array_length(jsonb_path_query_array(metadata, '$.*'::jsonpath)) <= 32)) AND (NOT jsonb_path_exists(metadata, '$.*?(@.type() != "string")'::jsonpath))))),
     CONSTRAINT records_priority_check CHECK ((priority = ANY (ARRAY[0, 1]))),
     CONSTRAINT records_producer_check CHECK (((producer <> ''::text) AND (idempotency_key <> ''::text))),
     CONSTRAINT records_recipient_user_ids_check CHECK ((jsonb_typeof(recipient_user_ids) = 'array'::text))

@@ -338,9 +338,32 @@ func TestCallbacksFollowTheSubscriptionsEventsAndTheIntentsURL(t *testing.T) {
 	require.False(t, watched)
 	require.Zero(t, tb.callbackCount(t, "quiet"))
 
-	// A callback_url without a subscription is accepted; its callbacks have
-	// nothing to be signed with and are dead-lettered with a hint.
-	n := tb.submit(t, "nosub", "order-4", own.srv.URL+"/order-4", "+14155550105")
+	// A callback_url without a subscription is refused at submit: its
+	// callbacks would have nothing to be signed with.
+	_, err := tb.client.Submit(context.Background(), &herald.Intent{
+		NotificationType: "order.shipped", Producer: "nosub", IdempotencyKey: "order-4",
+		Channels: []string{"sms"}, Audience: herald.Audience{SMS: []string{"+14155550105"}},
+		Content: herald.Content{SMS: &herald.SMSContent{Body: "shipped"}}, CallbackURL: own.srv.URL + "/order-4",
+	})
+	var verr *herald.ValidationError
+	require.ErrorAs(t, err, &verr)
+	require.Equal(t, herald.CodeCallbackURLNeedsSubscription, verr.Code())
+	// A subscription deleted after the submit (here in the same
+	// transaction) leaves callbacks with nothing to be signed with: they
+	// are dead-lettered with a hint.
+	ctx := context.Background()
+	tb.subscribe(t, "nosub", own.srv.URL)
+	tx, err := tb.pool.Begin(ctx)
+	require.NoError(t, err)
+	n, err := tb.client.SubmitTx(ctx, tx, &herald.Intent{
+		NotificationType: "order.shipped", Producer: "nosub", IdempotencyKey: "order-4",
+		Channels: []string{"sms"}, Audience: herald.Audience{SMS: []string{"+14155550105"}},
+		Content: herald.Content{SMS: &herald.SMSContent{Body: "shipped"}}, CallbackURL: own.srv.URL + "/order-4",
+	})
+	require.NoError(t, err)
+	_, err = store.New().CallbackSubscriptionDelete(ctx, tx, &[]string{"nosub"}[0])
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
 	tb.waitRoutes(t, n.NotificationID, "published")
 	require.Eventually(t, func() bool {
 		var hint string
