@@ -163,7 +163,7 @@ func granted(t *testing.T, db *pgxpool.Pool, role string, o dbObject) []string {
 	return out
 }
 
-func TestDatabaseMatchesTheWrittenAccessPolicy(t *testing.T) {
+func TestAccessPolicy_MatchesTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -211,7 +211,7 @@ func TestDatabaseMatchesTheWrittenAccessPolicy(t *testing.T) {
 	}
 }
 
-func TestNoProducerSideRoleCanTakeALockThatBlocksTheEngine(t *testing.T) {
+func TestAccessPolicy_NoProducerLockBlocksEngine(t *testing.T) {
 	t.Parallel()
 	pool := pgtemp.NewPool(t)
 	// Every lock mode above ROW EXCLUSIVE needs table-level UPDATE, DELETE
@@ -295,7 +295,7 @@ const (
 	noDataFound           = "P0002"
 )
 
-func TestProducerCannotReadOrRewriteAnotherProducersDirectoryEntries(t *testing.T) {
+func TestRecipients_ProducerTouchesOnlyOwn(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -350,7 +350,7 @@ func TestProducerCannotReadOrRewriteAnotherProducersDirectoryEntries(t *testing.
 	require.True(t, deleted)
 }
 
-func TestDirectInsertsIntoTheDirectoryAreValidatedByTheDatabase(t *testing.T) {
+func TestRecipients_DirectInsertsAreValidated(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -377,7 +377,7 @@ func TestDirectInsertsIntoTheDirectoryAreValidatedByTheDatabase(t *testing.T) {
 	require.Equal(t, b.nameA, owner, "the database sets the owner to the login")
 }
 
-func TestProducerCancelsItsOwnUndeliveredRoutesAndNothingElse(t *testing.T) {
+func TestRoutes_ProducerCancelsOnlyOwnUndelivered(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -424,7 +424,7 @@ func TestProducerCancelsItsOwnUndeliveredRoutesAndNothingElse(t *testing.T) {
 	requireSQLState(t, err, insufficientPrivilege)
 }
 
-func TestProducerCannotLockTheEngineOut(t *testing.T) {
+func TestAccessPolicy_ProducerCannotLockEngineOut(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -510,7 +510,7 @@ func TestProducerCannotLockTheEngineOut(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestAuditRowsComeOnlyFromHeraldsFunctionsAndCarryTheLogin(t *testing.T) {
+func TestAuditLog_OnlyFunctionsWriteWithLogin(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -553,7 +553,7 @@ func TestAuditRowsComeOnlyFromHeraldsFunctionsAndCarryTheLogin(t *testing.T) {
 	require.Zero(t, countAs(t, b.admin, `SELECT count(*) FROM herald.audit_log WHERE login = 'alice'`))
 }
 
-func TestSQLDoorEntriesCarryTheLoginThatInsertedThem(t *testing.T) {
+func TestIntake_EntriesCarryInsertingLogin(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -581,7 +581,7 @@ func TestSQLDoorEntriesCarryTheLoginThatInsertedThem(t *testing.T) {
 	requireSQLState(t, err, insufficientPrivilege)
 }
 
-func TestRawInsertsCannotBreakTheDispatchersInvariants(t *testing.T) {
+func TestRoutes_RawInsertsKeepDispatchInvariants(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -674,7 +674,7 @@ func emailIntent(producer, key string) *herald.Intent {
 	}
 }
 
-func TestSubmitManyGivesEachIntentInAnotherProducersNameItsOwnForbiddenError(t *testing.T) {
+func TestClient_SubmitManyForbidsOthersNames(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -712,7 +712,7 @@ func TestSubmitManyGivesEachIntentInAnotherProducersNameItsOwnForbiddenError(t *
 	require.ErrorIs(t, err, herald.ErrForbidden)
 }
 
-func TestOwnershipOracleIsGone(t *testing.T) {
+func TestAccessPolicy_NoOwnershipOracle(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -744,7 +744,7 @@ func TestOwnershipOracleIsGone(t *testing.T) {
 	requireSQLState(t, err, insufficientPrivilege)
 }
 
-func TestAuditorReadsEverythingAndWritesNothingAnywhere(t *testing.T) {
+func TestAuditorRole_ReadsAllWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -784,7 +784,7 @@ func countAs(t *testing.T, db *pgxpool.Pool, sql string, args ...any) int {
 // login may run too (it reads its own records). Another producer's same key
 // is another key: the plain insert stores it, and tells neither anything
 // about the other's.
-func TestAProducerLoginsBatchMeetsItsOwnKeysThroughThePlainInsert(t *testing.T) {
+func TestIdempotencyKeys_PlainInsertMeetsOwnKeys(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -828,7 +828,7 @@ func TestAProducerLoginsBatchMeetsItsOwnKeysThroughThePlainInsert(t *testing.T) 
 // Migration 00025: routes' partitions are reached only through routes,
 // under its policies; staff read them; making and dropping weeks is the
 // owner's (maintenance's).
-func TestRoutesPartitionsAreReachedOnlyThroughRoutes(t *testing.T) {
+func TestRoutes_PartitionsOnlyThroughParent(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -871,7 +871,7 @@ func TestRoutesPartitionsAreReachedOnlyThroughRoutes(t *testing.T) {
 // or DELETE, so nothing it holds blocks the sweep). It takes over its own
 // expired keys through herald.idempotency_keys_release, and an accept
 // through its login does so by itself.
-func TestAProducerHoldsItsOwnIdempotencyKeysOnly(t *testing.T) {
+func TestIdempotencyKeys_ProducerHoldsOwnOnly(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -930,7 +930,7 @@ func TestAProducerHoldsItsOwnIdempotencyKeysOnly(t *testing.T) {
 // under its policies (a producer sees its own records there, kept ones
 // included); staff read them and the partitions' view; making and retiring
 // weeks is the owner's (maintenance's).
-func TestRecordsPartitionsAreReachedOnlyThroughRecords(t *testing.T) {
+func TestRecords_PartitionsOnlyThroughParent(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

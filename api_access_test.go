@@ -72,7 +72,7 @@ func actingProducer(t *testing.T, tx pgx.Tx) *string {
 	return who
 }
 
-func TestAPILoginWithoutAValidKeySeesAndMayDoNothing(t *testing.T) {
+func TestAPIRole_WithoutKeyDoesNothing(t *testing.T) {
 	t.Parallel()
 	b := apiSetup(t)
 	ctx := context.Background()
@@ -119,7 +119,7 @@ func TestAPILoginWithoutAValidKeySeesAndMayDoNothing(t *testing.T) {
 	require.Equal(t, 1, countAs(t, b.admin, `SELECT count(*) FROM herald.recipients`))
 }
 
-func TestAPILoginWithAKeyActsAsTheKeysProducerOnly(t *testing.T) {
+func TestAPIRole_KeyActsAsItsProducerOnly(t *testing.T) {
 	t.Parallel()
 	b := apiSetup(t)
 	ctx := context.Background()
@@ -192,7 +192,7 @@ func TestAPILoginWithAKeyActsAsTheKeysProducerOnly(t *testing.T) {
 	}))
 }
 
-func TestAPIKeysRotateWithTwoValidAtOnceAndRevokedKeysActAsNobody(t *testing.T) {
+func TestAPIKeys_RotateAndRevoke(t *testing.T) {
 	t.Parallel()
 	b := apiSetup(t)
 	ctx := context.Background()
@@ -225,7 +225,7 @@ func TestAPIKeysRotateWithTwoValidAtOnceAndRevokedKeysActAsNobody(t *testing.T) 
 	require.Equal(t, 1, sees(next.Secret))
 }
 
-func TestOperatorsManageAPIKeysAuditedAndNobodyElseCan(t *testing.T) {
+func TestAPIKeys_OnlyOperatorsManageAudited(t *testing.T) {
 	t.Parallel()
 	b := apiSetup(t)
 	ctx := context.Background()
@@ -268,7 +268,7 @@ func TestOperatorsManageAPIKeysAuditedAndNobodyElseCan(t *testing.T) {
 	requireSQLState(t, err, insufficientPrivilege)
 }
 
-func TestAPILoginTouchesItsKeyAtMostOnceAMinute(t *testing.T) {
+func TestAPIRole_TouchesKeyOncePerMinute(t *testing.T) {
 	t.Parallel()
 	b := apiSetup(t)
 	ctx := context.Background()
@@ -291,7 +291,7 @@ func TestAPILoginTouchesItsKeyAtMostOnceAMinute(t *testing.T) {
 	require.True(t, first.Equal(*keys[0].LastUsedAt))
 }
 
-func TestAPIRoleHoldsWhatProducersHoldAndOnlyTouchesKeysBesides(t *testing.T) {
+func TestAPIRole_HoldsProducerGrantsPlusKeys(t *testing.T) {
 	t.Parallel()
 	pool := pgtemp.NewPool(t)
 	for _, o := range schemaObjects(t, pool) {

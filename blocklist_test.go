@@ -22,7 +22,7 @@ func smsIntent(producer, key, body string) *herald.Intent {
 	}
 }
 
-func TestGoDoorRefusesBlockedContentAndHoldsReviewedContentForAnOperator(t *testing.T) {
+func TestClient_SubmitRefusesBlockedHoldsReviewed(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

@@ -20,7 +20,7 @@ import (
 
 var callbackSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("sixteen+ byte key for tests"))
 
-func TestProducerManagesOnlyItsOwnCallbackSubscriptionAndNobodyReadsSecrets(t *testing.T) {
+func TestCallbackSubscriptions_OwnOnlyNoSecrets(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -98,7 +98,7 @@ func TestProducerManagesOnlyItsOwnCallbackSubscriptionAndNobodyReadsSecrets(t *t
 	}
 }
 
-func TestProducersCannotSubmitOnTheCallbackChannel(t *testing.T) {
+func TestClient_SubmitRefusesCallbackChannel(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

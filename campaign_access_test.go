@@ -42,7 +42,7 @@ func submitCampaign(t *testing.T, c *herald.Client, producer, campaign string, n
 	return sendAt
 }
 
-func TestProducerSeesAndCancelsOnlyItsOwnCampaignsThroughTheClientAndSQL(t *testing.T) {
+func TestCampaigns_ProducerCancelsOnlyOwn(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -120,7 +120,7 @@ func TestProducerSeesAndCancelsOnlyItsOwnCampaignsThroughTheClientAndSQL(t *test
 	require.Equal(t, 2, countAs(t, b.admin, `SELECT canceled FROM herald.campaign_progress_view WHERE producer = $1`, b.nameB))
 }
 
-func TestOperatorCancelsAnyCampaignAndAuditorOnlyReads(t *testing.T) {
+func TestCampaigns_OperatorCancelsAuditorReads(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

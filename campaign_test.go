@@ -25,7 +25,7 @@ func campaignBatch(prefix, campaign string, n int, sendAt time.Time) []*herald.I
 	return out
 }
 
-func TestSubmitManyWithoutCampaignIsStillOneStatementInOneRoundTrip(t *testing.T) {
+func TestClient_SubmitManyNoCampaignOneStatement(t *testing.T) {
 	t.Parallel()
 	// The content rules are read by the warm-up and not again within the
 	// hour, so a slow machine cannot put a reread inside the counts below.
@@ -57,7 +57,7 @@ func TestSubmitManyWithoutCampaignIsStillOneStatementInOneRoundTrip(t *testing.T
 
 // Inside the caller's transaction the campaign is joined in a savepoint:
 // it exists, with its intents, only if the caller commits.
-func TestSubmitManyTxOfACampaignCommitsAndRollsBackWithTheCaller(t *testing.T) {
+func TestClient_SubmitManyTxCampaignFollowsCaller(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()

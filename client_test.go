@@ -18,7 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/wake"
 )
 
-func TestNewClientRefusesBadConfigNamingTheField(t *testing.T) {
+func TestNewClient_RefusesBadConfigNamingField(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	_, err := herald.NewClient(b.pool, &herald.Config{IdempotencyWindow: time.Millisecond})
@@ -29,7 +29,7 @@ func TestNewClientRefusesBadConfigNamingTheField(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestSubmitStoresOneRecordAndOneRoutePerChannelAndRecipient(t *testing.T) {
+func TestClient_SubmitStoresRoutePerRecipient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -80,7 +80,7 @@ func TestSubmitStoresOneRecordAndOneRoutePerChannelAndRecipient(t *testing.T) {
 	require.ElementsMatch(t, rcpt.RouteIDs, ids)
 }
 
-func TestSubmitSchedulesRoutesAtSendAtWithPriorityAndExpiry(t *testing.T) {
+func TestClient_SubmitSchedulesSendAtAndExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -108,7 +108,7 @@ func TestSubmitSchedulesRoutesAtSendAtWithPriorityAndExpiry(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM herald.routes WHERE priority = 1"))
 }
 
-func TestSubmitSameIntentFrom64GoroutinesStoresOneNotification(t *testing.T) {
+func TestClient_SubmitRacingSameIntentStoresOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -145,7 +145,7 @@ func TestSubmitSameIntentFrom64GoroutinesStoresOneNotification(t *testing.T) {
 	require.Equal(t, routesPerIntent, b.routes(t))
 }
 
-func TestSubmitSameKeyDifferentContentIsConflictNamingTheOriginal(t *testing.T) {
+func TestClient_SubmitKeyConflictNamesOriginal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -169,7 +169,7 @@ func TestSubmitSameKeyDifferentContentIsConflictNamingTheOriginal(t *testing.T) 
 	require.Equal(t, routesPerIntent, b.routes(t))
 }
 
-func TestSubmitSameIntentAgainReturnsTheOriginalAsDuplicate(t *testing.T) {
+func TestClient_SubmitAgainReturnsDuplicate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -189,7 +189,7 @@ func TestSubmitSameIntentAgainReturnsTheOriginalAsDuplicate(t *testing.T) {
 	require.Equal(t, 1, b.records(t))
 }
 
-func TestSubmitIdempotencyKeysAreScopedByProducer(t *testing.T) {
+func TestClient_SubmitKeysScopedByProducer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -203,7 +203,7 @@ func TestSubmitIdempotencyKeysAreScopedByProducer(t *testing.T) {
 	require.NotEqual(t, a.NotificationID, o.NotificationID)
 }
 
-func TestSubmitRefusesAnInvalidIntentNamingFieldAndRule(t *testing.T) {
+func TestClient_SubmitRefusesInvalidNamingField(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) { c.Limits.MaxSMSSegments = 1 })
@@ -240,7 +240,7 @@ func TestSubmitRefusesAnInvalidIntentNamingFieldAndRule(t *testing.T) {
 	require.Zero(t, b.records(t))
 }
 
-func TestSubmitTxRollbackLeavesNothingAndCommitLeavesBoth(t *testing.T) {
+func TestClient_SubmitTxFollowsCommitAndRollback(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -271,7 +271,7 @@ func TestSubmitTxRollbackLeavesNothingAndCommitLeavesBoth(t *testing.T) {
 	})
 }
 
-func TestSubmitWorksWhateverTheSearchPath(t *testing.T) {
+func TestClient_SubmitIgnoresSearchPath(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -318,7 +318,7 @@ func TestSubmitWorksWhateverTheSearchPath(t *testing.T) {
 	require.Zero(t, b.count(t, "SELECT count(*) FROM decoy.routes"))
 }
 
-func TestSubmitManyOfAThousandWithTenInvalidStoresTheRestInOneRoundTrip(t *testing.T) {
+func TestClient_SubmitManyStoresValidInOneTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// No debounce: each submit's hint rides its own statement, so no
@@ -409,7 +409,7 @@ func TestSubmitManyOfAThousandWithTenInvalidStoresTheRestInOneRoundTrip(t *testi
 	require.Equal(t, 991, b.records(t))
 }
 
-func TestSubmitManyResolvesRepeatedKeysWithinOneCall(t *testing.T) {
+func TestClient_SubmitManyResolvesRepeatedKeys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -452,7 +452,7 @@ func TestSubmitManyResolvesRepeatedKeysWithinOneCall(t *testing.T) {
 	}, results)
 }
 
-func TestSubmitManyWithOnlyInvalidIntentsSendsNothing(t *testing.T) {
+func TestClient_SubmitManyAllInvalidSendsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	q0 := b.queries.Load()
@@ -463,14 +463,14 @@ func TestSubmitManyWithOnlyInvalidIntentsSendsNothing(t *testing.T) {
 	require.Equal(t, q0, b.queries.Load())
 }
 
-func TestGetUnknownNotificationIsErrNotFound(t *testing.T) {
+func TestClient_GetUnknownIsErrNotFound(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	_, err := b.client.Get(context.Background(), "no-such-id")
 	require.ErrorIs(t, err, herald.ErrNotFound)
 }
 
-func TestGetShowsTheProviderOfEachAttemptInOrder(t *testing.T) {
+func TestClient_GetShowsProviderPerAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -519,7 +519,7 @@ func TestGetShowsTheProviderOfEachAttemptInOrder(t *testing.T) {
 	check(n)
 }
 
-func TestCancelCancelsRoutesNotYetTerminalAndWritesAnAuditRow(t *testing.T) {
+func TestClient_CancelOpenRoutesAudited(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) { c.Actor = "shop-service" })
@@ -579,7 +579,7 @@ func TestCancelCancelsRoutesNotYetTerminalAndWritesAnAuditRow(t *testing.T) {
 	})
 }
 
-func TestUpsertRecipientStoresNormalizedEntryAndReplacesIt(t *testing.T) {
+func TestClient_UpsertRecipientNormalizes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)
@@ -658,7 +658,7 @@ func pgconnTimeout(err error) bool {
 	return errors.As(err, &te) && te.Timeout()
 }
 
-func TestSubmitBurstSendsOneLeadingWakeHintPerDebounceWindow(t *testing.T) {
+func TestClient_SubmitBurstLeadingHintPerWindow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// A window far longer than the test: only the leading hint can arrive.
@@ -672,7 +672,7 @@ func TestSubmitBurstSendsOneLeadingWakeHintPerDebounceWindow(t *testing.T) {
 	require.Equal(t, []string{"sms"}, hints(t, conn, 1))
 }
 
-func TestSubmitBurstEndsWithOneTrailingWakeHint(t *testing.T) {
+func TestClient_SubmitBurstTrailingHint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = 200 * time.Millisecond })
@@ -687,7 +687,7 @@ func TestSubmitBurstEndsWithOneTrailingWakeHint(t *testing.T) {
 	require.Equal(t, []string{"sms", ""}, hints(t, conn, 2))
 }
 
-func TestSubmitWithoutDebounceSendsAHintPerSubmit(t *testing.T) {
+func TestClient_SubmitNoDebounceHintsEach(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = -1 })
@@ -703,7 +703,7 @@ func TestSubmitWithoutDebounceSendsAHintPerSubmit(t *testing.T) {
 	require.Empty(t, hints(t, conn, 0))
 }
 
-func TestSubmitTxWakeHintRidesTheCommit(t *testing.T) {
+func TestClient_SubmitTxHintRidesCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = -1 })
@@ -725,7 +725,7 @@ func TestSubmitTxWakeHintRidesTheCommit(t *testing.T) {
 	require.Empty(t, hints(t, conn, 0), "no hint after rollback")
 }
 
-func TestSubmitTxHintsAtCommitEvenInsideADebounceWindow(t *testing.T) {
+func TestClient_SubmitTxHintsInsideDebounce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	// A window far longer than the test: a debounced submit would send nothing.
@@ -745,7 +745,7 @@ func TestSubmitTxHintsAtCommitEvenInsideADebounceWindow(t *testing.T) {
 	require.Equal(t, []string{"sms"}, hints(t, conn, 1), "the committed routes are hinted at once")
 }
 
-func TestConfigSetsTheIdempotencyWindowAndPayloadLimit(t *testing.T) {
+func TestConfig_SetsKeyWindowAndPayloadLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, func(c *herald.Config) {

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald"
 )
 
-func TestSubmitManyTxGetTxAndCancelTxRideTheCallersTransaction(t *testing.T) {
+func TestClient_TxMethodsRideCallersTx(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setup(t, nil)

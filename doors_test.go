@@ -48,7 +48,7 @@ func doorRules(t *testing.T, b *accessBundle) {
 	require.NoError(t, err)
 }
 
-func TestDoors_GoClientRefusesEachTrickInSubmitAndSubmitTx(t *testing.T) {
+func TestDoors_GoClientRefusesEachTrick(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	doorRules(t, b)
@@ -144,7 +144,7 @@ func insertByHand(t *testing.T, tx pgx.Tx, producer, key, url, text string) stri
 	return nid
 }
 
-func TestDoors_ARouteAProducerInsertedByHandThatARefuseRuleMatchesIsNeverDelivered(t *testing.T) {
+func TestDoors_RefusedHandInsertedRouteNeverSent(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	doorRules(t, b)
@@ -185,7 +185,7 @@ func TestDoors_ARouteAProducerInsertedByHandThatARefuseRuleMatchesIsNeverDeliver
 	require.Equal(t, int32(2), delivered.Load())
 }
 
-func TestDoors_TheEnginesOwnLoginSkipsTheVetter(t *testing.T) {
+func TestDoors_EngineLoginSkipsVetter(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	owner, err := herald.NewClient(b.admin, nil)
@@ -197,7 +197,7 @@ func TestDoors_TheEnginesOwnLoginSkipsTheVetter(t *testing.T) {
 	require.Equal(t, 2, countAs(t, b.admin, `SELECT count(*) FROM herald.routes WHERE notification_id = $1 AND lane = '!vet'`, mine.NotificationID))
 }
 
-func TestDoors_AnAuditRowsTimeIsTheDatabasesClock(t *testing.T) {
+func TestDoors_AuditTimeIsDatabaseClock(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -231,7 +231,7 @@ func TestDoors_AnAuditRowsTimeIsTheDatabasesClock(t *testing.T) {
 	require.Zero(t, countAs(t, b.asOp, `SELECT count(*) FROM herald.audit_log WHERE at < now() - interval '1 minute'`))
 }
 
-func TestDoors_AProducersHintWakesTheVetterAndTheEnginesWakesTheDispatchers(t *testing.T) {
+func TestDoors_HintsWakeVetterAndDispatchers(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

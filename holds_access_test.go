@@ -26,7 +26,7 @@ import (
 // operator's routing apply, while the engine, which knows the topics'
 // names, is woken by them. The producer can neither read the secret the
 // names end in nor see the engine's LISTEN statement.
-func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
+func TestProducerRole_ListenHearsNoOthers(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -86,7 +86,7 @@ func TestProducerListenHearsNothingOfOthersTraffic(t *testing.T) {
 // An advisory key, which any login may take, held by a producer on the
 // routing apply's name holds nothing up: an operator's apply serialises
 // on a row a producer may not lock, and goes through.
-func TestProducerAdvisoryLockHoldsUpNoRoutingApply(t *testing.T) {
+func TestRoutingApply_ProducerLockHoldsNothing(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -113,7 +113,7 @@ func TestProducerAdvisoryLockHoldsUpNoRoutingApply(t *testing.T) {
 // bounded time: the cancel, from Go and from psql, gives up within seconds
 // with an error naming the producer's login and pid, and goes through
 // once the producer commits.
-func TestProducerJoinedCampaignDelaysACancelABoundedTimeAndIsNamed(t *testing.T) {
+func TestCampaignCancel_ProducerHoldBoundedNamed(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

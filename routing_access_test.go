@@ -21,7 +21,7 @@ rules:
     - {name: all, providers: [sms/acme]}
 `
 
-func TestOnlyOperatorsApplyRoutingAndProducersCannotReadIt(t *testing.T) {
+func TestRoutingTables_OnlyOperatorsApply(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

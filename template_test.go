@@ -43,7 +43,7 @@ func requireFieldError(t *testing.T, err error, field string, code herald.Code) 
 	require.Failf(t, "field error not found", "want %s (%s) in %v", field, code, err)
 }
 
-func TestTemplatedSubmitIsCheckedAgainstTheTemplateAtIntake(t *testing.T) {
+func TestClient_TemplatedSubmitCheckedAtIntake(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -112,7 +112,7 @@ func TestTemplatedSubmitIsCheckedAgainstTheTemplateAtIntake(t *testing.T) {
 	require.Equal(t, r.NotificationID, again.NotificationID)
 }
 
-func TestTemplatesArePublishedByTheirProducerReadByStaffAndChangedByNobody(t *testing.T) {
+func TestTemplates_ProducerPublishesStaffReads(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()
@@ -150,7 +150,7 @@ func TestTemplatesArePublishedByTheirProducerReadByStaffAndChangedByNobody(t *te
 	require.Equal(t, b.nameA, by)
 }
 
-func TestTemplatedSubmitNamingAHostileTemplateIsRefusedAndAnotherProducersSubmitsGoThrough(t *testing.T) {
+func TestClient_HostileTemplateRefusedOthersPass(t *testing.T) {
 	t.Parallel()
 	b := accessSetup(t)
 	ctx := context.Background()

@@ -131,7 +131,7 @@ func appliedAt(t *testing.T, pool *pgxpool.Pool) map[string]string {
 
 // A changed view file is applied by the next Up, and the views that name
 // it are re-created after it, with their grants; nothing else is applied.
-func TestUpReappliesAChangedViewAndItsDependents(t *testing.T) {
+func TestMigratorUp_ReappliesAChangedViewAndDependents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -174,7 +174,7 @@ GRANT SELECT ON herald.a_probe_view TO herald_auditor;
 
 // A changed function file is applied by the next Up, keeping the
 // function's grants; an Up with nothing changed applies nothing.
-func TestUpReappliesAChangedFunction(t *testing.T) {
+func TestMigratorUp_ReappliesAChangedFunction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -212,7 +212,7 @@ func TestUpReappliesAChangedFunction(t *testing.T) {
 
 // Down forgets the applied definitions, since the history's down steps
 // put back older bodies; the next Up applies every one again.
-func TestDownForgetsTheDefinitions(t *testing.T) {
+func TestMigratorDown_ForgetsTheDefinitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -248,7 +248,7 @@ var (
 // A migration after lastHistoryVersion holds no CREATE FUNCTION,
 // PROCEDURE or VIEW: a function or view is changed in its own file, and
 // the Migrator re-creates the views a migration drops.
-func TestNewMigrationsHoldNoFunctionOrViewBodies(t *testing.T) {
+func TestMigrations_HoldNoFunctionOrViewBodies(t *testing.T) {
 	t.Parallel()
 	files, err := fs.Glob(schema.FS, "*.sql")
 	require.NoError(t, err)
@@ -278,7 +278,7 @@ func TestNewMigrationsHoldNoFunctionOrViewBodies(t *testing.T) {
 // object: nothing missing, nothing stale. River's tables, goose's and the
 // Migrator's bookkeeping, and the partitions named by their week are not
 // herald's definitions.
-func TestEveryObjectHasOneFile(t *testing.T) {
+func TestDefinitions_EveryObjectHasOneFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

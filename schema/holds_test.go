@@ -15,7 +15,7 @@ import (
 // run's own, goose's default session key) holds no migrate up: the run's
 // lock is a leased row of herald.goose_lock, which a producer may neither
 // write nor lock.
-func TestMigrator_ProducerAdvisoryLocksHoldUpNoMigrate(t *testing.T) {
+func TestMigrator_ProducerLocksHoldUpNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

@@ -29,7 +29,7 @@ func insertKeyedRecord(t *testing.T, pool *pgxpool.Pool, id, producer, key strin
 // constraint to herald.idempotency_keys, taking every record's key with
 // it; its down migration puts the constraint back, and stops with a clear
 // error where a key taken over after its window names two records.
-func TestIdempotencyKeysMoveOutOfRecordsAndBack(t *testing.T) {
+func TestMigrator_KeysMoveOutAndBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

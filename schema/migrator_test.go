@@ -31,7 +31,7 @@ func tableExists(t *testing.T, pool *pgxpool.Pool, name string) bool {
 	return ok
 }
 
-func TestUpDownUpRoundTrips(t *testing.T) {
+func TestMigrator_UpDownUpRoundTrips(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
@@ -75,7 +75,7 @@ func TestUpDownUpRoundTrips(t *testing.T) {
 	require.True(t, tableExists(t, pool, "herald.river_job"))
 }
 
-func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
+func TestMigrator_ConcurrentUpOneVersion(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyPool(t)
@@ -124,7 +124,7 @@ func TestConcurrentUpLeavesOneSchemaVersion(t *testing.T) {
 	require.Len(t, appliedAt(t, pool), len(definitionFiles(t, schema.FS)))
 }
 
-func TestCallbacksTimelineDownRestoresTheReceiptsTimeline(t *testing.T) {
+func TestMigrator_CallbacksDownRestoresTimeline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

@@ -32,7 +32,7 @@ const notDefined = `^(river_|goose_)|^schema_definitions$|_[a-z][0-9]{8}$`
 // tableHeader opens every file of tables/.
 const tableHeader = `-- herald.%s as the migrations leave it. Generated from pg_dump of a
 -- freshly migrated database by ` + "`task schema:tables`" + `
--- (go test ./schema -run TestTableFilesMatchAFreshMigration -update):
+-- (go test ./schema -run TestTableFiles_MatchAFreshMigration -update):
 -- edit a migration, not this file.
 `
 
@@ -71,7 +71,7 @@ func tableFile(ctx context.Context, pgDump, dbURL, table string) ([]byte, error)
 // tables/ holds every herald table as a fresh migration leaves it; with
 // -update the test writes the files instead, removing those of tables
 // gone.
-func TestTableFilesMatchAFreshMigration(t *testing.T) {
+func TestTableFiles_MatchAFreshMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir, err := pgtemp.FindBinDir()

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/schema"
 )
 
-func TestCheckVersionSaysWhetherTheSchemaIsBehindOrAhead(t *testing.T) {
+func TestCheckVersion_SaysBehindOrAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	latest := schema.LatestVersion()

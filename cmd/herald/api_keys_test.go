@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestAPIKeysAreCreatedShownOnceListedAndRevokedAudited(t *testing.T) {
+func TestAPIKeysCmd_CreateListRevokeAudited(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	_, _, err := run(t, b.env, "api-keys", "create")
@@ -57,10 +57,10 @@ func TestAPIKeysAreCreatedShownOnceListedAndRevokedAudited(t *testing.T) {
 	require.Equal(t, []string{"api_key_create by tester", "api_key_revoke by tester"}, actions)
 }
 
-// TestAPIKeysCreateRecordsTheActorGiven runs api-keys as an operator's
+// TestAPIKeysCreate_RecordsTheActorGiven runs api-keys as an operator's
 // login: the --actor given, not the login, is who created the key, in the
 // audit row and in the key's created_by; the login stays in the audit row.
-func TestAPIKeysCreateRecordsTheActorGiven(t *testing.T) {
+func TestAPIKeysCreate_RecordsTheActorGiven(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	login, _, opEnv := loginAs(t, b, "oncall", "herald_operator")

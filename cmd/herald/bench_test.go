@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
-func TestBenchPrintsHeraldAndRiverSideBySide(t *testing.T) {
+func TestBenchCmd_PrintsHeraldBesideRiver(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtemp.NewDatabase(t)}
 
@@ -27,13 +27,13 @@ func TestBenchPrintsHeraldAndRiverSideBySide(t *testing.T) {
 	require.Equal(t, int64(500), rep.Rows[0].Published)
 }
 
-func TestBenchRefusesAnUnknownComparison(t *testing.T) {
+func TestBenchCmd_RefusesUnknownComparison(t *testing.T) {
 	t.Parallel()
 	_, _, err := run(t, nil, "bench", "-vs", "sidekiq")
 	require.ErrorContains(t, err, `invalid -vs "sidekiq"`)
 }
 
-func TestBenchRefusesReceiptsOutsideTheInProcessCompareMode(t *testing.T) {
+func TestBenchCmd_RefusesReceiptsOutsideCompare(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"-receipts", "-processes", "2"},
@@ -49,7 +49,7 @@ func TestBenchRefusesReceiptsOutsideTheInProcessCompareMode(t *testing.T) {
 	require.ErrorContains(t, err, "invalid -receipt-delay -1s")
 }
 
-func TestBenchRefusesATraceSampleAboveOne(t *testing.T) {
+func TestBenchCmd_RefusesTraceSampleAboveOne(t *testing.T) {
 	t.Parallel()
 	_, _, err := run(t, nil, "bench", "-trace-sample", "1.5")
 	var ue usageError
@@ -57,7 +57,7 @@ func TestBenchRefusesATraceSampleAboveOne(t *testing.T) {
 	require.ErrorContains(t, err, "invalid -trace-sample 1.5")
 }
 
-func TestBenchRetentionModeDeletesTheFinishedHistory(t *testing.T) {
+func TestBenchCmd_RetentionDeletesHistory(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"DATABASE_URL": pgtemp.NewDatabase(t)}
 

@@ -34,7 +34,7 @@ func seedCampaign(t *testing.T, b *opBundle, producer, campaign string, n int) {
 	}
 }
 
-func TestCampaignsListShowAndCancelAudited(t *testing.T) {
+func TestCampaignsCmd_ListShowCancelAudited(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	seedCampaign(t, b, "shop", "spring", 7)

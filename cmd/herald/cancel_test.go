@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator/operatortest"
 )
 
-func TestCancelCancelsWhatIsNotDeliveredAndAuditsWhoAndWhy(t *testing.T) {
+func TestCancelCmd_CancelsUndeliveredAudited(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	live := seed(t, b, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})

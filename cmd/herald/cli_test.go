@@ -58,7 +58,7 @@ var unreachable = map[string]string{
 	"USER":         "tester",
 }
 
-func TestHelpPrintsUsageOnStdoutAndExitsZero(t *testing.T) {
+func TestCLI_HelpPrintsUsageExitsZero(t *testing.T) {
 	t.Parallel()
 	lines := [][]string{{"-h"}, {"--help"}, {"-help"}, {"help"}}
 	for _, cl := range commandLines() {
@@ -104,7 +104,7 @@ func requireUsageError(t *testing.T, stdout, stderr string, code int, want strin
 	require.Contains(t, stderr, want)
 }
 
-func TestUsageErrorsAreOneLineOnStderrWithExitTwo(t *testing.T) {
+func TestCLI_UsageErrorOneLineExitTwo(t *testing.T) {
 	t.Parallel()
 	const id = "0192f1c2-3b4a-7d5e-8f60-123456789abc"
 	tests := []struct {
@@ -188,7 +188,7 @@ func TestUsageErrorsAreOneLineOnStderrWithExitTwo(t *testing.T) {
 	}
 }
 
-func TestFailuresAreOneLineOnStderrWithExitOne(t *testing.T) {
+func TestCLI_FailureOneLineExitOne(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	const unknown = "0192f1c2-3b4a-7d5e-8f60-123456789abc"
@@ -217,7 +217,7 @@ func TestFailuresAreOneLineOnStderrWithExitOne(t *testing.T) {
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
 }
 
-func TestReplayOfAnArgumentThatIsNotAnIDWritesNothing(t *testing.T) {
+func TestDeadLettersCmd_ReplayNonIDWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	refs := seed(t, b, operatortest.Spec{N: 2, Dead: true})
@@ -256,7 +256,7 @@ func withPassword(t *testing.T, dbURL, user, password string) string {
 	return u.String()
 }
 
-func TestNoOutputShowsTheDatabasePassword(t *testing.T) {
+func TestCLI_OutputNeverShowsPassword(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	refs := seed(t, b, operatortest.Spec{N: 1, Dead: true})

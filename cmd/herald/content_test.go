@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator"
 )
 
-func TestTemplatesApplyPublishesOnlyWhatChangedAndShowsAndRendersIt(t *testing.T) {
+func TestTemplatesCmd_ApplyPublishesOnlyChanges(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	var applied []operator.TemplateApplied
@@ -55,7 +55,7 @@ func TestTemplatesApplyPublishesOnlyWhatChangedAndShowsAndRendersIt(t *testing.T
 	require.Error(t, err)
 }
 
-func TestHeldListReleaseAndRejectAreAudited(t *testing.T) {
+func TestHeldCmd_ListReleaseRejectAudited(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	ctx := context.Background()

@@ -38,7 +38,7 @@ func runJSON(t *testing.T, env map[string]string, v any, args ...string) {
 	require.NoError(t, json.Unmarshal([]byte(out), v), out)
 }
 
-func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
+func TestDeadLettersCmd_ListFiltersPagesShows(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	sms := seed(t, b, operatortest.Spec{N: 3, Channel: "sms", Producer: "billing", Dead: true, Classification: "attempts_exhausted"})
@@ -86,7 +86,7 @@ func TestDeadLettersListFiltersPagesAndShows(t *testing.T) {
 	require.Equal(t, 2, exitCode(err))
 }
 
-func TestDeadLettersReplayDryRunThenByIDsThenByFilter(t *testing.T) {
+func TestDeadLettersCmd_ReplayDryRunIDsFilter(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	refs := seed(t, b, operatortest.Spec{N: 4, Channel: "webhook", Dead: true})
@@ -133,7 +133,7 @@ func TestDeadLettersReplayDryRunThenByIDsThenByFilter(t *testing.T) {
 	require.Equal(t, 2, exitCode(err), "no actor")
 }
 
-func TestDeadLettersReplayAboveThresholdQueuesARiverJob(t *testing.T) {
+func TestDeadLettersCmd_ReplayAboveThresholdQueues(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 5, Dead: true})
@@ -151,9 +151,9 @@ func TestDeadLettersReplayAboveThresholdQueuesARiverJob(t *testing.T) {
 	require.Len(t, page.DeadLetters, 5)
 }
 
-// TestDeadLettersReplayRunTwiceConcurrentlyMovesEachOnce runs the CLI
+// TestDeadLettersCmd_ConcurrentReplaysMoveOnce runs the CLI
 // twice at once on 10,000 dead letters selected by filter.
-func TestDeadLettersReplayRunTwiceConcurrentlyMovesEachOnce(t *testing.T) {
+func TestDeadLettersCmd_ConcurrentReplaysMoveOnce(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	const n = 10_000
@@ -199,7 +199,7 @@ func seedDead(t *testing.T, b *opBundle, n int) []operator.RouteRef {
 	return seed(t, b, operatortest.Spec{N: n, Dead: true})
 }
 
-func TestDeadLettersListAndShowNameTheProviderOfTheFinalAttempt(t *testing.T) {
+func TestDeadLettersCmd_NamesFinalProvider(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	dead := seed(t, b, operatortest.Spec{Channel: "sms"})[0]

@@ -21,7 +21,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
-func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
+func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	// 100 users: enough Kenyan numbers (one user in four) that the routes
@@ -320,7 +320,7 @@ func checkDemoAPI(t *testing.T, a *demo.APIPart, runID string, count func(string
 	require.Zero(t, count(`SELECT count(*) FROM pg_roles WHERE rolname IN ($1, $2)`, a.Producer, a.Login), "the logins are dropped")
 }
 
-func TestDemoLeavesADatabasesOwnProvidersAlone(t *testing.T) {
+func TestDemoCmd_LeavesOwnProvidersAlone(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	env := map[string]string{"DATABASE_URL": dbURL}
@@ -347,14 +347,14 @@ func TestDemoLeavesADatabasesOwnProvidersAlone(t *testing.T) {
 	require.Equal(t, []string{"webhook/own"}, names)
 }
 
-func TestDemoRejectsABadUserCount(t *testing.T) {
+func TestDemoCmd_RejectsBadUserCount(t *testing.T) {
 	t.Parallel()
 	_, _, err := run(t, nil, "demo", "-users", "3")
 	require.ErrorContains(t, err, "-users")
 	require.Equal(t, 2, exitCode(err))
 }
 
-func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
+func TestDemoCmd_NoURLUsesThrowawayCluster(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL cluster of its own")
@@ -385,7 +385,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestDemoExportsOneNotificationsSpansEndToEnd runs the demo exporting to a
+// TestDemoCmd_ExportsSpansEndToEnd runs the demo exporting to a
 // loopback OTLP receiver and follows one order, submitted through the Go
 // client, SMS through an HTTP provider that sent a receipt, with status
 // callbacks to its producer, through its spans: the client's submit span
@@ -394,7 +394,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 // receipts batch that set its delivery status, and the callbacks linked to
 // the submit span. Every attribute exported, of every span, is checked
 // against a deny list of personal data, secrets and payloads.
-func TestDemoExportsOneNotificationsSpansEndToEnd(t *testing.T) {
+func TestDemoCmd_ExportsSpansEndToEnd(t *testing.T) {
 	t.Parallel()
 	recv := oteltest.NewReceiver(t)
 	dbURL := pgtemp.NewDatabase(t)
@@ -555,7 +555,7 @@ func personalData(spans []oteltest.Span) []string {
 	return found
 }
 
-func TestPersonalDataIsFoundInEveryPlaceASpanHoldsAttributes(t *testing.T) {
+func TestPersonalData_FoundInEverySpanPlace(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"+254712345678", "ann@example.com", "http://127.0.0.1:9/hook", "whsec_abc",
 		"hk_0123456789abcdef", "Bearer x", "Your code is 123456", `{"invoice":"INV-0001"}`} {
@@ -571,7 +571,7 @@ func TestPersonalDataIsFoundInEveryPlaceASpanHoldsAttributes(t *testing.T) {
 	require.Empty(t, personalData([]oteltest.Span{clean}))
 }
 
-func TestDemoRefusesAnOTLPEndpointThatIsNotAnHTTPURL(t *testing.T) {
+func TestDemoCmd_RefusesNonHTTPOTLPEndpoint(t *testing.T) {
 	t.Parallel()
 	_, _, err := run(t, nil, "demo", "-otlp-endpoint", "127.0.0.1:4318")
 	var ue usageError

@@ -39,7 +39,7 @@ var connecting = [][]string{
 	{"templates", "apply", "-f", "testdata/templates"}, {"templates", "list"}, {"templates", "show", "t"}, {"templates", "render", "t"},
 }
 
-func TestCommandWithoutADatabaseIsAUsageErrorNotTheDefaultSocket(t *testing.T) {
+func TestMain_WithoutADatabaseIsAUsageError(t *testing.T) {
 	t.Parallel()
 	for _, args := range connecting {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
@@ -50,7 +50,7 @@ func TestCommandWithoutADatabaseIsAUsageErrorNotTheDefaultSocket(t *testing.T) {
 	}
 }
 
-func TestHasTargetTakesAURLOrAPGVariableNamingTheServer(t *testing.T) {
+func TestHasTarget_TakesAURLOrAPGVariable(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		env  map[string]string
@@ -90,7 +90,7 @@ func setSchemaVersion(t *testing.T, dbURL string, to int64) {
 	require.NoError(t, err)
 }
 
-func TestCommandOnAnOldSchemaSaysOneLineToMigrate(t *testing.T) {
+func TestMain_OldSchemaSaysOneLineToMigrate(t *testing.T) {
 	t.Parallel()
 	latest := schema.LatestVersion()
 	for _, to := range []int64{0, 20} {
@@ -118,7 +118,7 @@ func TestCommandOnAnOldSchemaSaysOneLineToMigrate(t *testing.T) {
 	}
 }
 
-func TestCommandOnANewerSchemaWarnsToReadAndRefusesToWrite(t *testing.T) {
+func TestMain_NewerSchemaWarnsReadsRefusesWrites(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	newer := schema.LatestVersion() + 1
@@ -139,7 +139,7 @@ func TestCommandOnANewerSchemaWarnsToReadAndRefusesToWrite(t *testing.T) {
 	}
 }
 
-func TestVersionPrintsTheBuildAndBothSchemaVersions(t *testing.T) {
+func TestVersionCmd_PrintsBuildAndSchemaVersions(t *testing.T) {
 	t.Parallel()
 	var v map[string]any
 	stdout, stderr, code := execute(t, nil, "version", "--json")
@@ -205,7 +205,7 @@ var ownFlags = map[string]string{
 	"version":               "json",
 }
 
-func TestEverySubcommandsUsageListsOnlyItsFlagsWithASummaryAndAnExample(t *testing.T) {
+func TestUsage_EachSubcommandListsOnlyItsFlags(t *testing.T) {
 	t.Parallel()
 	flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
 	var walked []string
@@ -250,7 +250,7 @@ func TestEverySubcommandsUsageListsOnlyItsFlagsWithASummaryAndAnExample(t *testi
 	require.Equal(t, declared, walked, "every command line is declared in ownFlags")
 }
 
-func TestProvidersApplyDryRunNeedsNoActor(t *testing.T) {
+func TestProvidersApply_DryRunNeedsNoActor(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	file := writeProviders(t, providersFile)
@@ -268,7 +268,7 @@ func TestProvidersApplyDryRunNeedsNoActor(t *testing.T) {
 	require.Equal(t, "os-user", actor)
 }
 
-func TestDeadLettersClassificationTakesWhatTheEngineStores(t *testing.T) {
+func TestDeadLettersCmd_ClassificationTakesStoredValues(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	for class, n := range map[string]int{"http_503": 2, "timeout": 1, "http_404": 1, "smtp_550": 1} {
@@ -302,7 +302,7 @@ func TestDeadLettersClassificationTakesWhatTheEngineStores(t *testing.T) {
 	require.Contains(t, stdout, "transient, permanent, attempts_exhausted")
 }
 
-func TestMalformedCodeTakesTheStoredCodes(t *testing.T) {
+func TestMalformedCmd_CodeTakesTheStoredCodes(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := execute(t, unreachable, "malformed", "list", "--code", "invalid_json")
 	requireUsageError(t, stdout, stderr, code, `invalid -code "invalid_json": want one of `)
@@ -311,7 +311,7 @@ func TestMalformedCodeTakesTheStoredCodes(t *testing.T) {
 	require.Contains(t, stdout, "not_json")
 }
 
-func TestBinaryRefusesWithoutADatabaseAndPrintsItsVersion(t *testing.T) {
+func TestBinary_RefusesWithoutADatabasePrintsVersion(t *testing.T) {
 	t.Parallel()
 	bin := buildHerald(t)
 	// An environment with no database in it: only what go needs to run.

@@ -36,7 +36,7 @@ func seed(t *testing.T, b *opBundle, spec operatortest.Spec) []operator.RouteRef
 	return refs
 }
 
-func TestIDArgumentsMustHaveTheFormHeraldAssigns(t *testing.T) {
+func TestCLI_IDArgumentsMustBeHeraldIDs(t *testing.T) {
 	t.Parallel()
 
 	const id = "0192f1c2-3b4a-7d5e-8f60-123456789abc"

@@ -36,7 +36,7 @@ func run(t *testing.T, env map[string]string, args ...string) (string, string, e
 	return out.String(), errb.String(), err
 }
 
-func TestMigrateUpStatusDownReportWhatTheyDid(t *testing.T) {
+func TestMigrateCmd_UpStatusDownReport(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	// Start from an empty schema so `up` has work to do.
@@ -76,7 +76,7 @@ func TestMigrateUpStatusDownReportWhatTheyDid(t *testing.T) {
 	require.Contains(t, out, "herald down")
 }
 
-func TestFlagsWinOverEnvironment(t *testing.T) {
+func TestCLI_FlagsWinOverEnvironment(t *testing.T) {
 	t.Parallel()
 	good := pgtemp.NewDatabase(t)
 	// The environment names a database that does not exist; the flag wins.
@@ -85,7 +85,7 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestBadValuesStopWithOneLineNamingThem(t *testing.T) {
+func TestCLI_BadValuesStopNamingThem(t *testing.T) {
 	t.Parallel()
 	cases := map[string][]string{
 		"-log-level":    {"migrate", "status", "--log-level", "loud"},

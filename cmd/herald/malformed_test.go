@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-func TestMalformedListAndShow(t *testing.T) {
+func TestMalformedCmd_ListAndShow(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	require.NoError(t, store.New().MalformedIntentInsertMany(context.Background(), b.pool, store.MalformedIntentInsertManyParams{

@@ -52,7 +52,7 @@ func writeProviders(t *testing.T, body string) string {
 	return p
 }
 
-func TestProvidersApplyShowsTheDiffAndIsIdempotent(t *testing.T) {
+func TestProvidersCmd_ApplyShowsDiffIdempotent(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	file := writeProviders(t, providersFile)
@@ -87,7 +87,7 @@ func TestProvidersApplyShowsTheDiffAndIsIdempotent(t *testing.T) {
 	require.Equal(t, int64(2), res.Version)
 }
 
-func TestProvidersApplyRefusesABadFileWithOneLineAndChangesNothing(t *testing.T) {
+func TestProvidersCmd_ApplyRefusesBadFile(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	_, _, code := execute(t, b.env, "providers", "apply", "-f", writeProviders(t, providersFile))
@@ -114,7 +114,7 @@ func TestProvidersApplyRefusesABadFileWithOneLineAndChangesNothing(t *testing.T)
 	require.Contains(t, stderr, "no such file")
 }
 
-func TestProvidersListShowsSettingsButNeverSecrets(t *testing.T) {
+func TestProvidersCmd_ListHidesSecrets(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	out, _, code := execute(t, b.env, "providers", "list")
@@ -152,11 +152,11 @@ func TestProvidersListShowsSettingsButNeverSecrets(t *testing.T) {
 		string(list.Providers[0].Settings))
 }
 
-// TestProvidersListShowsAnSMPPProvidersTargetAndCredentials applies an
+// TestProvidersCmd_ListShowsSMPPTarget applies an
 // SMPP provider whose receipts settings say what its receipts mean (no
 // HTTP token: its receipts arrive on its binds), and lists it with the
 // SMSC it binds to and where its password is read from.
-func TestProvidersListShowsAnSMPPProvidersTargetAndCredentials(t *testing.T) {
+func TestProvidersCmd_ListShowsSMPPTarget(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	env := map[string]string{"DATABASE_URL": b.env["DATABASE_URL"], "USER": "tester"}

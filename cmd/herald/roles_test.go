@@ -36,10 +36,10 @@ func intent(producer, key string) *herald.Intent {
 	}
 }
 
-// TestProducerLoginUsesTheClientOnItsOwnNotificationsOnly drives the
+// TestCLI_ProducerLoginSeesOwnOnly drives the
 // public client as a herald_producer login: it submits, reads and cancels
 // its own notifications, and another producer's do not exist for it.
-func TestProducerLoginUsesTheClientOnItsOwnNotificationsOnly(t *testing.T) {
+func TestCLI_ProducerLoginSeesOwnOnly(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	ctx := context.Background()
@@ -81,9 +81,9 @@ func TestProducerLoginUsesTheClientOnItsOwnNotificationsOnly(t *testing.T) {
 	require.Contains(t, st.Timeline[len(st.Timeline)-1].Detail, "customer asked")
 }
 
-// TestOperatorAndAuditorLoginsRunTheCLI runs the operator commands as
+// TestCLI_OperatorAndAuditorLoginsRun runs the operator commands as
 // logins granted only herald_operator and herald_auditor.
-func TestOperatorAndAuditorLoginsRunTheCLI(t *testing.T) {
+func TestCLI_OperatorAndAuditorLoginsRun(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	_, _, opEnv := loginAs(t, b, "oncall", "herald_operator")

@@ -19,7 +19,7 @@ func routingBundle(t *testing.T) *opBundle {
 	return b
 }
 
-func TestRoutingListShowsRulesInOrder(t *testing.T) {
+func TestRoutingCmd_ListShowsRulesInOrder(t *testing.T) {
 	t.Parallel()
 	b := routingBundle(t)
 	out, stderr, code := execute(t, b.env, "routing", "list")
@@ -49,7 +49,7 @@ type routingTestOutput struct {
 	Reason     string                `json:"reason"`
 }
 
-func TestRoutingTestSaysWhichProviderAndWhy(t *testing.T) {
+func TestRoutingCmd_TestSaysProviderAndWhy(t *testing.T) {
 	t.Parallel()
 	b := routingBundle(t)
 	out, stderr, code := execute(t, b.env, "routing", "test", "+254712345678", "--producer", "shop")
@@ -87,7 +87,7 @@ func TestRoutingTestSaysWhichProviderAndWhy(t *testing.T) {
 	require.True(t, res.NoRules)
 }
 
-func TestRoutingTestFailsWhenNoRuleMatches(t *testing.T) {
+func TestRoutingCmd_TestFailsWithoutMatch(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	file := writeProviders(t, "providers:\n  - {name: sms/a, driver: log}\nrules:\n  sms:\n    - {name: kenya, match: {prefixes: [\"+254\"]}, providers: [sms/a]}\n")
@@ -107,7 +107,7 @@ func TestRoutingTestFailsWhenNoRuleMatches(t *testing.T) {
 	require.Contains(t, res.Reason, "no rule of channel sms")
 }
 
-func TestRoutingTestUsageErrors(t *testing.T) {
+func TestRoutingCmd_TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		args []string

@@ -18,7 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
-func TestServeBoundsEveryListenerItRuns(t *testing.T) {
+func TestServeCmd_BoundsEveryListener(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	admin, err := pgxpool.New(context.Background(), dbURL)

@@ -17,7 +17,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
-func TestServeOpsFlagsTakeTheirDefaultsFromTheEnvironment(t *testing.T) {
+func TestServeCmd_OpsFlagsDefaultFromEnv(t *testing.T) {
 	t.Parallel()
 	m, _, _ := testMain(map[string]string{"HERALD_METRICS_ADDR": ":9999", "HERALD_DEAD_LETTER_RETENTION": "720h"})
 	var o serveOps
@@ -63,7 +63,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-func TestServeExposesMetricsHealthAndRunsMaintenance(t *testing.T) {
+func TestServeCmd_ExposesMetricsRunsMaintenance(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)

@@ -17,7 +17,7 @@ import (
 // An operator's LOCK TABLE on herald.routes stops every claim. serve's
 // /readyz says so, with the reason, while /healthz stays up; the timeouts
 // are counted; and /readyz is ready again by itself once the lock goes.
-func TestServeReadyzReportsClaimsStuckBehindATableLockAndRecovers(t *testing.T) {
+func TestServeCmd_ReadyzReportsStuckClaims(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)

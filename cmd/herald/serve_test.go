@@ -200,7 +200,7 @@ func waitAllTerminal(t *testing.T, pool *pgxpool.Pool, within time.Duration) {
 	}, within, 50*time.Millisecond)
 }
 
-func TestTwoServeProcessesPublishEveryRouteExactlyOnce(t *testing.T) {
+func TestServeCmd_TwoProcessesPublishOnce(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and delivers 10,000 routes")
@@ -232,7 +232,7 @@ func TestTwoServeProcessesPublishEveryRouteExactlyOnce(t *testing.T) {
 	b.stop(t)
 }
 
-func TestServeKilledMidRunThenRestartedLosesNothing(t *testing.T) {
+func TestServeCmd_KilledMidRunLosesNothing(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and kills a serve process")
@@ -274,7 +274,7 @@ func TestServeKilledMidRunThenRestartedLosesNothing(t *testing.T) {
 	restarted.stop(t)
 }
 
-func TestServeDrainsTheSQLIntakeAndDeliversIt(t *testing.T) {
+func TestServeCmd_DrainsSQLIntake(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)
@@ -310,7 +310,7 @@ func TestServeDrainsTheSQLIntakeAndDeliversIt(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-func TestServeRefusesABadConfigurationNamingTheField(t *testing.T) {
+func TestServeCmd_RefusesBadConfigNamingField(t *testing.T) {
 	t.Parallel()
 	_, _, err := run(t, map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "pigeon"}, "serve")
 	require.ErrorContains(t, err, `channels.sms.driver: "pigeon"`)
@@ -321,7 +321,7 @@ func TestServeRefusesABadConfigurationNamingTheField(t *testing.T) {
 	require.ErrorContains(t, err, "channels.email.smtp.from: required")
 }
 
-func TestServePoolPricesOutSeqScansUnlessTheURLSaysOtherwise(t *testing.T) {
+func TestServeCmd_PoolPricesOutSeqScans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
@@ -357,7 +357,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func TestServeWarnsOfRoutesWaitingForAChannelItDoesNotDeliver(t *testing.T) {
+func TestServeCmd_WarnsOfUndeliveredChannels(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	pool, err := pgxpool.New(context.Background(), dbURL)

@@ -20,7 +20,7 @@ import (
 // parses it and calls its owner.
 const maxLines = 2200
 
-func TestCommandStaysAWiringLayerUnderMaxLines(t *testing.T) {
+func TestCLI_StaysAWiringLayer(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-func TestStatsReportsBacklogLagAndDeadLetters(t *testing.T) {
+func TestStatsCmd_ReportsBacklogLagDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	operatortest.Seed(t, b.pool, operatortest.Spec{N: 3, Channel: "sms"})
@@ -38,7 +38,7 @@ func TestStatsReportsBacklogLagAndDeadLetters(t *testing.T) {
 	require.Equal(t, 2, exitCode(err))
 }
 
-func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *testing.T) {
+func TestStatsCmd_ShowsProviderHealth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := opSetup(t)
@@ -87,10 +87,10 @@ func TestStatsShowsEachProvidersCircuitCapRecentOutcomesAndCircuitEvents(t *test
 	require.Regexp(t, `\S+Z\s+sms/acme\s+circuit_opened\s+25 of 31 attempts failed transiently`, out)
 }
 
-// TestStatsSaysWhyAProviderCannotSend: a provider whose health rounds
+// TestStatsCmd_SaysWhyProviderCannotSend: a provider whose health rounds
 // found it unable to send (an SMPP provider whose binds the SMSC refuses)
 // is shown with why, in text and JSON.
-func TestStatsSaysWhyAProviderCannotSend(t *testing.T) {
+func TestStatsCmd_SaysWhyProviderCannotSend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := routingBundle(t)
@@ -113,7 +113,7 @@ func TestStatsSaysWhyAProviderCannotSend(t *testing.T) {
 	require.Contains(t, out, "closed; cannot send: the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)")
 }
 
-func TestStatsShowsTheWindowsCallbacksPerProducerByOutcome(t *testing.T) {
+func TestStatsCmd_ShowsCallbacksPerProducer(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	out, _, err := run(t, b.env, "stats", "--window", "1h")

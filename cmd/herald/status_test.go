@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
+func TestStatusCmd_ShowsRecordRoutesTimeline(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	live := seed(t, b, operatortest.Spec{N: 1, Channel: "sms", Type: "otp"})
@@ -50,7 +50,7 @@ func TestStatusShowsRecordRoutesAndTimeline(t *testing.T) {
 	require.Equal(t, 2, exitCode(err))
 }
 
-func TestStatusShowsTheProvidersOfEachRoute(t *testing.T) {
+func TestStatusCmd_ShowsProvidersPerRoute(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	failover := seed(t, b, operatortest.Spec{Channel: "sms"})[0]
@@ -76,7 +76,7 @@ func TestStatusShowsTheProvidersOfEachRoute(t *testing.T) {
 	require.Regexp(t, `email:0\s+email\s+pending\s+0/3\s+-\s+`, out)
 }
 
-func TestStatusShowsTheCallbacksOfItsRoutes(t *testing.T) {
+func TestStatusCmd_ShowsRouteCallbacks(t *testing.T) {
 	t.Parallel()
 	b := opSetup(t)
 	operatortest.Subscribe(t, b.pool, "shop")

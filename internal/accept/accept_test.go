@@ -56,7 +56,7 @@ func waitForLockWaiter(t *testing.T, pool *pgxpool.Pool) {
 // A key committed by a racing transaction while the statement ran is
 // invisible to the statement's snapshot: Accept must find it with a second
 // statement, as a duplicate or a conflict.
-func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
+func TestAccept_ResolvesKeyOfRacingTx(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -110,14 +110,14 @@ func TestAcceptResolvesAKeyCommittedByARacingTransaction(t *testing.T) {
 	}
 }
 
-func TestAcceptOfNothingSendsNothing(t *testing.T) {
+func TestAccept_NothingSendsNothing(t *testing.T) {
 	t.Parallel()
 	out, err := Accept(context.Background(), nil, nil, Params{})
 	require.NoError(t, err)
 	require.Empty(t, out)
 }
 
-func TestHintChannelNamesTheOneChannelOrNone(t *testing.T) {
+func TestHintChannel_NamesOneChannelOrNone(t *testing.T) {
 	t.Parallel()
 	sms := &intake.Validated{Routes: []intake.RoutePlan{{Channel: "sms"}, {Channel: "sms"}}}
 	mixed := &intake.Validated{Routes: []intake.RoutePlan{{Channel: "sms"}, {Channel: "email"}}}
@@ -129,7 +129,7 @@ func TestHintChannelNamesTheOneChannelOrNone(t *testing.T) {
 // Were keys inserted in batch order, this would deadlock: A holds "a",
 // B inserts "b" then waits for "a", A then waits for "b". Accept inserts in
 // key order, so B waits for "a" before taking "b", and A goes on.
-func TestAcceptOfOverlappingBatchesCannotDeadlock(t *testing.T) {
+func TestAccept_OverlappingBatchesNeverDeadlock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

@@ -12,7 +12,7 @@ import (
 
 // Intents without a campaign never reach campaign_join: a batch of them
 // creates no campaign and stores NULL.
-func TestAcceptWithoutCampaignStoresNoCampaign(t *testing.T) {
+func TestAccept_WithoutCampaignStoresNone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

@@ -20,7 +20,7 @@ import (
 // Whichever way the accept goes in: through a pool with the plain insert
 // first (which the expired key fails), with ON CONFLICT alone, or in the
 // caller's transaction.
-func TestAnExpiredKeyIsFreeForANewNotification(t *testing.T) {
+func TestAccept_ExpiredKeyIsFree(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name     string
@@ -102,7 +102,7 @@ func TestAnExpiredKeyIsFreeForANewNotification(t *testing.T) {
 // Two accepts that meet the same expired key at once: both release it
 // (the second finds nothing left to release), both insert it again, and
 // one notification holds it; the other accept gets it as its duplicate.
-func TestAcceptsRacingForAnExpiredKeyGetOneNotification(t *testing.T) {
+func TestAccept_RacingForExpiredKeyGetOne(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -138,7 +138,7 @@ func TestAcceptsRacingForAnExpiredKeyGetOneNotification(t *testing.T) {
 // The release function frees only expired keys still held by the
 // notification the caller names: a key taken over since, or within its
 // window, is left.
-func TestReleaseFreesOnlyTheExpiredKeyItNames(t *testing.T) {
+func TestAccept_ReleaseFreesOnlyNamedExpiredKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

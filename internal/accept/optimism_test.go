@@ -52,7 +52,7 @@ func counts(o *Optimism) [2]int64 {
 }
 
 // New keys go in with the plain insert, every record and route once.
-func TestOptimismStoresNewKeysWithThePlainInsert(t *testing.T) {
+func TestOptimism_StoresNewKeysWithPlainInsert(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -77,7 +77,7 @@ func TestOptimismStoresNewKeysWithThePlainInsert(t *testing.T) {
 // CONFLICT insert then stores the batch: duplicates and conflicts answered
 // as without optimism, new keys stored once. The Optimism stays
 // pessimistic for DefaultPessimism, then tries the plain insert again.
-func TestOptimismFallsBackOnAKeyThatExistsAndLosesNothing(t *testing.T) {
+func TestOptimism_FallsBackOnExistingKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -126,7 +126,7 @@ func TestOptimismFallsBackOnAKeyThatExistsAndLosesNothing(t *testing.T) {
 
 // In a transaction a failed statement would abort it: Accept never tries
 // the plain insert there, and the transaction goes on after a duplicate.
-func TestOptimismIsNeverTriedInATransaction(t *testing.T) {
+func TestOptimism_NeverTriedInATransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -170,7 +170,7 @@ func TestOptimismIsNeverTriedInATransaction(t *testing.T) {
 
 // Another constraint's unique violation is the caller's error, as without
 // optimism: not retried, nothing stored, the constraint named.
-func TestOptimismReturnsAnotherUniqueViolation(t *testing.T) {
+func TestOptimism_ReturnsOtherUniqueViolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
@@ -194,7 +194,7 @@ func TestOptimismReturnsAnotherUniqueViolation(t *testing.T) {
 
 // Racing batches of overlapping keys through one Optimism: each key stored
 // once, every intent answered as new or duplicate, whichever insert ran.
-func TestOptimismUnderRacingBatchesStoresEachKeyOnce(t *testing.T) {
+func TestOptimism_RacingBatchesStoreKeyOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)

@@ -22,7 +22,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestDocumentIsValidOpenAPI31AndItsPathsAreTheRoutersPatterns(t *testing.T) {
+func TestDocument_IsOpenAPI31MatchingRouter(t *testing.T) {
 	t.Parallel()
 	ok, errs := openAPIValidator(t).ValidateDocument()
 	require.True(t, ok, "openapi.json: %s", describe(errs))
@@ -50,7 +50,7 @@ func TestDocumentIsValidOpenAPI31AndItsPathsAreTheRoutersPatterns(t *testing.T) 
 	}
 }
 
-func TestProblemCodesAreTheDocumentsAndHeraldtypesCodes(t *testing.T) {
+func TestDocument_ProblemCodesAreHeraldtypes(t *testing.T) {
 	t.Parallel()
 	var problem struct {
 		Properties struct {
@@ -63,7 +63,7 @@ func TestProblemCodesAreTheDocumentsAndHeraldtypesCodes(t *testing.T) {
 	require.Equal(t, Codes(), problem.Properties.Code.Enum)
 }
 
-func TestDatabaseDownIs503WithRetryAfterAndNeverFor4xxInput(t *testing.T) {
+func TestServer_DatabaseDownIs503(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	// A pool on a port nothing listens on.
@@ -111,7 +111,7 @@ func TestDatabaseDownIs503WithRetryAfterAndNeverFor4xxInput(t *testing.T) {
 	}
 }
 
-func TestHealthReadinessAndTheDocumentAreServed(t *testing.T) {
+func TestServer_ServesHealthReadyAndDocument(t *testing.T) {
 	t.Parallel()
 	notReady := errors.New("migrations pending: run herald migrate up")
 	var ready error
@@ -133,7 +133,7 @@ func TestHealthReadinessAndTheDocumentAreServed(t *testing.T) {
 	require.Equal(t, OpenAPI(), a.body)
 }
 
-func TestUnknownPathsAre404AndWrongMethods405Problems(t *testing.T) {
+func TestServer_Unknown404WrongMethod405(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	a := b.do(t, "GET", "/v2/things", nil, b.shopKey)
@@ -145,7 +145,7 @@ func TestUnknownPathsAre404AndWrongMethods405Problems(t *testing.T) {
 	require.Equal(t, "GET, POST", a.header.Get("Allow"))
 }
 
-func TestRequestsAreLoggedAndCountedPerEndpointAndStatus(t *testing.T) {
+func TestServer_LogsAndCountsRequests(t *testing.T) {
 	t.Parallel()
 	var buf syncBuffer
 	b := setup(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(&buf, nil)) })
@@ -182,7 +182,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-func TestServeFinishesRequestsInFlightWhenItStops(t *testing.T) {
+func TestServe_FinishesInFlightOnStop(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())

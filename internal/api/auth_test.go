@@ -25,7 +25,7 @@ func endpoints() [][3]string {
 	}
 }
 
-func TestRequestsWithoutAValidKeyAre401AndKeysRotateWithoutDowntime(t *testing.T) {
+func TestAuth_NoKeyIs401KeysRotate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
@@ -63,7 +63,7 @@ func TestRequestsWithoutAValidKeyAre401AndKeysRotateWithoutDowntime(t *testing.T
 	require.NotNil(t, keys[1].LastUsedAt)
 }
 
-func TestAKeyOverItsRateGets429WithRetryAfter(t *testing.T) {
+func TestRateLimit_OverRateIs429WithRetryAfter(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.RateLimit, c.RateBurst = 0.5, 1 })
 	for _, e := range endpoints() {

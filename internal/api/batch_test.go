@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestBatchAnswersEachIntentInOrder(t *testing.T) {
+func TestBatch_AnswersEachIntentInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	require.Equal(t, http.StatusCreated, b.do(t, "POST", "/v1/notifications", intent("shop", "old"), b.shopKey).status)

@@ -13,7 +13,7 @@ import (
 // The HTTP API takes an intent's campaign as the other doors do: the key's
 // producer joins its own campaign, and once the campaign is canceled an
 // intent of it is refused with campaign_canceled, naming the field.
-func TestSubmitJoinsACampaignAndIsRefusedOnceItIsCanceled(t *testing.T) {
+func TestSubmit_CampaignRefusedOnceCanceled(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	in := intent("shop", "sale-1")

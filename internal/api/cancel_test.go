@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCancelCancelsTheProducersOwnOnlyAndIsAudited(t *testing.T) {
+func TestCancel_OwnOnlyAudited(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	var r Receipt

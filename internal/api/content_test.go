@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/vet"
 )
 
-func TestSubmitOverHTTPMeetsTheContentBlocklistAndHasTheEngineHoldForReview(t *testing.T) {
+func TestSubmit_MeetsBlocklistAndHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	// The SQL is the test's own: an operator's rules.
@@ -44,7 +44,7 @@ func TestSubmitOverHTTPMeetsTheContentBlocklistAndHasTheEngineHoldForReview(t *t
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.held_intents WHERE notification_id IS NOT NULL AND rule LIKE 'rule 2 %'`))
 }
 
-func TestSubmitOverHTTPNamingAHostileTemplateIsRefusedNamingWhatIsNotAllowed(t *testing.T) {
+func TestSubmit_HostileTemplateRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	// The SQL is the test's own: shop publishing a template that would

@@ -12,7 +12,7 @@ import (
 // The HTTP door reads text as the blocklist's fold does: each trick that
 // keeps the word readable is still the word. What it accepts goes to the
 // engine's vetter like every producer login's rows (lane '!vet').
-func TestSubmitOverHTTPRefusesBlockedContentWhateverTheTrick(t *testing.T) {
+func TestSubmit_RefusesBlockedWhateverTrick(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	_, err := b.admin.Exec(t.Context(), `INSERT INTO herald.content_rules (kind, pattern, mode) VALUES

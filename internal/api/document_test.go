@@ -55,7 +55,7 @@ type walker struct {
 	notifID string
 }
 
-func TestEveryDocumentedRequestConstraintIsTheServersBothWays(t *testing.T) {
+func TestDocument_ConstraintsAreTheServers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.MaxBodyBytes = 512 << 10 })
 	served := b.do(t, http.MethodGet, "/openapi.json", nil, "")
@@ -654,7 +654,7 @@ func deepCopy(v any) any {
 	return v
 }
 
-func TestAcceptAndContentTypeAdmitOnlyTheDocumentsTypes(t *testing.T) {
+func TestDocument_OnlyItsMediaTypesAdmitted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for accept, want := range map[string]int{

@@ -209,7 +209,7 @@ func (r *exampleRun) request(op *docOperation, name string) (string, []byte) {
 	return path, body
 }
 
-func TestDocumentExamplesAreWhatTheServerAnswers(t *testing.T) {
+func TestDocument_ExamplesAreWhatTheServerAnswers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	served := b.do(t, http.MethodGet, "/openapi.json", nil, "")
@@ -377,7 +377,7 @@ func boolInt(b bool) int {
 // The submit's links lead where they say: the runtime expression read
 // from a real receipt names the notification submitted, the linked GET
 // answers it, and the linked cancel cancels it.
-func TestSubmitLinksLeadToTheSubmittedNotification(t *testing.T) {
+func TestDocument_SubmitLinksLeadToTheNotification(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	served := b.do(t, http.MethodGet, "/openapi.json", nil, "")

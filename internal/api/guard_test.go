@@ -56,7 +56,7 @@ func (r *trickle) Read(p []byte) (int, error) {
 
 func (r *trickle) Close() error { return nil }
 
-func TestASlowBodyIs408LoggedAsASlowClientNeverADatabaseError(t *testing.T) {
+func TestServer_SlowBodyIs408(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
 	b := setup(t, func(c *Config) {
@@ -126,7 +126,7 @@ func TestASlowBodyIs408LoggedAsASlowClientNeverADatabaseError(t *testing.T) {
 	require.Zero(t, testutil.ToFloat64(b.server.metrics.APIRequests.WithLabelValues("POST /v1/notifications", "503")))
 }
 
-func TestAnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout(t *testing.T) {
+func TestServer_ClosesIdleKeepAlive(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
 	addr := serveOnLoopback(t, b)
@@ -145,7 +145,7 @@ func TestAnIdleKeepAliveConnectionIsClosedAfterTheIdleTimeout(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF, "the idle keep-alive connection is closed by the server")
 }
 
-func TestFailedAuthenticationsFromOneAddressGet429BeforeAnyDatabaseWork(t *testing.T) {
+func TestAuthGuard_FailuresGet429Early(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.AuthFailureRate, c.AuthFailureBurst = 0.01, 5 })
 	for i := range 5 {
@@ -180,7 +180,7 @@ func TestFailedAuthenticationsFromOneAddressGet429BeforeAnyDatabaseWork(t *testi
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-func TestUnknownKeysGetNoRateBucketOfTheirOwn(t *testing.T) {
+func TestRateLimit_UnknownKeysGetNoBucket(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.RateLimit, c.RateBurst, c.AuthFailureBurst = 0.5, 1, 1000 })
 	for range 20 {
@@ -192,7 +192,7 @@ func TestUnknownKeysGetNoRateBucketOfTheirOwn(t *testing.T) {
 	require.Zero(t, n, "a key nobody holds takes no memory")
 }
 
-func TestAuthGuardHoldsAFixedNumberOfAddresses(t *testing.T) {
+func TestAuthGuard_HoldsFixedNumberOfAddresses(t *testing.T) {
 	t.Parallel()
 	g := newAuthGuard(1, 2, 100)
 	now := time.Now()
@@ -217,7 +217,7 @@ func TestAuthGuardHoldsAFixedNumberOfAddresses(t *testing.T) {
 	require.Equal(t, clientAddr("1.2.3.4:5"), clientAddr("[::ffff:1.2.3.4]:5"))
 }
 
-func TestAnUnauthenticatedCallerGets401BeforeAnyValidation(t *testing.T) {
+func TestAuth_401BeforeValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.AuthFailureBurst = 1000 })
 	huge := `{"intents":[` + strings.Repeat(" ", 300<<10) + `]}`
@@ -250,7 +250,7 @@ func TestAnUnauthenticatedCallerGets401BeforeAnyValidation(t *testing.T) {
 	}
 }
 
-func TestTextThatIsNotUTF8OrHoldsNULIs400NamingTheParameter(t *testing.T) {
+func TestServer_BadUTF8OrNULIs400(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	sms := `"notification_type":"a","channels":["sms"],"audience":{"sms":["+14155550123"]}`

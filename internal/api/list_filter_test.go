@@ -61,9 +61,9 @@ func idTime(t *testing.T, id string) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// TestListFiltersByStatusChannelCampaignAndTime: each filter keeps to the
+// TestList_FiltersByStatusChannelCampaignTime: each filter keeps to the
 // notifications it names, they combine, and they page with the cursor.
-func TestListFiltersByStatusChannelCampaignAndTime(t *testing.T) {
+func TestList_FiltersByStatusChannelCampaignTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
@@ -127,9 +127,9 @@ func TestListFiltersByStatusChannelCampaignAndTime(t *testing.T) {
 	}
 }
 
-// TestListFilterValuesAreCheckedAfterTheKey: a bad value is a 400 naming
+// TestList_FilterValuesCheckedAfterTheKey: a bad value is a 400 naming
 // its parameter, and a request without a valid key learns only 401.
-func TestListFilterValuesAreCheckedAfterTheKey(t *testing.T) {
+func TestList_FilterValuesCheckedAfterTheKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for query, field := range map[string]string{
@@ -156,10 +156,10 @@ func TestListFilterValuesAreCheckedAfterTheKey(t *testing.T) {
 	}
 }
 
-// TestEveryOperationRefusesAQueryParameterItDoesNotTake sends each
+// TestServer_RefusesUnknownQueryParameters sends each
 // authenticated operation of the document a parameter it does not
 // document: 400 naming it, after authentication.
-func TestEveryOperationRefusesAQueryParameterItDoesNotTake(t *testing.T) {
+func TestServer_RefusesUnknownQueryParameters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for pattern, params := range documentedQuery() {
@@ -198,13 +198,13 @@ func (q *queryLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Trace
 
 func (q *queryLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TestListFiltersReadABoundedNumberOfRecords fills the database with
+// TestList_FiltersReadBoundedRecords fills the database with
 // 2,500 of the producer's notifications that no status filter matches
 // (and 5,000 of another producer's): a status filter pages through them
 // 1,000 at a time, short pages with a cursor, to the one that matches, and
 // each of the list's plans reads records by an index, never a sequential
 // scan, and at most 1,000 of the producer's.
-func TestListFiltersReadABoundedNumberOfRecords(t *testing.T) {
+func TestList_FiltersReadBoundedRecords(t *testing.T) {
 	t.Parallel()
 	log := &queryLog{}
 	b := setup(t, func(c *Config) {

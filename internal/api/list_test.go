@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestListPagesThroughTheProducersOwnNotificationsNewestFirst(t *testing.T) {
+func TestList_PagesOwnNewestFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for i := range 5 {

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestGetAnswersRoutesWithStatusAttemptsProvidersAndLastError(t *testing.T) {
+func TestGet_AnswersRoutesWithAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	var r Receipt
@@ -45,7 +45,7 @@ func TestGetAnswersRoutesWithStatusAttemptsProvidersAndLastError(t *testing.T) {
 	}
 }
 
-func TestGetAnswersEachRoutesDeliveryStatusFromItsReceipt(t *testing.T) {
+func TestGet_AnswersDeliveryStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	var r Receipt
@@ -77,7 +77,7 @@ func TestGetAnswersEachRoutesDeliveryStatusFromItsReceipt(t *testing.T) {
 // GET shows what the Go client's Get shows, read by the same loader: the
 // campaign an intent joined, and a templated notification's template (at
 // the version it was accepted with) and data.
-func TestGetShowsTheCampaignAndTheTemplateAsTheGoClientDoes(t *testing.T) {
+func TestGet_ShowsCampaignAndTemplateAsTheClient(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	// The SQL is the test's own: shop publishing a template.

@@ -33,12 +33,12 @@ func rateFieldsOf(t *testing.T, a answer) (policy, state string) {
 	return policy, state
 }
 
-// TestRateLimitFieldsCountDownToThe429 drives one key through its bucket
+// TestRateLimit_FieldsCountDownToThe429 drives one key through its bucket
 // of 3 (refilling one request per 100 s, so that the test's own time does
 // not refill it), then one client address through its failed
 // authentications: each answer says what is left, and each 429 says 0
 // with its Retry-After.
-func TestRateLimitFieldsCountDownToThe429(t *testing.T) {
+func TestRateLimit_FieldsCountDownToThe429(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) {
 		c.RateLimit, c.RateBurst = 0.01, 3
@@ -80,10 +80,10 @@ func TestRateLimitFieldsCountDownToThe429(t *testing.T) {
 	require.Equal(t, `"auth-failures";r=0;t=200`, state)
 }
 
-// TestRateLimitFieldsOnlyWhereALimitApplies: without a limit of keys an
+// TestRateLimit_FieldsOnlyWhereALimitApplies: without a limit of keys an
 // authenticated answer has none, and a request without a key (which
 // counts as no failure) and the health checks have none either.
-func TestRateLimitFieldsOnlyWhereALimitApplies(t *testing.T) {
+func TestRateLimit_FieldsOnlyWhereALimitApplies(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for _, a := range []answer{
@@ -97,10 +97,10 @@ func TestRateLimitFieldsOnlyWhereALimitApplies(t *testing.T) {
 	}
 }
 
-// TestRateStateRefillsToFull follows both buckets on a clock of the
+// TestRateState_RefillsToFull follows both buckets on a clock of the
 // test's own: taken, emptied, refused, and full again once their time has
 // passed.
-func TestRateStateRefillsToFull(t *testing.T) {
+func TestRateState_RefillsToFull(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	l := newLimiter(1, 2)
@@ -133,10 +133,10 @@ func TestRateStateRefillsToFull(t *testing.T) {
 	require.Equal(t, strconv.FormatInt(t0.Unix()+3, 10), h.Get("X-RateLimit-Reset"))
 }
 
-// TestEveryLimitedAnswerDocumentsTheRateLimitFields: each authenticated
+// TestDocument_LimitedAnswersShowRateLimitFields: each authenticated
 // operation's successes, 401 and 429 name the five fields, so that a new
 // operation cannot ship without them.
-func TestEveryLimitedAnswerDocumentsTheRateLimitFields(t *testing.T) {
+func TestDocument_LimitedAnswersShowRateLimitFields(t *testing.T) {
 	t.Parallel()
 	var doc struct {
 		Paths map[string]map[string]struct {

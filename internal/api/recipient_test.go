@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRecipientsArePutNormalizedAndDeletedInTheProducersOwnDirectory(t *testing.T) {
+func TestRecipients_PutNormalizedAndDelete(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	a := b.do(t, "PUT", "/v1/recipients/42", map[string]any{"phone": "+1 415 555 0123", "email": "Ann@Example.COM",
@@ -30,7 +30,7 @@ func TestRecipientsArePutNormalizedAndDeletedInTheProducersOwnDirectory(t *testi
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.recipients`))
 }
 
-func TestRecipientIsReadBackFromTheProducersOwnDirectoryOnly(t *testing.T) {
+func TestGetRecipient_ReadsOnlyTheProducersOwn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	a := b.do(t, "GET", "/v1/recipients/42", nil, "")

@@ -93,7 +93,7 @@ type schemaRun struct {
 	disagreements                      []string
 }
 
-func TestSchemaRunPositiveAndNegativeCasesAgreeWithTheServer(t *testing.T) {
+func TestDocument_SchemaRunAgreesWithTheServer(t *testing.T) {
 	t.Parallel()
 	seed := schemaRunSeedValue(t)
 	b := setup(t, func(c *Config) { c.MaxBodyBytes = 512 << 10 })

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestSubmitAcceptsOnceAndAnswersARetryAsAReplay(t *testing.T) {
+func TestSubmit_AcceptsOnceRetryIsReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	first := b.do(t, "POST", "/v1/notifications", intent("shop", "order-9"), b.shopKey)
@@ -49,7 +49,7 @@ func TestSubmitAcceptsOnceAndAnswersARetryAsAReplay(t *testing.T) {
 	require.Equal(t, "idempotency_key", bad.problem(t).Field)
 }
 
-func TestFiftyConcurrentIdenticalSubmitsStoreOneNotification(t *testing.T) {
+func TestSubmit_RacingIdenticalStoreOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func TestFiftyConcurrentIdenticalSubmitsStoreOneNotification(t *testing.T) {
 	require.Equal(t, 3, b.count(t, `SELECT count(*) FROM herald.routes`))
 }
 
-func TestSubmitWithAKeysOtherRequestIsAConflictNamingTheNotification(t *testing.T) {
+func TestSubmit_KeyConflictNamesNotification(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	first := b.do(t, "POST", "/v1/notifications", intent("shop", "k"), b.shopKey)
@@ -96,7 +96,7 @@ func TestSubmitWithAKeysOtherRequestIsAConflictNamingTheNotification(t *testing.
 	require.Equal(t, http.StatusCreated, b.do(t, "POST", "/v1/notifications", other, b.mallKey).status)
 }
 
-func TestSubmitRefusesBadIntentsWithTheirCodesAndFieldPaths(t *testing.T) {
+func TestSubmit_RefusesBadIntentsWithCodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	badPhone := intent("shop", "p")
@@ -133,7 +133,7 @@ func TestSubmitRefusesBadIntentsWithTheirCodesAndFieldPaths(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.records`))
 }
 
-func TestSubmitInAnotherProducersNameIsRefusedByTheDatabase(t *testing.T) {
+func TestSubmit_OthersNameRefusedByDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	a := b.do(t, "POST", "/v1/notifications", intent("mall", "k"), b.shopKey)

@@ -11,7 +11,7 @@ import (
 // testSecret is a valid whsec_ secret: the base64 of 24 bytes.
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-func TestCallbackSubscriptionIsTheKeysProducersOwnAndNeverAnswersItsSecret(t *testing.T) {
+func TestCallbackSubscription_OwnAndNeverTheSecret(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for _, m := range []string{"GET", "PUT", "DELETE"} {
@@ -86,7 +86,7 @@ func TestCallbackSubscriptionIsTheKeysProducersOwnAndNeverAnswersItsSecret(t *te
 
 // An intent's callback_url is refused while the producer has no
 // subscription, and accepted once it subscribed through the API.
-func TestCallbackURLNeedsTheSubscriptionTheAPIPuts(t *testing.T) {
+func TestSubmit_CallbackURLNeedsASubscription(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	intent := func(key string) map[string]any {
@@ -123,7 +123,7 @@ func TestCallbackURLNeedsTheSubscriptionTheAPIPuts(t *testing.T) {
 }
 
 // Metadata a raw door refuses: values that are not strings, and NUL.
-func TestMetadataThatIsNotStringsIsRefusedAndNothingStored(t *testing.T) {
+func TestSubmit_NonStringMetadataRefused(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	for i, meta := range []any{

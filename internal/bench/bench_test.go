@@ -58,7 +58,7 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{db: db, cfg: cfg}
 }
 
-func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
+func TestRun_MeasuresHeraldAndRiver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.Vs = "river"
@@ -96,7 +96,7 @@ func TestRunMeasuresHeraldAndRiverOnOneDatabase(t *testing.T) {
 	t.Log("\n" + out.String())
 }
 
-func TestProcStatReadsThisProcessAndRefusesAMissingOne(t *testing.T) {
+func TestProcStat_ReadsSelfRefusesMissing(t *testing.T) {
 	t.Parallel()
 	// Burn a little CPU so the tick counters are not all zero.
 	x := 0
@@ -111,14 +111,14 @@ func TestProcStatReadsThisProcessAndRefusesAMissingOne(t *testing.T) {
 	require.False(t, ok)
 }
 
-func TestPayloadIsExactlyTheRequestedSize(t *testing.T) {
+func TestPayload_IsTheRequestedSize(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{16, 100, 256, 4096} {
 		require.Len(t, payload(n), n)
 	}
 }
 
-func TestRiverPhaseCountsEveryJobAndItsCost(t *testing.T) {
+func TestRun_RiverPhaseCountsEveryJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c := b.cfg.withDefaults()
@@ -136,7 +136,7 @@ func TestRiverPhaseCountsEveryJobAndItsCost(t *testing.T) {
 	t.Logf("%+v", row)
 }
 
-func TestScaleMeasuresClaimThroughputAtTwoBacklogs(t *testing.T) {
+func TestRun_ScaleMeasuresClaimThroughput(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.IdleSamples = 5
@@ -158,7 +158,7 @@ func TestScaleMeasuresClaimThroughputAtTwoBacklogs(t *testing.T) {
 	require.Contains(t, out.String(), "claim throughput at 30000 / at 10000")
 }
 
-func TestXminReportsEachPhase(t *testing.T) {
+func TestRun_XminReportsEachPhase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	rep, err := RunXmin(context.Background(), b.db, b.cfg, 2*time.Second)
@@ -172,7 +172,7 @@ func TestXminReportsEachPhase(t *testing.T) {
 	require.Contains(t, out.String(), "held")
 }
 
-func TestSoakSamplesMemory(t *testing.T) {
+func TestRun_SoakSamplesMemory(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	rep, err := RunSoak(context.Background(), b.db, b.cfg, 11*time.Second)
@@ -182,7 +182,7 @@ func TestSoakSamplesMemory(t *testing.T) {
 	require.NotEmpty(t, rep.PeakRSS)
 }
 
-func TestSharedBuffersIsAQuarterOfMemoryWithinBounds(t *testing.T) {
+func TestSharedBuffers_QuarterOfMemoryBounded(t *testing.T) {
 	t.Parallel()
 	total := procMeminfo("MemTotal:")
 	require.Positive(t, total, "this machine has /proc/meminfo")
@@ -190,7 +190,7 @@ func TestSharedBuffersIsAQuarterOfMemoryWithinBounds(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("%dMB", want), sharedBuffers())
 }
 
-func TestIndexTuplesAreCountedFromTheWALForEachEngine(t *testing.T) {
+func TestIndexTuples_CountedFromWALPerEngine(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -244,7 +244,7 @@ func TestIndexTuplesAreCountedFromTheWALForEachEngine(t *testing.T) {
 	t.Log("\n" + out.String())
 }
 
-func TestIndexTuplesReadNotAvailableWhereTheWALCannotBeRead(t *testing.T) {
+func TestIndexTuples_NAWithoutWAL(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -269,7 +269,7 @@ func TestIndexTuplesReadNotAvailableWhereTheWALCannotBeRead(t *testing.T) {
 	require.Contains(t, out.String(), "index tuples written: n/a (create extension pg_walinspect")
 }
 
-func TestProviderModeDeliversThroughTheConfiguredProvider(t *testing.T) {
+func TestRun_ProviderModeUsesProvider(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -293,7 +293,7 @@ FROM herald.routes`).Scan(&viaProvider, &keyed))
 	require.Zero(t, keyed)
 }
 
-func TestReceiptsModeMatchesAReceiptForEveryRoute(t *testing.T) {
+func TestRun_ReceiptsModeMatchesEveryRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -334,7 +334,7 @@ func TestReceiptsModeMatchesAReceiptForEveryRoute(t *testing.T) {
 	require.Contains(t, out.String(), "River has no providers or receipts")
 }
 
-func TestTracingExportsTheEnginesSpansToALoopbackReceiver(t *testing.T) {
+func TestRun_TracingExportsSpans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -369,7 +369,7 @@ func TestTracingExportsTheEnginesSpansToALoopbackReceiver(t *testing.T) {
 	}
 }
 
-func TestTracingIsOffByDefaultAndTheNotesSaySo(t *testing.T) {
+func TestRun_TracingOffByDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.Intents = 200
@@ -386,7 +386,7 @@ func TestTracingIsOffByDefaultAndTheNotesSaySo(t *testing.T) {
 
 // A run whose deliveries bypass the bench channel (serve's discard
 // driver) has no split: the table says n/a rather than a rate of zero.
-func TestTableSaysNAForASplitTheChannelDidNotSee(t *testing.T) {
+func TestReport_TableSaysNAForUnseenSplit(t *testing.T) {
 	t.Parallel()
 	seen := int64(400)
 	rep := &Report{Rows: []Row{

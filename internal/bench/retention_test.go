@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRetentionReportAgreesWithTheHistoryCountedInSQL(t *testing.T) {
+func TestRetention_ReportAgreesWithSQL(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.cfg.RoutesPerIntent = 2
@@ -98,7 +98,7 @@ func TestRetentionReportAgreesWithTheHistoryCountedInSQL(t *testing.T) {
 	t.Log("\n" + out.String())
 }
 
-func TestRetentionRefusesBadParamsBeforeFillingAnything(t *testing.T) {
+func TestRetention_RefusesBadParamsFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -101,7 +101,7 @@ func (b *testBundle) statuses(t testing.TB, producer, campaign string) map[strin
 	return out
 }
 
-func TestSubmitManyOfACampaignSchedulesItAsOne(t *testing.T) {
+func TestCampaign_SubmitManySchedulesAsOne(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -166,7 +166,7 @@ func TestSubmitManyOfACampaignSchedulesItAsOne(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
-func TestCancelCancelsEveryRouteNotGoneOutInAuditedBatchesAndNothingElse(t *testing.T) {
+func TestCancel_AuditedBatchesOfUnsentRoutes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -241,7 +241,7 @@ func TestCancelCancelsEveryRouteNotGoneOutInAuditedBatchesAndNothingElse(t *test
 	require.Equal(t, map[string]int{"canceled": 21, "published": 1, "dead_letter": 1}, b.statuses(t, "shop", "spring"))
 }
 
-func TestCancelRefusesAnUnknownCampaignAndBadOptions(t *testing.T) {
+func TestCancel_RefusesUnknownAndBadOptions(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -261,7 +261,7 @@ func TestCancelRefusesAnUnknownCampaignAndBadOptions(t *testing.T) {
 	require.True(t, c.CancelRequestedAt.IsZero(), "no cancel was recorded")
 }
 
-func TestCancelInterruptedIsResumedWhereItStopped(t *testing.T) {
+func TestCancel_InterruptedResumesWhereStopped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.submitCampaign(t, "shop", "spring", 50, time.Now().Add(time.Hour))
@@ -295,7 +295,7 @@ func TestCancelInterruptedIsResumedWhereItStopped(t *testing.T) {
 
 // A route claimed by a dispatcher is in flight: the cancel leaves it to
 // finish, and a later sweep cancels it if it comes back failed.
-func TestCancelLeavesARouteInFlightToItsDispatcherAndSweepsAgain(t *testing.T) {
+func TestCancel_LeavesInFlightAndSweepsAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -357,7 +357,7 @@ func TestCancelLeavesARouteInFlightToItsDispatcherAndSweepsAgain(t *testing.T) {
 // A claimed route whose lease ran out belongs to a dispatcher taken for
 // dead: the cancel takes it, as a dispatcher would claim it again, and the
 // late completion is fenced out.
-func TestCancelTakesAClaimedRouteWhoseLeaseRanOut(t *testing.T) {
+func TestCancel_TakesExpiredLease(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -380,7 +380,7 @@ func TestCancelTakesAClaimedRouteWhoseLeaseRanOut(t *testing.T) {
 	require.Equal(t, map[string]int{"canceled": 3}, b.statuses(t, "shop", "spring"))
 }
 
-func TestSQLProcedureCancelsACampaignInBatches(t *testing.T) {
+func TestCampaignCancelProc_CancelsInBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -406,7 +406,7 @@ func TestSQLProcedureCancelsACampaignInBatches(t *testing.T) {
 	require.ErrorContains(t, err, "transaction termination")
 }
 
-func TestCancelOfAnEmptyBatchSizeIsRefusedByTheDatabaseToo(t *testing.T) {
+func TestCampaignCancelProc_RefusesEmptyBatchSize(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.submitCampaign(t, "shop", "spring", 1, time.Time{})

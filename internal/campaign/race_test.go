@@ -21,7 +21,7 @@ type deliveries struct {
 	attempts  atomic.Int64
 }
 
-// TestCancelWhileManyDispatchersDeliverNeverLeavesARouteBothDeliveredAndCanceled
+// TestCancel_RacingDispatchersNeverBoth
 // runs four dispatchers on one database (as four herald serve processes
 // would) delivering a campaign through a channel that
 // takes a millisecond and fails one attempt in five transiently, and
@@ -32,7 +32,7 @@ type deliveries struct {
 // a stop: it is delivered whole. (Canceling claimed routes too, as the
 // single notification's cancel does, fails here: a claimed route is
 // delivered and then canceled under its dispatcher.)
-func TestCancelWhileManyDispatchersDeliverNeverLeavesARouteBothDeliveredAndCanceled(t *testing.T) {
+func TestCancel_RacingDispatchersNeverBoth(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -117,7 +117,7 @@ func requireCanonicalJSONMatches(t *testing.T, raw []byte) {
 	require.Equal(t, string(want), string(got), "non-strict walk(%q)", raw)
 }
 
-func TestCanonicalJSONMatchesReference(t *testing.T) {
+func TestCanonicalJSON_MatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, in := range trickyJSONAll() {
 		requireCanonicalJSONMatches(t, []byte(in))
@@ -135,7 +135,7 @@ func FuzzCanonicalJSON(f *testing.F) {
 	})
 }
 
-func TestJSONBSafeNumberMatchesReference(t *testing.T) {
+func TestJSONBSafeNumber_MatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, lit := range []string{"0", "1e999", "1e1000", "1E-0999", "1e+00001000", "1.5", strings.Repeat("1", 1000), strings.Repeat("1", 1001), "-" + strings.Repeat("1", 999) + "e5"} {
 		require.Equal(t, canonjsonref.JSONBSafeNumber(lit), canonjson.JSONBSafeNumber([]byte(lit)), lit)
@@ -224,7 +224,7 @@ func requireFingerprintMatches(t *testing.T, r *canonjson.Request, payload []byt
 	require.Equal(t, before, *r, "fingerprint must not modify the request")
 }
 
-func TestFingerprintMatchesReference(t *testing.T) {
+func TestFingerprint_MatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, s := range trickyStrings {
 		r := fuzzRequest([]string{s, s, s, s, s + "|b|" + s, "b|" + s, "-", "", s}, 7, 1, 1700000000123456789)

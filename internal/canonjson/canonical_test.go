@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/internal/canonjson"
 )
 
-func TestCanonicalJSON(t *testing.T) {
+func TestCanonicalJSON_KnownForms(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestAttemptGuardsTheMessageAndLogsWithoutTheAddress(t *testing.T) {
+func TestAttempt_GuardsMessageLogsNoAddress(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

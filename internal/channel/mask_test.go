@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMaskAddressHidesMostOfEveryKindOfAddress(t *testing.T) {
+func TestMaskAddress_HidesMostOfEveryKind(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -41,7 +41,7 @@ func TestMaskAddressHidesMostOfEveryKindOfAddress(t *testing.T) {
 	}
 }
 
-func TestRedactMasksAddressesInFreeText(t *testing.T) {
+func TestRedact_MasksAddressesInText(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -68,7 +68,7 @@ func TestRedactMasksAddressesInFreeText(t *testing.T) {
 	}
 }
 
-func TestMaskAddressNeverReturnsTheFullAddress(t *testing.T) {
+func TestMaskAddress_NeverReturnsFullAddress(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"+14155550100", "jane.doe@example.com", "https://h.example.com/secret-path", "x@y.z"} {
 		got := MaskAddress(addr)

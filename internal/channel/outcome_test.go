@@ -15,14 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestDiscardDeliversEverything(t *testing.T) {
+func TestDiscard_DeliversEverything(t *testing.T) {
 	t.Parallel()
 	out := Discard.Deliver(t.Context(), &Message{Content: json.RawMessage(`not json`)})
 	require.Equal(t, Delivered, out.Class)
 	require.Equal(t, "discarded", out.Classification)
 }
 
-func TestParseRetryAfter(t *testing.T) {
+func TestParseRetryAfter_Forms(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -48,7 +48,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 }
 
-func TestNetworkOutcomeIsTransientAndNamesTheCause(t *testing.T) {
+func TestNetworkOutcome_TransientNamingCause(t *testing.T) {
 	t.Parallel()
 	expired, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
 	defer cancel()
@@ -83,7 +83,7 @@ func TestNetworkOutcomeIsTransientAndNamesTheCause(t *testing.T) {
 	}
 }
 
-func TestBadContentDescribesWithoutQuoting(t *testing.T) {
+func TestBadContent_DescribesWithoutQuoting(t *testing.T) {
 	t.Parallel()
 	var v struct {
 		Body string `json:"body"`
@@ -99,7 +99,7 @@ func TestBadContentDescribesWithoutQuoting(t *testing.T) {
 	}
 }
 
-func TestNoAddressSkips(t *testing.T) {
+func TestNoAddress_Skips(t *testing.T) {
 	t.Parallel()
 	out := NoAddress(SMS)
 	require.Equal(t, Skip, out.Class)

@@ -52,7 +52,7 @@ channels:
       secrets: {env: WEBHOOK_SECRETS}
 `
 
-func TestLoadReadsTheFileAndResolvesSecretsFromEnvAndFiles(t *testing.T) {
+func TestLoad_ReadsFileAndResolvesSecrets(t *testing.T) {
 	t.Parallel()
 	keyFile := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("sk-123\n"), 0o600))
@@ -67,7 +67,7 @@ func TestLoadReadsTheFileAndResolvesSecretsFromEnvAndFiles(t *testing.T) {
 	require.Equal(t, 2*time.Second, c.Channels["email"].Backoff.Base)
 }
 
-func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
+func TestLoad_EnvironmentOverridesFile(t *testing.T) {
 	t.Parallel()
 	c, err := Load("", env(map[string]string{
 		"HERALD_CHANNELS_WEBHOOK_DRIVER":      "discard",
@@ -86,7 +86,7 @@ func TestEnvironmentOverridesTheFileAndConfiguresChannelsAlone(t *testing.T) {
 	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
 }
 
-func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
+func TestLoad_RefusesMistakesNamingField(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		file string
@@ -118,7 +118,7 @@ func TestLoadRefusesMistakesNamingTheField(t *testing.T) {
 	}
 }
 
-func TestSecretNeverPrintsItsValue(t *testing.T) {
+func TestSecret_NeverPrintsItsValue(t *testing.T) {
 	t.Parallel()
 	s := Secret{Env: "SMTP_PASSWORD"}
 	v, err := s.Resolve(env(map[string]string{"SMTP_PASSWORD": "hunter2"}))
@@ -128,7 +128,7 @@ func TestSecretNeverPrintsItsValue(t *testing.T) {
 	require.NotContains(t, s.String(), "hunter2")
 }
 
-func TestTheDocumentedExampleLoads(t *testing.T) {
+func TestLoad_DocumentedExampleLoads(t *testing.T) {
 	t.Parallel()
 	getenv := env(map[string]string{
 		"HERALD_SMTP_PASSWORD":    "pw",
@@ -143,7 +143,7 @@ func TestTheDocumentedExampleLoads(t *testing.T) {
 	require.Equal(t, 500, c.API.MaxBatch)
 }
 
-func TestAPINeedsItsOwnDatabaseURLAndTakesEnvironmentOverrides(t *testing.T) {
+func TestLoad_APINeedsOwnDatabaseURL(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_API_LISTEN": "127.0.0.1:0"}
 	_, err := Load("", env(base))
@@ -161,7 +161,7 @@ func TestAPINeedsItsOwnDatabaseURLAndTakesEnvironmentOverrides(t *testing.T) {
 	require.ErrorContains(t, err, "HERALD_API_RATE_LIMIT")
 }
 
-func TestListenerBoundsComeFromTheFileAndTheEnvironment(t *testing.T) {
+func TestLoad_ListenerBoundsFromFileAndEnv(t *testing.T) {
 	t.Parallel()
 	file := writeFile(t, "receipts:\n  listen: \":0\"\n  read_timeout: 5s\n  max_client_conns: 7\n"+
 		"api:\n  listen: \":0\"\n  database_url: {env: API_URL}\n  idle_timeout: 9s\n  auth_failure_burst: 3\n"+
@@ -200,7 +200,7 @@ func TestListenerBoundsComeFromTheFileAndTheEnvironment(t *testing.T) {
 	}
 }
 
-func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T) {
+func TestValidateDriver_ChecksCredentialsUnread(t *testing.T) {
 	t.Parallel()
 	ch := Channel{Driver: DriverSMSHTTP, SMSHTTP: SMSHTTPDriver{URL: "https://sms.example.com", APIKey: Secret{File: "/nonexistent/key"}}}
 	require.NoError(t, ch.ValidateDriver(), "a file that is not here is fine: serve reads it")
@@ -214,7 +214,7 @@ func TestValidateDriverChecksCredentialsAreGivenWithoutReadingThem(t *testing.T)
 	require.EqualError(t, Channel{Driver: "fax"}.ValidateDriver(), `driver: "fax" is not webhook, smtp, sms-http, smpp, log or discard`)
 }
 
-func TestTheSMPPDriverIsValidatedNamingTheField(t *testing.T) {
+func TestValidateDriver_SMPPNamesTheField(t *testing.T) {
 	t.Parallel()
 	ok := SMPPDriver{Host: "smsc.example.com", SystemID: "herald", Password: Secret{Env: "SMSC_PASSWORD"}}
 	require.NoError(t, Channel{Driver: DriverSMPP, SMPP: ok}.ValidateDriver())
@@ -239,7 +239,7 @@ func TestTheSMPPDriverIsValidatedNamingTheField(t *testing.T) {
 		`smpp.source_ton: "intl" is not one of`)
 }
 
-func TestAnSMPPChannelLoadsFromTheFile(t *testing.T) {
+func TestLoad_SMPPChannelFromFile(t *testing.T) {
 	t.Parallel()
 	path := writeFile(t, `
 channels:
@@ -264,10 +264,10 @@ channels:
 	require.EqualError(t, err, "channels.sms.smpp.password: environment variable SMSC_PASSWORD is empty or unset")
 }
 
-// TestEveryAPISettingHasAnEnvironmentVariable walks the api section's
+// TestAPISettings_EachHasAnEnvironmentVariable walks the api section's
 // settings: each has HERALD_API_<SETTING>, which wins over the file, is
 // named in example.yaml, and names itself when its value does not parse.
-func TestEveryAPISettingHasAnEnvironmentVariable(t *testing.T) {
+func TestAPISettings_EachHasAnEnvironmentVariable(t *testing.T) {
 	t.Parallel()
 	example, err := os.ReadFile("example.yaml")
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/connstr"
 )
 
-func TestRedactMasksEveryPassword(t *testing.T) {
+func TestRedact_MasksEveryPassword(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"", ""},
@@ -26,7 +26,7 @@ func TestRedactMasksEveryPassword(t *testing.T) {
 	}
 }
 
-func TestConnectErrorsHoldNoPassword(t *testing.T) {
+func TestConnect_ErrorsHoldNoPassword(t *testing.T) {
 	t.Parallel()
 
 	_, err := connstr.Connect(t.Context(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=x", nil)

@@ -8,7 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/connstr"
 )
 
-func TestNamedTakesAURLOrAPGVariableNamingTheServerOrDatabase(t *testing.T) {
+func TestNamed_TakesAURLOrAPGVariable(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		env  map[string]string

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMaxInWindowCountsAnyOneSecondWindow(t *testing.T) {
+func TestMaxInWindow_CountsAnySecond(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ms ...int) []time.Time {

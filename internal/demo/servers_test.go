@@ -28,7 +28,7 @@ func msg(addr string, content string) *channel.Message {
 		Address: addr, Content: json.RawMessage(content), AcceptedAt: time.Now()}
 }
 
-func TestSMSProviderThrottlesFailsAndRefusesUnknownNumbers(t *testing.T) {
+func TestSMSProvider_ThrottlesFailsRefuses(t *testing.T) {
 	t.Parallel()
 	srv := setup(t)
 	d, err := sms.New(sms.Config{URL: srv.SMS.URL, APIKey: srv.SMS.APIKey})
@@ -66,7 +66,7 @@ func TestSMSProviderThrottlesFailsAndRefusesUnknownNumbers(t *testing.T) {
 	require.Zero(t, srv.SMSBackup.Requests.Load())
 }
 
-func TestSMSBackupAcceptsEveryNumberButTheUnknownAndCountsPerSecond(t *testing.T) {
+func TestSMSProvider_BackupAcceptsAndCounts(t *testing.T) {
 	t.Parallel()
 	srv := setup(t)
 	d, err := sms.New(sms.Config{URL: srv.SMSBackup.URL, APIKey: srv.SMSBackup.APIKey})
@@ -85,7 +85,7 @@ func TestSMSBackupAcceptsEveryNumberButTheUnknownAndCountsPerSecond(t *testing.T
 	require.Zero(t, srv.SMS.MaxPerSecond())
 }
 
-func TestSMTPServerBouncesAndGreylists(t *testing.T) {
+func TestServers_SMTPBouncesAndGreylists(t *testing.T) {
 	t.Parallel()
 	srv := setup(t)
 	d, err := email.New(email.Config{Host: srv.SMTPHost, Port: srv.SMTPPort, TLS: email.TLSNone,
@@ -104,7 +104,7 @@ func TestSMTPServerBouncesAndGreylists(t *testing.T) {
 	require.Equal(t, int64(2), srv.MailAccepted.Load())
 }
 
-func TestWebhookReceiverAnswersByPath(t *testing.T) {
+func TestServers_WebhookAnswersByPath(t *testing.T) {
 	t.Parallel()
 	srv := setup(t)
 	d, err := webhook.New(webhook.Config{Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, AllowPrivate: true})

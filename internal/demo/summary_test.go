@@ -13,7 +13,7 @@ import (
 
 // The demo's evasions hide the blocked word from a byte-wise match, and
 // the blocklist's folding finds it in each.
-func TestEvasionsHideTheWordFromBytesButNotFromTheBlocklist(t *testing.T) {
+func TestEvasions_HideWordButNotFromBlocklist(t *testing.T) {
 	t.Parallel()
 	bl := content.Compile([]content.Rule{{ID: 1, Producer: demo.ContentProducer, Kind: content.KindWord, Pattern: "jackpot", Mode: content.ModeRefuse}})
 	for _, e := range demo.Evasions {
@@ -25,7 +25,7 @@ func TestEvasionsHideTheWordFromBytesButNotFromTheBlocklist(t *testing.T) {
 // The summary prints each door's figures, the hostile templates' verdicts
 // and measurements, the long SMS's parts and receipts, and the isolation
 // refusals, as the Summary holds them.
-func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T) {
+func TestWriteSummary_ShowsDoorsTemplatesSMS(t *testing.T) {
 	t.Parallel()
 	s := &demo.Summary{RunID: "demo-x",
 		Content: &demo.ContentPart{Producer: demo.ContentProducer, Template: "welcome", Version: 1, Rule: "rule 1", Blocked: "blocked",
@@ -61,7 +61,7 @@ func TestWriteSummaryShowsTheDoorsTheHostileTemplatesAndTheLongSMS(t *testing.T)
 
 // The summary shows the intent's own callback_url and the metadata its
 // callback carried, or why it was not shown.
-func TestWriteSummaryShowsTheCallbackAtTheIntentsOwnURLWithItsMetadata(t *testing.T) {
+func TestWriteSummary_ShowsTheCallbackURLWithMetadata(t *testing.T) {
 	t.Parallel()
 	s := &demo.Summary{RunID: "demo-x", DirectCallback: &demo.DirectCallback{NotificationID: "01a2", Event: "published",
 		Path: "/herald/callbacks/order-9", Metadata: map[string]string{"tenant": "acme", "order_id": "9"}}}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestBackoffDelayGrowsExponentiallyUnderItsCapWithFullJitter(t *testing.T) {
+func TestBackoff_GrowsUnderCapWithJitter(t *testing.T) {
 	t.Parallel()
 	top := (&BackoffConfig{Base: time.Second, Cap: 10 * time.Second, RandFunc: func() float64 { return 1 }}).withDefaults()
 	for attempt, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 60: 10 * time.Second} {
@@ -19,7 +19,7 @@ func TestBackoffDelayGrowsExponentiallyUnderItsCapWithFullJitter(t *testing.T) {
 	require.Zero(t, zero.Delay(3, 0))
 }
 
-func TestBackoffHonoursRetryAfterAsAFloor(t *testing.T) {
+func TestBackoff_RetryAfterIsAFloor(t *testing.T) {
 	t.Parallel()
 	b := (&BackoffConfig{Base: time.Second, RandFunc: func() float64 { return 0 }}).withDefaults()
 	require.Equal(t, 30*time.Second, b.Delay(1, 30*time.Second))
@@ -27,7 +27,7 @@ func TestBackoffHonoursRetryAfterAsAFloor(t *testing.T) {
 	require.Equal(t, time.Minute, b.Delay(1, time.Second))
 }
 
-func TestBackoffDefaultsStayWithinTheCeiling(t *testing.T) {
+func TestBackoff_DefaultsStayUnderCeiling(t *testing.T) {
 	t.Parallel()
 	b := (&BackoffConfig{}).withDefaults()
 	for range 1000 {

@@ -23,7 +23,7 @@ func contentByUnmarshal(payload, ch string) json.RawMessage {
 	return nil
 }
 
-func TestContentForPicksTheChannelsEntryOrNothing(t *testing.T) {
+func TestContentFor_PicksChannelEntryOrNothing(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, payload, ch, want string

@@ -10,10 +10,10 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// TestUserRoutesResolveThroughTheirProducersEntryThenTheSharedOneNeverAnothers
+// TestDirectory_OwnEntryThenSharedNeverOthers
 // proves, end to end, that another producer writing an entry
 // for the same user id must not receive this producer's deliveries.
-func TestUserRoutesResolveThroughTheirProducersEntryThenTheSharedOneNeverAnothers(t *testing.T) {
+func TestDirectory_OwnEntryThenSharedNeverOthers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

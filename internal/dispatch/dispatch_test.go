@@ -222,7 +222,7 @@ func webhookDeliverer(t *testing.T) channel.Deliverer {
 // maxJitter puts every backoff at its ceiling, so gaps are predictable.
 func maxJitter() float64 { return 1 }
 
-func TestWebhookFailingTwiceIsPublishedAfterThreeAttemptsWithBackoffBetween(t *testing.T) {
+func TestDispatcher_RetriesWithBackoff(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusOK)
@@ -247,7 +247,7 @@ func TestWebhookFailingTwiceIsPublishedAfterThreeAttemptsWithBackoffBetween(t *t
 	require.Equal(t, s.headers[0].Get("webhook-id"), s.headers[2].Get("webhook-id"))
 }
 
-func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
+func TestDispatcher_GoneIsDeadLetteredAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusGone)
@@ -264,7 +264,7 @@ func TestWebhookGoneIsDeadLetteredAtOnce(t *testing.T) {
 	require.EqualValues(t, DefaultMaxAttempts, dl.MaxAttempts)
 }
 
-func TestDeadLetterLogCarriesTheRouteKeysAndNoAddress(t *testing.T) {
+func TestDispatcher_DeadLetterLogHasNoAddress(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusGone)
@@ -319,7 +319,7 @@ func (b *testBundle) deadLetter(t *testing.T, k routeKey) benchstore.HeraldDeadL
 	return dls[0]
 }
 
-func TestExhaustedAttemptsLeaveADeadLetterWithEveryColumnFilled(t *testing.T) {
+func TestDispatcher_ExhaustedFillsDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusServiceUnavailable)
@@ -352,7 +352,7 @@ func TestExhaustedAttemptsLeaveADeadLetterWithEveryColumnFilled(t *testing.T) {
 	require.Len(t, s.requests(), 5)
 }
 
-func TestCanceledRouteIsNeverAttempted(t *testing.T) {
+func TestDispatcher_CanceledNeverAttempted(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusOK)
@@ -368,7 +368,7 @@ func TestCanceledRouteIsNeverAttempted(t *testing.T) {
 	require.Len(t, s.requests(), 1)
 }
 
-func TestExpiredRouteIsDeadLetteredWithoutDelivery(t *testing.T) {
+func TestDispatcher_ExpiredIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := newSink(t, http.StatusOK)
@@ -382,7 +382,7 @@ func TestExpiredRouteIsDeadLetteredWithoutDelivery(t *testing.T) {
 	require.Empty(t, s.requests())
 }
 
-func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testing.T) {
+func TestDispatcher_UserRoutesResolveOrSkip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -430,7 +430,7 @@ func TestUserRoutesResolveThroughTheDirectoryOrAreSkippedWithTheReason(t *testin
 	require.JSONEq(t, `{"subject":"Your order shipped","text":"It is on its way."}`, string(got[0].Content))
 }
 
-func TestChannelSkipOutcomeSkipsTheRoute(t *testing.T) {
+func TestDispatcher_SkipOutcomeSkipsRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	skip := channel.DelivererFunc(func(context.Context, *channel.Message) channel.Outcome {
@@ -462,7 +462,7 @@ func completeClaim(d *Dispatcher, c store.RouteClaimDueRow, status string) {
 	}})
 }
 
-func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
+func TestComplete_StaleChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -514,7 +514,7 @@ func TestStaleCompletionDoesNotChangeTheRoute(t *testing.T) {
 // be) has a new tuple id: its completion is still written, found by its
 // primary key, and not counted stale. A tuple id that now holds another
 // route matches nothing there, and the completion is written to its own.
-func TestCompletionFindsARouteThatMovedSinceItsClaim(t *testing.T) {
+func TestComplete_FindsMovedRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -564,7 +564,7 @@ func TestCompletionFindsARouteThatMovedSinceItsClaim(t *testing.T) {
 // number. The lost claim's worker must not complete the new claim: the
 // lease_until fence tells the two apart where the attempt cannot. Releasing
 // a lease undoes a claim in the same way, so it stands in for the crash.
-func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testing.T) {
+func TestComplete_UndoneClaimIsStale(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -592,7 +592,7 @@ func TestCompletionOfAnUndoneClaimIsStaleThoughItsAttemptNumberRepeats(t *testin
 // only: inside the claim's transaction the setting is off, and the pooled
 // connection's next statement (a completion, say) commits synchronously
 // again.
-func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
+func TestClaim_AsyncCommitStaysInItsTx(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t,
@@ -636,7 +636,7 @@ func TestClaimsAsynchronousCommitDoesNotOutliveItsTransaction(t *testing.T) {
 	require.Equal(t, "on", show(conn))
 }
 
-func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
+func TestClaim_TransactionalFirstThenOldest(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -659,7 +659,7 @@ func TestClaimTakesTransactionalBeforeBulkThenOldestDue(t *testing.T) {
 	require.Equal(t, []string{older.routeID, newer.routeID, bulkOldest.routeID}, order, "future and other channels are not claimed")
 }
 
-func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
+func TestLease_ReleasedIsDueAgain(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -676,7 +676,7 @@ func TestReleasedLeaseIsDueAgainWithItsAttemptHandedBack(t *testing.T) {
 	require.Len(t, claim(t, d, channel.SMS, 10, time.Now().Add(time.Second)), 1, "due again at once")
 }
 
-func TestShutdownLetsDeliveriesInFlightFinish(t *testing.T) {
+func TestShutdown_LetsInFlightFinish(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	started := make(chan struct{})
@@ -696,7 +696,7 @@ func TestShutdownLetsDeliveriesInFlightFinish(t *testing.T) {
 	require.Equal(t, "published", b.route(t, k).Status, "the delivery in flight finished and its outcome was written")
 }
 
-func TestShutdownGraceCancelsStuckDeliveriesAsTransientFailures(t *testing.T) {
+func TestShutdown_GraceCancelsStuckAsTransient(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	started := make(chan struct{})
@@ -723,7 +723,7 @@ func TestShutdownGraceCancelsStuckDeliveriesAsTransientFailures(t *testing.T) {
 // delivery, five grace periods, and the outcome is there once Run returns
 // instead of the route coming due again (a second delivery) when its lease
 // ends.
-func TestShutdownWritesAnOutcomeSlowerThanTheGrace(t *testing.T) {
+func TestShutdown_WritesSlowOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -754,7 +754,7 @@ func TestShutdownWritesAnOutcomeSlowerThanTheGrace(t *testing.T) {
 	require.Equal(t, "published", b.route(t, k).Status)
 }
 
-func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
+func TestNew_RefusesBadConfigNamingField(t *testing.T) {
 	t.Parallel()
 	pool := &pgxpool.Pool{}
 	for name, tc := range map[string]struct {
@@ -784,7 +784,7 @@ func TestNewRefusesBadConfigNamingTheField(t *testing.T) {
 	}
 }
 
-func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
+func TestShutdown_ReleasesUnstartedClaims(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var attempts atomic.Int32
@@ -817,7 +817,7 @@ func TestShutdownReleasesRoutesClaimedButNotStarted(t *testing.T) {
 	}
 }
 
-func TestRetryAfterIsHonouredAsTheBackoffFloor(t *testing.T) {
+func TestDispatcher_RetryAfterIsBackoffFloor(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -837,7 +837,7 @@ func TestRetryAfterIsHonouredAsTheBackoffFloor(t *testing.T) {
 	require.EqualValues(t, 1, r.AttemptCount)
 }
 
-func TestClaimsNeverExceedTheChannelsFreeSlots(t *testing.T) {
+func TestClaim_NeverExceedsFreeSlots(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const concurrency = 4
@@ -872,7 +872,7 @@ func TestClaimsNeverExceedTheChannelsFreeSlots(t *testing.T) {
 
 // The in-flight gauge and Stats.InHand count a route from its claim until
 // its outcome is written, and nothing after.
-func TestRoutesInFlightCountsClaimedRoutesUntilTheirOutcomeIsWritten(t *testing.T) {
+func TestStats_InFlightUntilOutcome(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	m := metrics.New(nil)
@@ -904,13 +904,13 @@ func TestRoutesInFlightCountsClaimedRoutesUntilTheirOutcomeIsWritten(t *testing.
 	require.Zero(t, d.Stats().InHand)
 }
 
-// TestQuickDeliveriesAreClaimedInFullBatches: a channel whose deliveries
+// TestClaim_QuickDeliveriesFullBatches: a channel whose deliveries
 // end long before a claim does (here, at once) claims full batches under
 // a backlog; it used to claim for the slots free the moment it had
 // launched the last batch, about half of them, so that its claims
 // alternated between the two halves of its slots. A slow channel keeps
-// claiming for the slots it has (TestOnlyQuickDeliveriesAreWaitedFor).
-func TestQuickDeliveriesAreClaimedInFullBatches(t *testing.T) {
+// claiming for the slots it has (TestClaim_WaitsOnlyForQuickDeliveries).
+func TestClaim_QuickDeliveriesFullBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	const routes, full = 2400, 40
@@ -951,11 +951,11 @@ func TestQuickDeliveriesAreClaimedInFullBatches(t *testing.T) {
 	require.GreaterOrEqual(t, mean, 0.75*full, "claim sizes: %v", sizes)
 }
 
-// TestOnlyQuickDeliveriesAreWaitedFor: a saturated loop waits for a full
+// TestClaim_WaitsOnlyForQuickDeliveries: a saturated loop waits for a full
 // claim's worth of slots only while its deliveries hold their slots less
 // than a quarter of a claim's time, and then for at most that quarter;
 // otherwise it claims for the slots it has, down to a quarter of them.
-func TestOnlyQuickDeliveriesAreWaitedFor(t *testing.T) {
+func TestClaim_WaitsOnlyForQuickDeliveries(t *testing.T) {
 	t.Parallel()
 	l := newChannelLoop(&Dispatcher{batchSize: 100}, channel.SMS, "", ChannelConfig{Concurrency: 40})
 	require.False(t, l.quick(), "no claim timed yet")
@@ -984,7 +984,7 @@ func TestOnlyQuickDeliveriesAreWaitedFor(t *testing.T) {
 	require.Equal(t, 30, l.gather(context.Background(), 40, time.Millisecond))
 }
 
-func TestEWMAMovesAnEighthOfTheWay(t *testing.T) {
+func TestEWMA_MovesAnEighth(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, 8*time.Millisecond, ewma(0, 8*time.Millisecond), "the first sample is the mean")
 	require.Equal(t, 9*time.Millisecond, ewma(8*time.Millisecond, 16*time.Millisecond))

@@ -87,7 +87,7 @@ func smtpDeliverer(t *testing.T) (*smtpBackend, channel.Deliverer) {
 	return be, d
 }
 
-func TestSMTPTemporaryFailureIsRetriedAndPermanentFailureIsDeadLettered(t *testing.T) {
+func TestDispatcher_SMTPRetriesOrDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	be, d := smtpDeliverer(t)

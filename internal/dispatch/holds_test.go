@@ -101,7 +101,7 @@ func lockWaiters(t *testing.T, b *testBundle) int {
 // are logged with the login and pid of the producer holding them, and written once the producer lets go, the
 // committed cancel's route staying canceled and the rolled-back one's
 // published, each delivered once.
-func TestProducersOpenCancelDelaysOnlyItsOwnRoutesCompletion(t *testing.T) {
+func TestComplete_OpenCancelDelaysOwnOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

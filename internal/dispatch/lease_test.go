@@ -17,7 +17,7 @@ import (
 // writes it as a HOT update, and the route keeps its place in
 // routes_due_idx. Read from the claim's own transaction, whose counters
 // pg_stat_xact_user_tables shows before anything is flushed.
-func TestClaimIsAHOTUpdateThatLeavesTheRouteInTheDueIndex(t *testing.T) {
+func TestClaim_IsHOTUpdateInDueIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	specs := make([]routeSpec, 20)
@@ -60,7 +60,7 @@ func dueEntries(t *testing.T, b *testBundle) int64 {
 // time; the claim steps over it while its lease runs and takes the next
 // route behind it, and the next-due probe reads its lease's end rather than
 // its past due time (which would keep an idle dispatcher polling).
-func TestRoutesInFlightAreSteppedOverAndTheirLeaseIsTheirNextDueTime(t *testing.T) {
+func TestLease_InFlightSteppedOver(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -103,7 +103,7 @@ func TestRoutesInFlightAreSteppedOverAndTheirLeaseIsTheirNextDueTime(t *testing.
 // The backlog metric's lag is how late the most overdue route not in
 // flight is: a route claimed long after its due time adds to the backlog
 // but not to the lag until its lease runs out.
-func TestBacklogLagLeavesOutRoutesInFlightUntilTheirLeaseEnds(t *testing.T) {
+func TestBacklog_LagSkipsLeasedRoutes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -136,7 +136,7 @@ func TestBacklogLagLeavesOutRoutesInFlightUntilTheirLeaseEnds(t *testing.T) {
 // and no lease_until: it is not taken again while that lease runs, and is
 // once it has ended. A route canceled while claimed keeps a stale
 // lease_until, which is not read once it is due again in another status.
-func TestLeasesWithoutLeaseUntilAndStaleLeasesAreReadByStatus(t *testing.T) {
+func TestLease_ReadByStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
@@ -186,7 +186,7 @@ func partitionOf(t *testing.T, b *testBundle, k routeKey) string {
 // A route that finishes moves to the partition of the week it finished
 // in, with finished_at set (migration 00025); a failed one stays in
 // routes_live, due again.
-func TestAFinishedRouteMovesToItsWeekAndAFailedOneStaysLive(t *testing.T) {
+func TestComplete_FinishedMovesToItsWeek(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -220,7 +220,7 @@ func TestAFinishedRouteMovesToItsWeekAndAFailedOneStaysLive(t *testing.T) {
 // wrote nothing; written again, it is fenced out, and the route stays
 // canceled. The completer and the claim run such a statement again at
 // once (raced).
-func TestACompletionThatRacedACancelsMoveIsFencedOutWhenWrittenAgain(t *testing.T) {
+func TestComplete_RacedCancelIsFencedOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -28,7 +28,7 @@ func (b *testBundle) submit(t *testing.T, key string) {
 	require.NoError(t, err)
 }
 
-func TestListenerReconnectsAfterItsConnectionDies(t *testing.T) {
+func TestListener_ReconnectsAfterConnDies(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	delivered := make(chan string, 10)

@@ -71,7 +71,7 @@ func countingDeliverer(n *atomic.Int64, class channel.Class) channel.Deliverer {
 	})
 }
 
-func TestProvidersPickedPerRouteAndRecordedOnIt(t *testing.T) {
+func TestDispatcher_ProviderPickedPerRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 20, 30*time.Second, "sms/ke", "sms/uk")
@@ -95,7 +95,7 @@ func TestProvidersPickedPerRouteAndRecordedOnIt(t *testing.T) {
 	require.EqualValues(t, 1, uk.Load())
 }
 
-func TestRouteMatchingNoRuleIsDeadLetteredAsNoRouteWithTheHint(t *testing.T) {
+func TestDispatcher_NoRuleIsDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 20, 30*time.Second, "sms/ke")
@@ -115,7 +115,7 @@ func TestRouteMatchingNoRuleIsDeadLetteredAsNoRouteWithTheHint(t *testing.T) {
 	require.Zero(t, ke.Load(), "a route without a route is never delivered")
 }
 
-func TestTransientFailureFailsOverToTheNextProviderAtOnce(t *testing.T) {
+func TestDispatcher_TransientFailsOverAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 1000, 30*time.Second, "sms/main", "sms/backup")
@@ -142,7 +142,7 @@ func TestTransientFailureFailsOverToTheNextProviderAtOnce(t *testing.T) {
 	require.EqualValues(t, 1, backup.Load())
 }
 
-func TestEveryProviderFailingWaitsTheBackoffAndDeadLettersNamingTheLastProvider(t *testing.T) {
+func TestDispatcher_AllProvidersFailing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 1000, 30*time.Second, "sms/main", "sms/backup")
@@ -167,7 +167,7 @@ func TestEveryProviderFailingWaitsTheBackoffAndDeadLettersNamingTheLastProvider(
 	require.Equal(t, "sms/main", b.deadLetter(t, keys[0]).Provider)
 }
 
-func TestCircuitOpensOnTransientFailuresRoutesFailOverAndItClosesAfterTheCooldown(t *testing.T) {
+func TestCircuit_OpensFailsOverCloses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 4, 2*time.Second, "sms/main", "sms/backup")
@@ -336,7 +336,7 @@ func (b *testBundle) countRouteWrites(t *testing.T) func(want string) float64 {
 	}
 }
 
-func TestCappedProviderHoldsItsCapAcrossThreeDispatchersAndStarvesNoOther(t *testing.T) {
+func TestCap_HoldsAcrossDispatchers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 1000, 30*time.Second, "sms/capped", "sms/free")

@@ -63,7 +63,7 @@ func requireCode(t *testing.T, err error, code string) {
 // so they bound even the wait for a table lock, which a statement takes
 // before anything inside it runs; the caller's pool (maintenance, intake)
 // keeps its own settings.
-func TestDispatcherSessionsBoundATableLockWaitButNotTheCallersPool(t *testing.T) {
+func TestDispatcher_SessionsBoundLockWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})
@@ -111,7 +111,7 @@ func TestDispatcherSessionsBoundATableLockWaitButNotTheCallersPool(t *testing.T)
 // backoff; the failure is logged once; CheckProgress reports the stall with
 // its reason; and when the lock goes the routes are delivered and the
 // dispatcher is ready again by itself.
-func TestClaimBehindATableLockTimesOutIsCountedAndReportedUntilTheLockGoes(t *testing.T) {
+func TestClaim_LockTimeoutIsReported(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	keys := b.insert(t,
@@ -165,7 +165,7 @@ func TestClaimBehindATableLockTimesOutIsCountedAndReportedUntilTheLockGoes(t *te
 // aside (the outcome is kept, not dropped) while the completer goes on
 // (CheckProgress reports nothing stuck), and once the lock goes the route
 // ends published after its one delivery.
-func TestCompletionBehindARowLockTimesOutIsSetAsideAndThePublicationIsNotLost(t *testing.T) {
+func TestComplete_RowLockTimeoutLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	k := b.insert(t, routeSpec{channel: channel.SMS, ref: "+33612345678"})[0]
@@ -220,7 +220,7 @@ func TestCompletionBehindARowLockTimesOutIsSetAsideAndThePublicationIsNotLost(t 
 
 // A dispatcher with nothing to do is healthy however long it idles: its
 // loops' statements succeed, and the time between rounds does not count.
-func TestIdleDispatcherIsMakingProgressLongAfterItsStallTimeout(t *testing.T) {
+func TestCheckProgress_IdleIsProgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	stall := time.Second
@@ -234,14 +234,14 @@ func TestIdleDispatcherIsMakingProgressLongAfterItsStallTimeout(t *testing.T) {
 	require.Zero(t, d.Stats().Claimed)
 }
 
-func TestCheckProgressIsNilWhenNotRunning(t *testing.T) {
+func TestCheckProgress_NilWhenNotRunning(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})
 	require.NoError(t, d.CheckProgress())
 }
 
-func TestRunAfterRunReturnsErrClosed(t *testing.T) {
+func TestRun_AgainReturnsErrClosed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	d := b.newDispatcher(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: channel.Discard}}})

@@ -67,7 +67,7 @@ func (r *recorder) get(addr string) channel.Message {
 	return r.msgs[addr]
 }
 
-func TestTemplatedNotificationIsRenderedAtDeliveryInEachRecipientsLocaleWithTheVersionItWasAcceptedWith(t *testing.T) {
+func TestDispatcher_RendersTemplateAtDelivery(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -139,7 +139,7 @@ func TestTemplatedNotificationIsRenderedAtDeliveryInEachRecipientsLocaleWithTheV
 	require.Equal(t, "v2 Bo 10", c.Body)
 }
 
-func TestTemplatedNotificationWhoseVersionIsGoneIsDeadLetteredNamingIt(t *testing.T) {
+func TestDispatcher_GoneTemplateDeadLettered(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.publishTemplate(t, "t", `{"en": {"sms": {"body": "hi {{.name}}"}}}`)

@@ -12,11 +12,11 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 )
 
-// TestProviderThatCannotSendIsPassedOverWithoutAnAttempt: a provider whose
+// TestDispatcher_UnavailableProviderPassed: a provider whose
 // ReadyFunc says it cannot send is passed over as an open circuit is: the
 // route goes to the next provider at its first attempt, and the health
 // records why the first cannot send.
-func TestProviderThatCannotSendIsPassedOverWithoutAnAttempt(t *testing.T) {
+func TestDispatcher_UnavailableProviderPassed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 1000, 30*time.Second, "sms/main", "sms/backup")
@@ -42,11 +42,11 @@ func TestProviderThatCannotSendIsPassedOverWithoutAnAttempt(t *testing.T) {
 	require.Equal(t, "the SMSC refuses herald's bind: ESME_RBINDFAIL (0x0000000D)", reason)
 }
 
-// TestUnsentOutcomeHandsTheAttemptBack: an attempt that reached no
+// TestDispatcher_UnsentHandsAttemptBack: an attempt that reached no
 // provider (Unsent) spends no attempt: a route with a budget of one
 // attempt is neither failed nor dead-lettered, and waits to be routed
 // again; the provider's health counts nothing against it.
-func TestUnsentOutcomeHandsTheAttemptBack(t *testing.T) {
+func TestDispatcher_UnsentHandsAttemptBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.addProviders(t, 1, 30*time.Second, "sms/smsc")

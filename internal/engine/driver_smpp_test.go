@@ -15,7 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
-func TestAnSMPPProviderDeliversToTheSMSCWithItsPasswordFromTheEnvironment(t *testing.T) {
+func TestFromConfig_SMPPPasswordFromEnv(t *testing.T) {
 	t.Parallel()
 	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "s3cret"})
 	require.NoError(t, err)

@@ -84,7 +84,7 @@ channels:
       secrets: {env: WEBHOOK_SECRETS}
 `
 
-func TestFromConfigBuildsEveryChannelsDelivererResolvingSecrets(t *testing.T) {
+func TestFromConfig_BuildsEveryDeliverer(t *testing.T) {
 	t.Parallel()
 	keyFile := filepath.Join(t.TempDir(), "key")
 	require.NoError(t, os.WriteFile(keyFile, []byte("sk-123\n"), 0o600))
@@ -101,7 +101,7 @@ func TestFromConfigBuildsEveryChannelsDelivererResolvingSecrets(t *testing.T) {
 	require.NotNil(t, dc.Channels["sms"].Deliverer)
 }
 
-func TestFromConfigPassesTheDispatchAndIntakeSettings(t *testing.T) {
+func TestFromConfig_PassesDispatchAndIntake(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load("", env(map[string]string{
 		"HERALD_CHANNELS_WEBHOOK_DRIVER":    "discard",
@@ -123,7 +123,7 @@ func TestFromConfigPassesTheDispatchAndIntakeSettings(t *testing.T) {
 	require.Equal(t, 1024, wc.Limits.MaxPayloadBytes)
 }
 
-func TestTheDocumentedExampleShowsTheDispatchersDefaults(t *testing.T) {
+func TestConfig_ExampleShowsDefaults(t *testing.T) {
 	t.Parallel()
 	getenv := env(map[string]string{
 		"HERALD_SMTP_PASSWORD":   "pw",
@@ -185,7 +185,7 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
-func TestNewClosesTheDeliverersItWasGivenWhenItFails(t *testing.T) {
+func TestNew_ClosesDeliverersOnFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for name, cfg := range map[string]func(d channel.Deliverer) *Config{
@@ -212,7 +212,7 @@ func TestNewClosesTheDeliverersItWasGivenWhenItFails(t *testing.T) {
 	}
 }
 
-func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
+func TestRun_RunsPartsUntilCanceled(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -276,7 +276,7 @@ func TestRunRunsEveryPartUntilCanceledThenReleasesWhatItOwns(t *testing.T) {
 	require.ErrorIs(t, e.Run(ctx), ErrClosed)
 }
 
-func TestRunStopsEveryPartWhenOneFails(t *testing.T) {
+func TestRun_StopsAllWhenOneFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	e, err := New(b.pool, &Config{
@@ -297,7 +297,7 @@ func TestRunStopsEveryPartWhenOneFails(t *testing.T) {
 	}
 }
 
-func TestTheAPIPartServesOnItsOwnLoginAndStopsWithTheEngine(t *testing.T) {
+func TestRun_APIServesOnOwnLogin(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -350,7 +350,7 @@ func TestTheAPIPartServesOnItsOwnLoginAndStopsWithTheEngine(t *testing.T) {
 // custom plan looks cheaper than its generic one under load, is not planned
 // again at every run (pg_prepared_statements counts both kinds of plan),
 // unless the URL asks for Postgres's own choice.
-func TestTheEnginePoolRunsTheClaimOnAGenericPlan(t *testing.T) {
+func TestConfigurePool_ClaimUsesGenericPlan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
@@ -388,7 +388,7 @@ func TestTheEnginePoolRunsTheClaimOnAGenericPlan(t *testing.T) {
 // by a probe of the records primary key, one descent per route, on a table
 // large enough for a sequential scan to tempt the planner: in the generic
 // plan the engine's pool runs, and in custom plans for the largest batch.
-func TestTheClaimReachesRoutesByTupleIDAndRecordsThroughTheirPrimaryKey(t *testing.T) {
+func TestConfigurePool_ClaimPlanByTID(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtemp.NewDatabase(t)
 	fillDueWebhookRoutes(t, dbURL, 20000)
@@ -405,7 +405,7 @@ func TestTheClaimReachesRoutesByTupleIDAndRecordsThroughTheirPrimaryKey(t *testi
 // routes in, it must still be the TID scan and the primary-key probe.
 // Joined to records in the UPDATE, the claim merged full scans of both
 // primary keys here, and kept doing so as the tables grew.
-func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
+func TestConfigurePool_ClaimPlanOnEmptyTables(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
@@ -453,7 +453,7 @@ func TestTheClaimKeepsItsPlanOnTablesJustEmptied(t *testing.T) {
 // id, and reads the batch's routes as one range of routes_pkey (dead-letter
 // retention, which runs rarely, probes routes_pkey per record); the list
 // reads records_pkey backwards from its cursor.
-func TestRetentionAndTheListWalkRecordsInIdOrder(t *testing.T) {
+func TestConfigurePool_RetentionWalksByID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)
@@ -609,7 +609,7 @@ func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 // sequential scan to tempt the planner, and on tables just emptied, where
 // the generic plan of a completion joined to routes on the primary key
 // merged the batch with a full scan of routes_pkey.
-func TestTheCompletionReachesRoutesByTupleID(t *testing.T) {
+func TestConfigurePool_CompletionByTID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtemp.NewDatabase(t)

@@ -34,7 +34,7 @@ func (l *lockedLog) Write(p []byte) (int, error) {
 
 func (l *lockedLog) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
-func TestReceiptsAndMetricsEndpointsCutOffSlowBodiesAndIdleConnections(t *testing.T) {
+func TestListeners_CutOffSlowAndIdle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.applyRouting(t, `

@@ -67,7 +67,7 @@ func (b *testBundle) providersOf(t *testing.T, key string) []string {
 	return providers
 }
 
-func TestProvidersFromTheDatabaseFailOverAndFollowARuleChangeWithoutRestart(t *testing.T) {
+func TestPlane_FollowsRuleChanges(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var mainStatus, backupStatus atomic.Int32
@@ -153,7 +153,7 @@ rules:
 	require.Equal(t, mainBefore, mainGot.Load(), "main got nothing once backup came first")
 }
 
-func TestReceiptPostedToTheEndpointSetsTheRoutesDeliveryStatus(t *testing.T) {
+func TestPlane_PostedReceiptSetsStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var status atomic.Int32

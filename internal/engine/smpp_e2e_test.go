@@ -16,11 +16,11 @@ import (
 	"github.com/heraldhq/herald/internal/sqldoor"
 )
 
-// TestSMPPProviderReceiptsAndInboundReachTheDatabase delivers through an
+// TestSMPP_ReceiptsAndInboundStored delivers through an
 // SMPP provider from the database to the test SMSC, which sends a receipt
 // (twice) and a mobile-originated message: the receipt sets the route's
 // delivery status once, and the message is stored for operators.
-func TestSMPPProviderReceiptsAndInboundReachTheDatabase(t *testing.T) {
+func TestSMPP_ReceiptsAndInboundStored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	smsc := startSMPPEngine(t, b, &smsctest.ReceiptPlan{Stat: "DELIVRD", Twice: true})

@@ -67,14 +67,14 @@ func (b *testBundle) receiptStates(t *testing.T) map[string]int {
 // longBody needs three GSM-7 parts.
 var longBody = strings.Repeat("Your parcel is on its way. ", 15)
 
-// TestSMPPLongMessageGetsItsDeliveryStatusFromItsPartsReceipts sends a
+// TestSMPP_LongMessageStatusFromParts sends a
 // three-part message through SMSCs that send a receipt for the last part
 // only, or one per part, with UDH and with SAR parts: every part's id is
 // recorded, every receipt is matched to the route (none unmatched), and
 // the route's delivery status follows its parts: delivered when each that
 // reported is, undelivered when they say so. herald is configured the
 // same way for each SMSC.
-func TestSMPPLongMessageGetsItsDeliveryStatusFromItsPartsReceipts(t *testing.T) {
+func TestSMPP_LongMessageStatusFromParts(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"udh", "sar"} {
 		for _, tc := range []struct {
@@ -121,12 +121,12 @@ func TestSMPPLongMessageGetsItsDeliveryStatusFromItsPartsReceipts(t *testing.T) 
 	}
 }
 
-// TestSMPPReceiptsAfterTheSMSCRestartsMatchTheNewRoutes has the SMSC
+// TestSMPP_ReceiptsAfterRestartMatchNew has the SMSC
 // restart with its message id counter reset between two sets of
 // messages, so the second set's ids repeat the first's: every receipt of
 // the second set is matched to its own route (the most recent given the
 // id), none as a duplicate of an older, delivered route.
-func TestSMPPReceiptsAfterTheSMSCRestartsMatchTheNewRoutes(t *testing.T) {
+func TestSMPP_ReceiptsAfterRestartMatchNew(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	smsc, _ := startSMPPEngineWith(t, b, smppEngineOpts{plan: &smsctest.ReceiptPlan{Stat: "DELIVRD"},
@@ -175,12 +175,12 @@ func TestSMPPReceiptsAfterTheSMSCRestartsMatchTheNewRoutes(t *testing.T) {
 	require.Equal(t, map[string]int{"matched": 2 * n}, b.receiptStates(t))
 }
 
-// TestSMPPRefusedBindSpendsNoAttemptAndSaysWhy has the SMSC refuse
+// TestSMPP_RefusedBindSpendsNoAttempt has the SMSC refuse
 // herald's bind: routes wait without an attempt for as long as the bind
 // is refused (an expiring one ends as expired, never as exhausted), the
 // provider's health says the bind is refused and why, and once the SMSC
 // accepts the bind the routes are delivered at their first attempt.
-func TestSMPPRefusedBindSpendsNoAttemptAndSaysWhy(t *testing.T) {
+func TestSMPP_RefusedBindSpendsNoAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -233,11 +233,11 @@ func TestSMPPRefusedBindSpendsNoAttemptAndSaysWhy(t *testing.T) {
 	require.Positive(t, unavailable)
 }
 
-// TestSMPPBindAcceptedAgainDeliversTheWaitingRoutesAtTheirFirstAttempt:
+// TestSMPP_BindAcceptedAgainDelivers:
 // an SMSC that refuses binds (ESME_RBINDFAIL) and then accepts them
 // again: the routes that waited go out, each at its first attempt, and
 // the health view stops saying the provider cannot send.
-func TestSMPPBindAcceptedAgainDeliversTheWaitingRoutesAtTheirFirstAttempt(t *testing.T) {
+func TestSMPP_BindAcceptedAgainDelivers(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -269,11 +269,11 @@ func TestSMPPBindAcceptedAgainDeliversTheWaitingRoutesAtTheirFirstAttempt(t *tes
 	}, 45*time.Second, 100*time.Millisecond)
 }
 
-// TestSMPPThrottledAnswersCountAsThrottlingNotFailures has the SMSC answer
+// TestSMPP_ThrottledIsNotFailure has the SMSC answer
 // ESME_RTHROTTLED beyond one submit a second: the provider's health counts
 // them as throttled, and none as a transient failure (which would open
 // its circuit).
-func TestSMPPThrottledAnswersCountAsThrottlingNotFailures(t *testing.T) {
+func TestSMPP_ThrottledIsNotFailure(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -306,11 +306,11 @@ func TestSMPPThrottledAnswersCountAsThrottlingNotFailures(t *testing.T) {
 	require.Zero(t, tr, "a throttled answer is not a failure")
 }
 
-// TestSMPPReplacedProviderUnbindsItsOldBindsOnceIdle applies a changed
+// TestSMPP_ReplacedProviderUnbinds applies a changed
 // SMPP provider of two binds: its old binds are closed once their
 // attempts are done, so the SMSC sees two binds again within seconds, not
 // four for minutes.
-func TestSMPPReplacedProviderUnbindsItsOldBindsOnceIdle(t *testing.T) {
+func TestSMPP_ReplacedProviderUnbinds(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	smsc, file := startSMPPEngineWith(t, b, smppEngineOpts{smpp: "binds: 2"})
@@ -323,12 +323,12 @@ func TestSMPPReplacedProviderUnbindsItsOldBindsOnceIdle(t *testing.T) {
 		"the old binds were closed")
 }
 
-// TestSMPPRetriedRouteShowsEachReceiptWithItsAttempt: an SMPP provider's
+// TestSMPP_ReceiptsShowTheirAttempt: an SMPP provider's
 // receipts settings (retry_temporary, temporary_errors: no HTTP token) send
 // a route whose receipt says undelivered with a temporary code back for a
 // second attempt; the timeline (herald status) shows each receipt with the
 // attempt it was about.
-func TestSMPPRetriedRouteShowsEachReceiptWithItsAttempt(t *testing.T) {
+func TestSMPP_ReceiptsShowTheirAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -14,14 +14,14 @@ import (
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
-// TestSMPPReceiptsThatArriveTogetherAreStoredTogether has the SMSC send 20
+// TestSMPP_ReceiptsStoredTogether has the SMSC send 20
 // receipts at once while the first waits on a lock: the driver stores the
 // ones behind it in one statement and one commit (the engine's
 // receipt.Group), answers every deliver_sm ESME_ROK only once its own
 // receipt is stored, and keeps a receipt whose text holds a NUL (some
 // SMSCs end theirs with one) rather than refusing it at every resend.
 // Inbound messages sent together are stored together the same way.
-func TestSMPPReceiptsThatArriveTogetherAreStoredTogether(t *testing.T) {
+func TestSMPP_ReceiptsStoredTogether(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -21,13 +21,13 @@ import (
 	"github.com/heraldhq/herald/internal/receipt"
 )
 
-// TestOneNotificationsSpansReadBackFromALoopbackOTLPReceiver follows one
+// TestTracing_SpansReadBackOverOTLP follows one
 // SMS notification with a callback_url through a real engine exporting to
 // a loopback OTLP/HTTP receiver: the producer's span, then the claim, the
 // attempt (a child of the claim, linked to the producer's span), the
 // completion (linked to the attempt), the receipt match, and the callbacks
 // (linked to the producer's span, and sent with the attempt's traceparent).
-func TestOneNotificationsSpansReadBackFromALoopbackOTLPReceiver(t *testing.T) {
+func TestTracing_SpansReadBackOverOTLP(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	recv := oteltest.NewReceiver(t)
@@ -238,7 +238,7 @@ func requireNoPersonalData(t *testing.T, spans []oteltest.Span) {
 
 // The phone pattern finds a number wherever one is written and not in an
 // id: a UUID whose last group is all digits was once taken for one.
-func TestDeniedPhonePatternSkipsIDs(t *testing.T) {
+func TestTracing_PhonePatternSkipsIDs(t *testing.T) {
 	re := denied["phone number"]
 	for _, v := range []string{"+254710001002", "to +254710001002", "sms:254710001002", "254710001002"} {
 		require.True(t, re.MatchString(v), v)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestEncodingCountsSegmentsAtGSM7AndUCS2Boundaries(t *testing.T) {
+func TestEncoding_CountsSegmentsAtBoundaries(t *testing.T) {
 	t.Parallel()
 
 	a := func(n int) string { return strings.Repeat("a", n) }
@@ -63,7 +63,7 @@ func TestEncodingCountsSegmentsAtGSM7AndUCS2Boundaries(t *testing.T) {
 	}
 }
 
-func TestGSM7TablesHoldTheWholeAlphabet(t *testing.T) {
+func TestGSM7Tables_HoldWholeAlphabet(t *testing.T) {
 	t.Parallel()
 
 	// 128 codes minus the escape; the extension table adds 10 characters.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPackMatchesTheSpecificationsExample(t *testing.T) {
+func TestPack_MatchesTheSpecificationsExample(t *testing.T) {
 	t.Parallel()
 	// "hellohello" packed, from 3GPP TS 23.038's worked example.
 	require.Equal(t, []byte{0xE8, 0x32, 0x9B, 0xFD, 0x46, 0x97, 0xD9, 0xEC, 0x37}, Pack([]byte("hellohello"), 0))

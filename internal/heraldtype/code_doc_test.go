@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME checks the
+// TestCodes_SameInDocsAndREADME checks the
 // failure codes' one source, Codes and the Code constants of this package,
 // against every place that repeats it: the table in their doc comment
 // (code.go), the herald package's constants (vocabulary.go, generated from
 // code.go, which spells each value so that go doc shows it), its package
 // documentation (doc.go) and README's table. A code added to one and not the others fails here.
-func TestFailureCodesAreTheSameInCodesErrorGoDocGoAndREADME(t *testing.T) {
+func TestCodes_SameInDocsAndREADME(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestValidationErrorListsErrorsAndElidesALongTail(t *testing.T) {
+func TestValidationError_ElidesLongTail(t *testing.T) {
 	t.Parallel()
 
 	two := &ValidationError{Errors: []FieldError{
@@ -30,7 +30,7 @@ func TestValidationErrorListsErrorsAndElidesALongTail(t *testing.T) {
 	require.Empty(t, (&ValidationError{}).Code())
 }
 
-func TestCodesListsEveryDeclaredCodeOnce(t *testing.T) {
+func TestCodes_ListsEveryCodeOnce(t *testing.T) {
 	t.Parallel()
 
 	codes := Codes()

@@ -13,7 +13,7 @@
 // vocabulary.go, and a test fails when that file is stale.
 package heraldtype
 
-//go:generate go test -run TestRootVocabularyIsGeneratedFromThisPackage -update .
+//go:generate go test -run TestVocabulary_RootIsGenerated -update .
 
 import (
 	"encoding/json"

@@ -9,12 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRootPackageReExportsEveryType checks that users can name all of this
+// TestReexport_CoversEveryType checks that users can name all of this
 // package through the herald package alone: the root declares each
 // exported type here as an alias of it (type Intent = heraldtype.Intent).
 // Its constants are vocabulary.go's, which
-// TestRootVocabularyIsGeneratedFromThisPackage checks.
-func TestRootPackageReExportsEveryType(t *testing.T) {
+// TestVocabulary_RootIsGenerated checks.
+func TestReexport_CoversEveryType(t *testing.T) {
 	t.Parallel()
 
 	types := exportedTypes(parseDir(t, "."))

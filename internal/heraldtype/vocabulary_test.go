@@ -20,14 +20,14 @@ var update = flag.Bool("update", false, "rewrite the root package's vocabulary.g
 // named string types and their constants are generated into.
 var rootVocabulary = filepath.Join("..", "..", "vocabulary.go")
 
-// TestRootVocabularyIsGeneratedFromThisPackage keeps the root package's
+// TestVocabulary_RootIsGenerated keeps the root package's
 // vocabulary.go what go generate makes of this package: for each named
 // string type with constants (Code, Priority, Channel, RouteStatus), an
 // alias with the type's doc comment, and its constants with their values
 // spelled out, so that go doc herald.CodeNotJSON shows "not_json". The
 // values are written here once; a hand edit of vocabulary.go, or a
 // constant changed here and not regenerated, fails.
-func TestRootVocabularyIsGeneratedFromThisPackage(t *testing.T) {
+func TestVocabulary_RootIsGenerated(t *testing.T) {
 	t.Parallel()
 
 	want := renderRootVocabulary(t)

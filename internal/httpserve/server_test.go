@@ -51,7 +51,7 @@ var readsBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 })
 
-func TestServerCutsOffASlowBody(t *testing.T) {
+func TestServer_CutsOffSlowBody(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, &httpserve.Config{ReadTimeout: 200 * time.Millisecond, WriteTimeout: bound}, readsBody)
 	conn, err := net.Dial("tcp", addr)
@@ -62,7 +62,7 @@ func TestServerCutsOffASlowBody(t *testing.T) {
 	require.Equal(t, http.StatusRequestTimeout, httpservetest.UntilClosed(t, conn))
 }
 
-func TestServerCutsOffSlowHeaders(t *testing.T) {
+func TestServer_CutsOffSlowHeaders(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, &httpserve.Config{ReadTimeout: 200 * time.Millisecond}, readsBody)
 	conn, err := net.Dial("tcp", addr)
@@ -73,7 +73,7 @@ func TestServerCutsOffSlowHeaders(t *testing.T) {
 	require.NotEqual(t, http.StatusOK, httpservetest.UntilClosed(t, conn))
 }
 
-func TestServerClosesAnIdleKeepAliveConnection(t *testing.T) {
+func TestServer_ClosesIdleKeepAlive(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, &httpserve.Config{IdleTimeout: 200 * time.Millisecond}, readsBody)
 	conn, err := net.Dial("tcp", addr)
@@ -84,7 +84,7 @@ func TestServerClosesAnIdleKeepAliveConnection(t *testing.T) {
 	require.Equal(t, http.StatusOK, httpservetest.UntilClosed(t, conn), "answered, then closed once idle")
 }
 
-func TestServerServesAtMostMaxConnsAtOnce(t *testing.T) {
+func TestServer_ServesAtMostMaxConns(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, &httpserve.Config{MaxConns: 2}, readsBody)
 	var held []net.Conn
@@ -116,7 +116,7 @@ func TestServerServesAtMostMaxConnsAtOnce(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-func TestNewRefusesNegativeBoundsNamingTheField(t *testing.T) {
+func TestNew_RefusesNegativeBounds(t *testing.T) {
 	t.Parallel()
 	for field, cfg := range map[string]httpserve.Config{
 		"ReadTimeout":     {ReadTimeout: -1},

@@ -17,7 +17,7 @@ import (
 // validEntry is the raw JSON form of validIntent.
 const validEntry = intaketest.ValidEntry
 
-func TestDecodeRawDecodesAnIntakeEntry(t *testing.T) {
+func TestDecodeRaw_DecodesAnEntry(t *testing.T) {
 	t.Parallel()
 
 	in, err := DecodeRaw([]byte(validEntry), Limits{})
@@ -25,7 +25,7 @@ func TestDecodeRawDecodesAnIntakeEntry(t *testing.T) {
 	require.Equal(t, validIntent(), in)
 }
 
-func TestDecodeRawReadsWhatJSONMarshalOfIntentWrites(t *testing.T) {
+func TestDecodeRaw_ReadsMarshalledIntent(t *testing.T) {
 	t.Parallel()
 
 	want := validIntent()
@@ -46,7 +46,7 @@ func TestDecodeRawReadsWhatJSONMarshalOfIntentWrites(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
-func TestDecodeRawTreatsNullAndEmptyTimeAsAbsent(t *testing.T) {
+func TestDecodeRaw_NullOrEmptyTimeIsAbsent(t *testing.T) {
 	t.Parallel()
 
 	in, err := DecodeRaw([]byte(`{"notification_type":null,"channels":null,"audience":null,
@@ -56,7 +56,7 @@ func TestDecodeRawTreatsNullAndEmptyTimeAsAbsent(t *testing.T) {
 	require.Equal(t, &Intent{}, in)
 }
 
-func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
+func TestDecodeRaw_RefusesBadEntriesWithCodes(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -136,7 +136,7 @@ func TestDecodeRawRefusesBadEntriesWithTheirCodes(t *testing.T) {
 	}
 }
 
-func TestDecodeRawReportsEveryShapeError(t *testing.T) {
+func TestDecodeRaw_ReportsEveryShapeError(t *testing.T) {
 	t.Parallel()
 
 	_, err := DecodeRaw([]byte(`{"producer":1,"colour":"red","channels":["sms",{}],
@@ -159,7 +159,7 @@ func TestDecodeRawReportsEveryShapeError(t *testing.T) {
 	}, got)
 }
 
-func TestDecodeRawThenValidateReportsValidationCodes(t *testing.T) {
+func TestDecodeRaw_ThenValidateReportsCodes(t *testing.T) {
 	t.Parallel()
 
 	in, err := DecodeRaw([]byte(`{"notification_type":"order.shipped","producer":"shop",
@@ -170,7 +170,7 @@ func TestDecodeRawThenValidateReportsValidationCodes(t *testing.T) {
 	requireFieldError(t, err, "audience.sms[0]", heraldtype.CodeInvalidPhone)
 }
 
-func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T) {
+func TestDecodeRaw_ThenValidateRefusesTricks(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -213,7 +213,7 @@ func TestDecodeRawThenValidateRefusesWhatTheSQLDoorUsedToLetThrough(t *testing.T
 	}
 }
 
-func TestDecodeRawKeepsWhatIsText(t *testing.T) {
+func TestDecodeRaw_KeepsText(t *testing.T) {
 	t.Parallel()
 
 	in, err := DecodeRaw([]byte(`{"send_at":"2026-03-01T12:00:00+23:59","expires_at":"2026-03-02T12:00:00-23:59",
@@ -247,7 +247,7 @@ func requireJSONBSafe(t testing.TB, out []byte) {
 	}
 }
 
-func TestRawFieldsReturnsJSONBSafeJSON(t *testing.T) {
+func TestRawFields_ReturnsJSONBSafeJSON(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -284,7 +284,7 @@ func TestRawFieldsReturnsJSONBSafeJSON(t *testing.T) {
 	}
 }
 
-func TestRawFieldsTruncatesAnOversizedEntry(t *testing.T) {
+func TestRawFields_TruncatesOversizedEntry(t *testing.T) {
 	t.Parallel()
 
 	// A multi-byte rune straddles the excerpt's end; it must not be split.
@@ -304,7 +304,7 @@ func TestRawFieldsTruncatesAnOversizedEntry(t *testing.T) {
 	require.True(t, strings.HasPrefix(string(body), out.Body))
 }
 
-func TestPartialFieldsDigsOutWhatItCan(t *testing.T) {
+func TestPartialFields_DigsOutWhatItCan(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -337,7 +337,7 @@ func TestPartialFieldsDigsOutWhatItCan(t *testing.T) {
 
 // Metadata through the raw doors: an object of strings, whatever else is
 // refused with the member's path, and the budget is Validate's.
-func TestDecodeRawMetadata(t *testing.T) {
+func TestDecodeRaw_Metadata(t *testing.T) {
 	t.Parallel()
 	entry := func(meta string) []byte {
 		return []byte(`{"notification_type":"a","producer":"p","idempotency_key":"k","channels":["sms"],
@@ -392,7 +392,7 @@ func manyMembers(n int) string {
 	return strings.Join(parts, ",")
 }
 
-func TestValidateMetadata(t *testing.T) {
+func TestValidate_Metadata(t *testing.T) {
 	t.Parallel()
 	with := func(m map[string]string) error {
 		in := validIntent()
@@ -422,7 +422,7 @@ func TestValidateMetadata(t *testing.T) {
 // Metadata counts in the fingerprint only when present: an intent without
 // it keeps the fingerprint it always had, and other metadata is another
 // request.
-func TestFingerprintCoversMetadataOnlyWhenPresent(t *testing.T) {
+func TestFingerprint_CoversMetadataOnlyWhenPresent(t *testing.T) {
 	t.Parallel()
 	fp := func(m map[string]string) string {
 		in := validIntent()

@@ -20,7 +20,7 @@ func mustFingerprint(t *testing.T, in *Intent) string {
 	return v.Fingerprint
 }
 
-func TestFingerprintIgnoresOrderFormattingAndRetryOnlyFields(t *testing.T) {
+func TestFingerprint_IgnoresOrderAndFormatting(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -78,7 +78,7 @@ func TestFingerprintIgnoresOrderFormattingAndRetryOnlyFields(t *testing.T) {
 	}
 }
 
-func TestFingerprintChangesWhenTheRequestChanges(t *testing.T) {
+func TestFingerprint_ChangesWithTheRequest(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -125,7 +125,7 @@ func TestFingerprintChangesWhenTheRequestChanges(t *testing.T) {
 	}
 }
 
-func TestFingerprintListsCannotBleedIntoEachOther(t *testing.T) {
+func TestFingerprint_ListsCannotBleed(t *testing.T) {
 	t.Parallel()
 
 	// Two intents whose lists concatenate to the same strings must differ.
@@ -136,7 +136,7 @@ func TestFingerprintListsCannotBleedIntoEachOther(t *testing.T) {
 	require.NotEqual(t, mustFingerprint(t, a), mustFingerprint(t, b))
 }
 
-func TestPayloadJSONIsCanonicalAndDecodesIntoContent(t *testing.T) {
+func TestPayloadJSON_IsCanonicalContent(t *testing.T) {
 	t.Parallel()
 
 	in := validIntent()

@@ -188,7 +188,7 @@ func corpusFiles(t *testing.T) map[string][]byte {
 	return files
 }
 
-func TestFuzzSeedsProduceTheirDeclaredCodes(t *testing.T) {
+func TestFuzzSeeds_ProduceDeclaredCodes(t *testing.T) {
 	t.Parallel()
 
 	for _, s := range intaketest.Seeds() {
@@ -204,7 +204,7 @@ func TestFuzzSeedsProduceTheirDeclaredCodes(t *testing.T) {
 	}
 }
 
-func TestFuzzSeedCorpusCoversEveryFailureCode(t *testing.T) {
+func TestFuzzSeeds_CoverEveryFailureCode(t *testing.T) {
 	t.Parallel()
 
 	covered := map[string]bool{}

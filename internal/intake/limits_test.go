@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestLimitsWithDefaultsFillsZeroAndNegativeFields(t *testing.T) {
+func TestLimits_WithDefaultsFillsUnset(t *testing.T) {
 	t.Parallel()
 
 	require.Equal(t, Limits{

@@ -8,7 +8,7 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-func TestValidateRecipientRefusesWhatNoChannelCanDeliverTo(t *testing.T) {
+func TestValidateRecipient_RefusesUndeliverable(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -33,7 +33,7 @@ func TestValidateRecipientRefusesWhatNoChannelCanDeliverTo(t *testing.T) {
 	}
 }
 
-func TestValidateRecipientNormalizesWhatIsDeliverable(t *testing.T) {
+func TestValidateRecipient_Normalizes(t *testing.T) {
 	t.Parallel()
 
 	r, err := ValidateRecipient(heraldtype.Recipient{
@@ -47,7 +47,7 @@ func TestValidateRecipientNormalizesWhatIsDeliverable(t *testing.T) {
 	}, r)
 }
 
-func TestChannelsAreTheVocabularysDeliveryChannels(t *testing.T) {
+func TestChannels_AreTheVocabularys(t *testing.T) {
 	t.Parallel()
 
 	require.ElementsMatch(t, []string{

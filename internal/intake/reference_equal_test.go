@@ -38,7 +38,7 @@ func requireNormalizeURLMatches(t *testing.T, s string) {
 	require.Equal(t, []string{v, string(code), msg}, []string{gv, string(gcode), gmsg}, "normalizeURL(%q)", s)
 }
 
-func TestNormalizeURLMatchesReference(t *testing.T) {
+func TestNormalizeURL_MatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, s := range trickyURLs {
 		requireNormalizeURLMatches(t, s)
@@ -53,7 +53,7 @@ func FuzzNormalizeURL(f *testing.F) {
 	f.Fuzz(requireNormalizeURLMatches)
 }
 
-func TestNormalizeListMatchesReference(t *testing.T) {
+func TestNormalizeList_MatchesReference(t *testing.T) {
 	t.Parallel()
 	lists := [][]string{
 		nil, {}, {"x"}, {"bad"}, {"https://a", "https://a"}, {"https://a", " https://a ", "HTTPS://A", "https://b"},
@@ -110,7 +110,7 @@ func FuzzValidateMatchesReference(f *testing.F) {
 	})
 }
 
-func TestFingerprintOfValidatedIntentsMatchesReference(t *testing.T) {
+func TestFingerprint_MatchesReference(t *testing.T) {
 	t.Parallel()
 	// Through Validate, on the shapes the other tests use.
 	for _, in := range []*Intent{validIntent(), benchIntent(1)} {

@@ -64,7 +64,7 @@ func requireFieldError(t *testing.T, err error, field string, code heraldtype.Co
 	require.Failf(t, "field error not reported", "want %s (%s) in %v", field, code, err)
 }
 
-func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
+func TestValidate_RefusesEachRuleWithCode(t *testing.T) {
 	t.Parallel()
 
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -203,7 +203,7 @@ func TestValidateRefusesEachRuleWithItsCode(t *testing.T) {
 	}
 }
 
-func TestValidateAcceptsValuesAtTheirLimits(t *testing.T) {
+func TestValidate_AcceptsValuesAtLimits(t *testing.T) {
 	t.Parallel()
 
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -264,7 +264,7 @@ func TestValidateAcceptsValuesAtTheirLimits(t *testing.T) {
 	}
 }
 
-func TestValidateNormalizesTheIntent(t *testing.T) {
+func TestValidate_NormalizesTheIntent(t *testing.T) {
 	t.Parallel()
 
 	in := &Intent{
@@ -307,7 +307,7 @@ func TestValidateNormalizesTheIntent(t *testing.T) {
 	require.Len(t, v.Routes, 2*3+2+2+1, "two users on three channels plus the distinct addresses")
 }
 
-func TestValidateDefaultsOccurredAtAndPriority(t *testing.T) {
+func TestValidate_DefaultsOccurredAtAndPriority(t *testing.T) {
 	t.Parallel()
 
 	now := time.Date(2026, 3, 1, 12, 0, 0, 999, time.FixedZone("X", 7200))
@@ -320,7 +320,7 @@ func TestValidateDefaultsOccurredAtAndPriority(t *testing.T) {
 	require.True(t, v.Intent.ExpiresAt.IsZero())
 }
 
-func TestValidatePlansOneSortedRoutePerChannelAndRecipient(t *testing.T) {
+func TestValidate_PlansSortedRoutes(t *testing.T) {
 	t.Parallel()
 
 	in := validIntent()
@@ -351,7 +351,7 @@ func TestValidatePlansOneSortedRoutePerChannelAndRecipient(t *testing.T) {
 	require.Equal(t, v.Routes, again.Routes)
 }
 
-func TestValidateCollapsesDuplicateRecipientsToOneRoute(t *testing.T) {
+func TestValidate_CollapsesDuplicateRecipients(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -391,7 +391,7 @@ func TestValidateCollapsesDuplicateRecipientsToOneRoute(t *testing.T) {
 	}
 }
 
-func TestValidateClassifiesAudienceKind(t *testing.T) {
+func TestValidate_ClassifiesAudienceKind(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
@@ -415,7 +415,7 @@ func TestValidateClassifiesAudienceKind(t *testing.T) {
 	}
 }
 
-func TestValidateReportsEveryFieldErrorNotJustTheFirst(t *testing.T) {
+func TestValidate_ReportsEveryFieldError(t *testing.T) {
 	t.Parallel()
 
 	in := &Intent{
@@ -458,7 +458,7 @@ func TestValidateReportsEveryFieldErrorNotJustTheFirst(t *testing.T) {
 	require.Equal(t, heraldtype.CodeMissingField, verr.Code(), "Code is the first error's code")
 }
 
-func TestValidateLeavesItsInputUnchanged(t *testing.T) {
+func TestValidate_LeavesInputUnchanged(t *testing.T) {
 	t.Parallel()
 
 	in := validIntent()
@@ -475,7 +475,7 @@ func TestValidateLeavesItsInputUnchanged(t *testing.T) {
 	require.Equal(t, smsBefore, *in.Content.SMS)
 }
 
-func TestValidateRefusesANilIntent(t *testing.T) {
+func TestValidate_RefusesNilIntent(t *testing.T) {
 	t.Parallel()
 
 	v, err := Validate(nil, Limits{}, testNow)

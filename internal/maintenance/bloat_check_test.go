@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 )
 
-func TestCheckBloatReindexesDueIndexPastThreshold(t *testing.T) {
+func TestCheckBloat_ReindexesPastThreshold(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -43,7 +43,7 @@ func TestCheckBloatReindexesDueIndexPastThreshold(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.MaintenanceRows.WithLabelValues(maintenance.JobBloatCheck)))
 }
 
-func TestCheckBloatDropsTheLeftoverOfAFailedRebuild(t *testing.T) {
+func TestCheckBloat_DropsFailedRebuild(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 )
 
-func TestDeleteDeadLetteredIsOffByDefaultAndKeepsReplayedRoutes(t *testing.T) {
+func TestDeleteDeadLettered_OffByDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -14,7 +14,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 )
 
-func TestDeleteFinishedDeletesOnlyFinishedRecordsPastBothWindows(t *testing.T) {
+func TestDeleteFinished_OnlyPastBothWindows(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -57,7 +57,7 @@ func TestDeleteFinishedDeletesOnlyFinishedRecordsPastBothWindows(t *testing.T) {
 	require.Equal(t, 4.0, testutil.ToFloat64(b.metrics.MaintenanceRows.WithLabelValues(maintenance.JobFinishedRetention)))
 }
 
-func TestDeleteFinishedTakesADeadLetterLeftBehindWithItsRecord(t *testing.T) {
+func TestDeleteFinished_TakesLeftoverDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -80,7 +80,7 @@ func TestDeleteFinishedTakesADeadLetterLeftBehindWithItsRecord(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "dead_letters"), "the dead letter of the record deleted went with it, the other stays")
 }
 
-func TestDeleteFinishedNeverFreesAnIdempotencyKeyEarly(t *testing.T) {
+func TestDeleteFinished_NeverFreesKeyEarly(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -103,7 +103,7 @@ func TestDeleteFinishedNeverFreesAnIdempotencyKeyEarly(t *testing.T) {
 	require.Zero(t, b.count(t, "routes"), "routes go with their record")
 }
 
-func TestDeleteFinishedWorksInBatches(t *testing.T) {
+func TestDeleteFinished_WorksInBatches(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	// Seven finished notifications interleaved with five that must stay,
@@ -131,7 +131,7 @@ func TestDeleteFinishedWorksInBatches(t *testing.T) {
 // there instead of reading the records that stay (dead letters) again; a run
 // that finishes leaves nothing, and the next one is a whole pass from the
 // oldest record.
-func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing.T) {
+func TestDeleteFinished_ResumesCutShortRun(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -204,7 +204,7 @@ func TestDeleteFinishedResumesARunCutShortAndStartsOverAfterAWholeRun(t *testing
 // herald.id_floor(t) is the least UUIDv7 text of t's millisecond: ids made
 // in earlier milliseconds sort before it, ids of t's millisecond and later
 // do not. Retention's cut-off and the callback counts rest on it.
-func TestIdFloorBoundsTheIdsOfAMillisecond(t *testing.T) {
+func TestIDFloor_BoundsAMillisecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -246,7 +246,7 @@ func TestIdFloorBoundsTheIdsOfAMillisecond(t *testing.T) {
 // process's and the database's): retention deletes a record only when both
 // say it is past the cut-off, so a record whose id runs ahead of its
 // acceptance or behind it is deleted late, never early.
-func TestDeleteFinishedWaitsForBothTheIdAndAcceptedAt(t *testing.T) {
+func TestDeleteFinished_WaitsForIDAndAcceptedAt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -48,7 +48,7 @@ func (s *sweepTracer) froms() []int64 {
 // the table a range of blocks at a time, goes on from where it stood when
 // it was cut short, and starts again only KeySweepEvery after the last
 // finished.
-func TestSweepKeysDeletesExpiredKeysRangeByRange(t *testing.T) {
+func TestSweepKeys_DeletesExpiredByRange(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

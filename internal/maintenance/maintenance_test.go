@@ -195,7 +195,7 @@ func (b *testBundle) count(t *testing.T, table string) int {
 
 const day = 24 * time.Hour
 
-func TestNewRejectsNegativeSettingsNamingTheField(t *testing.T) {
+func TestNew_RejectsNegativeSettings(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, err := maintenance.New(b.pool, &maintenance.Config{DeadLetterRetention: -time.Hour})

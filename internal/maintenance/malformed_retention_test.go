@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 )
 
-func TestDeleteMalformedDeletesOnlyOldEntries(t *testing.T) {
+func TestDeleteMalformed_DeletesOnlyOld(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 // pace leaves the engine (1-d)/d of a statement's time for each
 // statement: a quarter's duty waits three times as long as the statement
 // took; a duty of 1 does not wait; a canceled run stops waiting.
-func TestPaceWaitsSoThatStatementsTakeTheirDutyOfTheRun(t *testing.T) {
+func TestPace_WaitsForTheDutyCycle(t *testing.T) {
 	t.Parallel()
 	pool := pgtemp.NewPool(t)
 	m, err := New(pool, &Config{RetentionDuty: 0.25})

@@ -17,7 +17,7 @@ import (
 // EXCLUSIVE mode (PostgreSQL 15 takes it on the default partition however
 // the week's table is made). Making weeks gives up within its bound and
 // says who held what: the producer's login and pid.
-func TestWeeks_ProducerReadTransactionIsNamedWhenAWeekCannotBeMade(t *testing.T) {
+func TestWeeks_NamesBlockingProducerTx(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

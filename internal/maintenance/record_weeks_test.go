@@ -59,7 +59,7 @@ func idAt(t time.Time, suffix string) string { return idPrefixAt(t) + "7000-8000
 // partition below while that is small; the kept records are then deleted
 // one by one as their routes go. Every route keeps its record, and a kept
 // record is read by its id as any other.
-func TestRecordWeeksAreRetiredWholeKeepingWhatMustStay(t *testing.T) {
+func TestRecordWeeks_RetiredKeepingWhatStays(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -160,7 +160,7 @@ func TestRecordWeeksAreRetiredWholeKeepingWhatMustStay(t *testing.T) {
 // partitions grow geometrically, and a retirement copies a bounded number
 // of rows. A week that keeps nothing and merges nothing leaves no
 // partition.
-func TestKeptPartitionsMergeGeometrically(t *testing.T) {
+func TestRecordWeeks_KeptPartitionsMerge(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -214,7 +214,7 @@ func TestKeptPartitionsMergeGeometrically(t *testing.T) {
 // the others, or maintenance down for longer than the weeks made ahead)
 // takes them in from records_default, so they go with their week; and the
 // weeks missed while maintenance was down are made, not only the next.
-func TestARecordWeekTakesInItsRowsFromTheDefaultPartition(t *testing.T) {
+func TestRecordWeeks_TakeRowsFromDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -246,7 +246,7 @@ func TestARecordWeekTakesInItsRowsFromTheDefaultPartition(t *testing.T) {
 // left to the next run, after a few tries, and nothing of it changes; the
 // rest of retention goes on. Detached weeks are dropped in a transaction
 // of their own: none is left behind.
-func TestARecordWeekThatCannotBeLockedIsLeftToTheNextRun(t *testing.T) {
+func TestRecordWeeks_LockedWeekWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -287,7 +287,7 @@ func TestARecordWeekThatCannotBeLockedIsLeftToTheNextRun(t *testing.T) {
 // A week retired within a week of its end (a caller's `before` that
 // recent) is read whole for the records whose idempotency window is still
 // open, a short one included: none is retired before its window ends.
-func TestAWeekRetiredEarlyKeepsEveryOpenIdempotencyWindow(t *testing.T) {
+func TestRecordWeeks_EarlyKeepsOpenKeys(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -324,7 +324,7 @@ func TestAWeekRetiredEarlyKeepsEveryOpenIdempotencyWindow(t *testing.T) {
 // must stay since (a route it did not have) is kept. A swap that cannot
 // have its lock leaves the week and the staged partition as they are, and
 // the next swap goes on from them.
-func TestAStagedWeekIsSwappedInAsItIsThen(t *testing.T) {
+func TestRecordWeeks_StagedWeekSwappedAsIs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

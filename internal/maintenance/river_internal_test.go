@@ -11,7 +11,7 @@ import (
 
 // A finished retention run may go on for most of its interval, so that a
 // paced run is not cut short by River's default minute.
-func TestFinishedRetentionMayRunMostOfItsInterval(t *testing.T) {
+func TestFinishedRetention_RunsMostOfInterval(t *testing.T) {
 	t.Parallel()
 	m, err := New(pgtemp.NewPool(t), &Config{Interval: 10 * time.Minute})
 	require.NoError(t, err)

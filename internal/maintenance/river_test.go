@@ -18,7 +18,7 @@ type echoArgs struct{ Word string }
 
 func (echoArgs) Kind() string { return "herald_test_echo" }
 
-func TestRiverRunsPeriodicJobsAndExtraWorkers(t *testing.T) {
+func TestRun_RiverRunsPeriodicJobs(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -62,7 +62,7 @@ func TestRiverRunsPeriodicJobsAndExtraWorkers(t *testing.T) {
 // A process stopped while maintenance is still starting (serve canceled as
 // soon as it began) stops cleanly: no error for a shutdown. A River client
 // that cannot start for another reason is still an error.
-func TestRunStoppedWhileStartingIsAShutdownNotAFailure(t *testing.T) {
+func TestRun_StopWhileStartingIsShutdown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	m := b.newMaintenance(t, time.Now(), maintenance.Config{})

@@ -45,7 +45,7 @@ func (b *testBundle) weeks(t *testing.T) []string {
 // record with a route of a week not dropped yet, or a dead letter, stays.
 // A route that would finish in a week with no partition is refused, and
 // changes nothing.
-func TestWeeksAreMadeAheadAndDroppedWholeBeforeTheirRecords(t *testing.T) {
+func TestWeeks_MadeAheadDroppedWhole(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -105,7 +105,7 @@ func seedRoutes(t *testing.T, pool *pgxpool.Pool, due map[string][]time.Time) {
 	}
 }
 
-func TestMetricsEndpointExposesEveryFamilyOverHTTP(t *testing.T) {
+func TestHandler_ExposesEveryFamily(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Now()
@@ -148,7 +148,7 @@ func TestMetricsEndpointExposesEveryFamilyOverHTTP(t *testing.T) {
 	require.Equal(t, 0.0, gauge(t, lag, "sms"), "nothing overdue: no lag")
 }
 
-func TestBacklogCollectorReportsDownWhenTheQueryFails(t *testing.T) {
+func TestBacklogCollector_DownWhenQueryFails(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	pool, err := pgxpool.New(context.Background(), pgtemp.NewDatabase(t))
@@ -166,7 +166,7 @@ func TestBacklogCollectorReportsDownWhenTheQueryFails(t *testing.T) {
 	require.NotContains(t, fams, "herald_backlog_routes")
 }
 
-func TestHealthzAndReadyzAreOKOnAMigratedDatabase(t *testing.T) {
+func TestHandler_HealthyOnMigratedDatabase(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -179,7 +179,7 @@ func TestHealthzAndReadyzAreOKOnAMigratedDatabase(t *testing.T) {
 	}
 }
 
-func TestReadyzIsUnavailableWithAPendingMigration(t *testing.T) {
+func TestHandler_ReadyzWaitsForMigration(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, err := schema.NewMigrator(b.pool, nil).DownOne(context.Background())
@@ -199,7 +199,7 @@ func TestReadyzIsUnavailableWithAPendingMigration(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "the process is alive: healthz stays OK")
 }
 
-func TestHealthzIsUnavailableWithoutADatabase(t *testing.T) {
+func TestHandler_HealthzNeedsDatabase(t *testing.T) {
 	t.Parallel()
 	// A port nothing listens on: bind one and close it.
 	ln := httptest.NewServer(http.NotFoundHandler())
@@ -223,13 +223,13 @@ func TestHealthzIsUnavailableWithoutADatabase(t *testing.T) {
 	}
 }
 
-func TestNewHandlerNamesAMissingField(t *testing.T) {
+func TestNewHandler_NamesMissingField(t *testing.T) {
 	t.Parallel()
 	_, err := metrics.NewHandler(&metrics.HandlerConfig{Gatherer: metrics.NewRegistry()})
 	require.ErrorContains(t, err, "Pool")
 }
 
-func TestReadyzReportsAStalledDispatcherUntilItRecovers(t *testing.T) {
+func TestHandler_ReadyzReportsStall(t *testing.T) {
 	t.Parallel()
 	pool := pgtemp.NewPool(t)
 	var stalled atomic.Pointer[error]

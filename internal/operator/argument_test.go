@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/routing"
 )
 
-func TestRoutingTestArgsGuessTheChannelAndCheckThePriority(t *testing.T) {
+func TestRoutingTestArgs_GuessChannelCheckPriority(t *testing.T) {
 	t.Parallel()
 	a := operator.RoutingTestArgs{Destination: "+14155550100", Producer: "shop", NotificationType: "otp", Priority: "bulk", Tried: "sms/a,sms/b"}
 	in, err := a.PickInput()
@@ -31,7 +31,7 @@ func TestRoutingTestArgsGuessTheChannelAndCheckThePriority(t *testing.T) {
 	}
 }
 
-func TestDeadLetterFiltersRefuseAClassificationNoDeadLetterHas(t *testing.T) {
+func TestDeadLetterArgs_RefuseAnUnknownClassification(t *testing.T) {
 	t.Parallel()
 	for _, c := range []string{"", "transient", "permanent", "timeout", "http_503", "smtp_550", "smpp_0x00000058"} {
 		a := operator.DeadLetterArgs{Filter: operator.Filter{Classification: c}, BatchSize: 1, All: true}

@@ -21,7 +21,7 @@ import (
 // failureClasses maps each fixed classification a dead letter can carry to
 // the outcome classes (channel.Transient, channel.Permanent) it comes with:
 // the class each constant's definition documents, and that
-// TestFailureClassesCoverEveryDefinedClassification checks. A route
+// TestClassifications_CoverEveryDefinedClass checks. A route
 // dead-letters at once on a Permanent outcome, and on a Transient one once
 // its attempts run out. The dispatcher's own classifications dead-letter
 // without retrying (Permanent), but for attempts_exhausted.

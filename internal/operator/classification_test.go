@@ -16,7 +16,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel/logch"
 )
 
-func TestFailureClassesCoverEveryDefinedClassification(t *testing.T) {
+func TestClassifications_CoverEveryDefinedClass(t *testing.T) {
 	t.Parallel()
 	// Every Class* string constant of the channels and the dispatcher,
 	// with the outcome class its comment documents.

@@ -62,13 +62,13 @@ func (b *testBundle) pending(t *testing.T) map[string]int64 {
 	return out
 }
 
-func TestConfigRejectsNegativeBatchSize(t *testing.T) {
+func TestConfig_RejectsNegativeBatchSize(t *testing.T) {
 	t.Parallel()
 	_, err := operator.New(nil, &operator.Config{BatchSize: -1})
 	require.ErrorContains(t, err, "BatchSize")
 }
 
-func TestParseRouteRefReadsNotificationOrRoute(t *testing.T) {
+func TestParseRouteRef_ReadsNotificationOrRoute(t *testing.T) {
 	t.Parallel()
 	ref, err := operator.ParseRouteRef("ntf_1/email:0")
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestParseRouteRefReadsNotificationOrRoute(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrBadRouteRef)
 }
 
-func TestDeadLettersFilterAndPageNewestFirst(t *testing.T) {
+func TestDeadLetters_FilterAndPageNewestFirst(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -130,7 +130,7 @@ func TestDeadLettersFilterAndPageNewestFirst(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrBadCursor)
 }
 
-func TestDeadLetterShowsRouteOrNotificationAndNotFound(t *testing.T) {
+func TestDeadLetter_ShowsRouteOrNotification(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -150,7 +150,7 @@ func TestDeadLetterShowsRouteOrNotificationAndNotFound(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrNotFound)
 }
 
-func TestReplayMovesRoutesBackToPendingWithFreshBudgetAndAudits(t *testing.T) {
+func TestReplay_MovesBackWithFreshBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -201,7 +201,7 @@ func TestReplayMovesRoutesBackToPendingWithFreshBudgetAndAudits(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrNoActor)
 }
 
-func TestReplayDryRunMovesNothing(t *testing.T) {
+func TestReplay_DryRunMovesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -220,7 +220,7 @@ func TestReplayDryRunMovesNothing(t *testing.T) {
 	require.Empty(t, b.pending(t))
 }
 
-func TestReplayLeavesRoutesThatDiedAfterItsRequest(t *testing.T) {
+func TestReplay_LeavesLaterDeaths(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -244,10 +244,10 @@ func TestReplayLeavesRoutesThatDiedAfterItsRequest(t *testing.T) {
 	require.Equal(t, int64(2), n)
 }
 
-// TestReplayRunTwiceConcurrentlyMovesEachRouteOnce is the issue's
+// TestReplay_ConcurrentRunsMoveOnce is the issue's
 // acceptance test: 10,000 dead letters replayed by filter by two replays at
 // once; each route moves exactly once and the audit rows add up.
-func TestReplayRunTwiceConcurrentlyMovesEachRouteOnce(t *testing.T) {
+func TestReplay_ConcurrentRunsMoveOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -286,7 +286,7 @@ func TestReplayRunTwiceConcurrentlyMovesEachRouteOnce(t *testing.T) {
 	require.Equal(t, int64(50), left)
 }
 
-func TestReplayJobResumesAfterARestartAndReportsProgress(t *testing.T) {
+func TestReplayJob_ResumesAfterRestart(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -334,7 +334,7 @@ func TestReplayJobResumesAfterARestartAndReportsProgress(t *testing.T) {
 	require.Equal(t, map[string]int64{"sms": 300}, b.pending(t))
 }
 
-func TestReplayOrQueueQueuesAboveTheThresholdButNeverADryRun(t *testing.T) {
+func TestReplayOrQueue_QueuesAboveThreshold(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

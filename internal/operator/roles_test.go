@@ -28,7 +28,7 @@ func requireInsufficientPrivilege(t *testing.T, err error) {
 	require.Equal(t, insufficientPrivilege, pgErr.Code, pgErr.Message)
 }
 
-func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
+func TestRoles_ProducerReadsOnlyOwn(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -91,7 +91,7 @@ func TestProducerSubmitsAndReadsOnlyItsOwnNotifications(t *testing.T) {
 	requireInsufficientPrivilege(t, err)
 }
 
-func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
+func TestRoles_AuditorReadsAllWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -136,7 +136,7 @@ func TestAuditorReadsEverythingAndWritesNothing(t *testing.T) {
 	require.Equal(t, int64(3), n, "nothing moved")
 }
 
-func TestOperatorReplaysAndQueuesBulkReplays(t *testing.T) {
+func TestRoles_OperatorReplaysAndQueues(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -156,10 +156,10 @@ func TestOperatorReplaysAndQueuesBulkReplays(t *testing.T) {
 	require.Equal(t, int64(2), q.Matched)
 }
 
-// TestMigrateDownKeepsRolesForOtherDatabases rolls this migration back in one
+// TestRoles_MigrateDownKeepsRoles rolls this migration back in one
 // database while another database of the same cluster keeps using the
 // roles: they are cluster-wide, so Down leaves them.
-func TestMigrateDownKeepsRolesForOtherDatabases(t *testing.T) {
+func TestRoles_MigrateDownKeepsRoles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	other := setup(t)

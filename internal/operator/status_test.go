@@ -24,7 +24,7 @@ func detailOf(t *testing.T, st *operator.Status, event string) string {
 	return ""
 }
 
-func TestStatusTimelineNamesTheProviderOfPublishedFailedAndDeadLetteredRoutes(t *testing.T) {
+func TestStatus_TimelineNamesProviders(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func timelineDetails(st *operator.Status, event string) []string {
 	return out
 }
 
-func TestStatusShowsTheCallbacksOfEachRouteWithTheirOwnStatus(t *testing.T) {
+func TestStatus_ShowsRouteCallbacks(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -142,7 +142,7 @@ func TestStatusShowsTheCallbacksOfEachRouteWithTheirOwnStatus(t *testing.T) {
 	require.Empty(t, status(operator.RouteRef{NotificationID: pub.CallbackID}).Callbacks)
 }
 
-func TestStatsCountsTheWindowsCallbacksPerProducerByOutcome(t *testing.T) {
+func TestStats_CountsCallbacksPerProducer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestForWaitsUnlessTheContextEnds(t *testing.T) {
+func TestFor_WaitsUnlessContextEnds(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, For(context.Background(), time.Millisecond))
 

@@ -12,7 +12,7 @@ import (
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 
-func TestNewPoolGivesMigratedDatabaseOfItsOwn(t *testing.T) {
+func TestNewPool_GivesOwnMigratedDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a := pgtemp.NewPool(t)
@@ -38,7 +38,7 @@ func TestNewPoolGivesMigratedDatabaseOfItsOwn(t *testing.T) {
 	require.Zero(t, n)
 }
 
-func TestClusterRestartKeepsCommittedData(t *testing.T) {
+func TestCluster_RestartKeepsCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	c, err := pgtemp.Start(ctx, nil)
@@ -61,7 +61,7 @@ func TestClusterRestartKeepsCommittedData(t *testing.T) {
 	require.Equal(t, 7, v)
 }
 
-func TestFindBinDirFindsServerBinaries(t *testing.T) {
+func TestFindBinDir_FindsServerBinaries(t *testing.T) {
 	t.Parallel()
 	dir, err := pgtemp.FindBinDir()
 	require.NoError(t, err)

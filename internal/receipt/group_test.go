@@ -14,7 +14,7 @@ import (
 // Callers that each store their next item as soon as the last is stored
 // (a provider's connections) are written as one group, not as two
 // cohorts that alternate, each written while the other waits.
-func TestGroup_CallersThatComeBackAreWrittenTogether(t *testing.T) {
+func TestGroup_ReturningCallersWrittenTogether(t *testing.T) {
 	t.Parallel()
 	const callers, rounds = 16, 30
 	var mu sync.Mutex

@@ -41,7 +41,7 @@ func (b *testBundle) parts(t *testing.T, nid string) []string {
 	return p
 }
 
-func TestPartsStatusIsTheWorstAnyPartReported(t *testing.T) {
+func TestPartsStatus_IsTheWorstPart(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		parts []string
@@ -58,13 +58,13 @@ func TestPartsStatusIsTheWorstAnyPartReported(t *testing.T) {
 	}
 }
 
-// TestReceiptsOfAnyPartMatchTheRouteAndDecideItByItsParts: a message sent
+// TestMatcher_PartsDecideTheRoute: a message sent
 // in three parts gets receipts for its parts in any order (the SMSC sends
 // one for the part that completed it, or one per part): each is matched
 // to the route, none is unmatched, and the route's status is delivered
 // while every part that reported is delivered and undelivered once one
 // is; a part's second receipt is a duplicate.
-func TestReceiptsOfAnyPartMatchTheRouteAndDecideItByItsParts(t *testing.T) {
+func TestMatcher_PartsDecideTheRoute(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Now().Add(2 * time.Second) // the receipts below are due, and past DuplicateSettle, by then
@@ -121,14 +121,14 @@ func TestReceiptsOfAnyPartMatchTheRouteAndDecideItByItsParts(t *testing.T) {
 	require.Zero(t, unmatched)
 }
 
-// TestReceiptBelongsToTheMostRecentRouteGivenItsID: a provider's ids
+// TestMatcher_MostRecentRouteWins: a provider's ids
 // repeat (an SMSC restarted with its counter reset). A receipt goes to the
 // route most recently given its id before it arrived, whatever an older
 // route with the id has already been told; one that arrived before the
 // newer route got the id stays with the older one; and one that finds only
 // an older route already decided waits a moment for a newer route whose
 // completion has not committed yet, rather than being a duplicate.
-func TestReceiptBelongsToTheMostRecentRouteGivenItsID(t *testing.T) {
+func TestMatcher_MostRecentRouteWins(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -193,10 +193,10 @@ func TestReceiptBelongsToTheMostRecentRouteGivenItsID(t *testing.T) {
 	require.Equal(t, ptr("delivered"), b.delivery(t, newer).Status)
 }
 
-// TestTimelineReceiptsCarryTheAttemptTheyWereAbout: a route retried after
+// TestMatcher_TimelineCarriesAttempt: a route retried after
 // its first receipt shows each receipt with the attempt it was matched
 // to, not the route's last.
-func TestTimelineReceiptsCarryTheAttemptTheyWereAbout(t *testing.T) {
+func TestMatcher_TimelineCarriesAttempt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

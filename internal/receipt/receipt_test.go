@@ -112,7 +112,7 @@ func (b *testBundle) matcher(t *testing.T, rc *routing.Receipts, now *time.Time)
 
 func ptr[T any](v T) *T { return &v }
 
-func TestReceiptsSetTheRoutesDeliveryStatusAndDuplicatesChangeNothing(t *testing.T) {
+func TestMatcher_SetsStatusIgnoresDuplicates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Now().Add(2 * time.Second) // the receipts below are due by then
@@ -181,7 +181,7 @@ func TestReceiptsSetTheRoutesDeliveryStatusAndDuplicatesChangeNothing(t *testing
 	require.GreaterOrEqual(t, s.LagP95Seconds, s.LagP50Seconds)
 }
 
-func TestEarlyReceiptIsMatchedOnceItsRouteHasTheIDAndAnUnknownOneIsKeptAsUnmatched(t *testing.T) {
+func TestMatcher_EarlyMatchedUnknownKept(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Now().Add(2 * time.Second) // the receipts below are due by then
@@ -219,7 +219,7 @@ func TestEarlyReceiptIsMatchedOnceItsRouteHasTheIDAndAnUnknownOneIsKeptAsUnmatch
 	require.Equal(t, 2, n, "the unmatched and the malformed receipt are in the view")
 }
 
-func TestEndpointStoresBeforeAnsweringAndRefusesWhatIsNotTheProviders(t *testing.T) {
+func TestHandler_StoresBeforeAnswering(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	settings := map[string]*routing.Receipts{
@@ -291,7 +291,7 @@ func TestEndpointStoresBeforeAnsweringAndRefusesWhatIsNotTheProviders(t *testing
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
 }
 
-func TestTemporaryUndeliveredSendsTheRouteBackWhenTheProviderSaysRetry(t *testing.T) {
+func TestMatcher_TemporaryFailureRetries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	now := time.Now().Add(2 * time.Second)
@@ -325,7 +325,7 @@ func TestTemporaryUndeliveredSendsTheRouteBackWhenTheProviderSaysRetry(t *testin
 // group), and each request is answered only once its own receipt is
 // stored. A receipt Postgres refuses fails only its own request: the
 // group is stored again receipt by receipt, and nothing else is lost.
-func TestConcurrentReceiptsAreStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
+func TestGroup_StoreTogetherRefusalIsolated(t *testing.T) {
 	t.Parallel()
 	// Stored for the matcher, and matched as they are stored (a group
 	// whose matching fails is stored the plain way).
@@ -418,7 +418,7 @@ func concurrentReceiptsStoredTogether(t *testing.T, matched bool) {
 // when Postgres refuses one message of a group, the group is stored again
 // one message at a time, so only the refused message's sender gets an
 // error (and sends it again) and every other message of the group is kept.
-func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
+func TestGroup_InboundTogetherRefusalIsolated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -480,7 +480,7 @@ func TestInboundMessagesStoredTogetherAndOneRefusedLosesNoOther(t *testing.T) {
 // back at every retry of its sender and never be matched. Its id and
 // status, read from the bytes as they came, match as any other's. So is
 // an inbound message's body.
-func TestReceiptsAndInboundMessagesPostgresCannotHoldAsSentAreKeptReadable(t *testing.T) {
+func TestStore_KeepsUnstorableTextReadable(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -18,7 +18,7 @@ import (
 // A receipt the endpoint stores with a matcher is matched in the
 // transaction that stores it: written once, already decided, never queued
 // and never updated; only a receipt that is new and due wakes the matcher.
-func TestStoreMatched_ReceiptIsWrittenOnceAlreadyDecidedAndWakesNoMatcher(t *testing.T) {
+func TestStoreMatched_WritesOnceWakesNoMatcher(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -96,7 +96,7 @@ var scenarios = []scenario{
 	}, status: "dead_letter", attempts: 1, classification: "http_400"},
 }
 
-func TestProviderChaosEndsEveryRouteInItsClass(t *testing.T) {
+func TestServe_ProviderChaosEndsRoutesInClass(t *testing.T) {
 	t.Parallel()
 	byName := map[string]scenario{}
 	for _, s := range scenarios {

@@ -95,7 +95,7 @@ func (p *serveProcess) kill() {
 	<-p.done
 }
 
-func TestServeKilledAtRandomLosesNothing(t *testing.T) {
+func TestServe_KilledAtRandomLosesNothing(t *testing.T) {
 	t.Parallel()
 	bin := heraldBinary(t)
 	// A little latency per delivery, so deliveries are in flight when the

@@ -18,7 +18,7 @@ import (
 	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
-// Figures of TestServeSurvivesOversizedIntakeEntriesUnderAMemoryCap: the
+// Figures of TestServe_SurvivesOversizedIntake: the
 // issue's reproduction (100 entries of 10 MB crashed serve under a 1.5 GB
 // memory limit, every time).
 //
@@ -34,13 +34,13 @@ const (
 	servePeakRSSBudget = 256 << 20 // what serve's peak RSS must stay under
 )
 
-// TestServeSurvivesOversizedIntakeEntriesUnderAMemoryCap runs the real
+// TestServe_SurvivesOversizedIntake runs the real
 // `herald serve` under an address-space cap (prlimit --as) on an intake
 // holding 100 entries of 10 MB beside 100 valid ones, interleaved so every
 // batch meets both. The big ones must be recorded as too_large, the valid
 // ones accepted and delivered, and serve must still be running, its peak
 // RSS (VmHWM) far below the bodies' total.
-func TestServeSurvivesOversizedIntakeEntriesUnderAMemoryCap(t *testing.T) {
+func TestServe_SurvivesOversizedIntake(t *testing.T) {
 	t.Parallel()
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {

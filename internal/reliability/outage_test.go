@@ -32,7 +32,7 @@ func poolNamed(t *testing.T, dbURL, appName string) *pgxpool.Pool {
 	return pool
 }
 
-func TestConnectionsKilledLoseNothing(t *testing.T) {
+func TestEngine_ConnectionsKilledLoseNothing(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, nil)
 	dbURL := pgtemp.NewDatabase(t)
@@ -107,7 +107,7 @@ func ownCluster(t *testing.T, durable bool) (*pgtemp.Cluster, string) {
 	return c, dbURL
 }
 
-func TestDatabaseRestartLosesNothing(t *testing.T) {
+func TestEngine_DatabaseRestartLosesNothing(t *testing.T) {
 	t.Parallel()
 	// Durable, so an immediate shutdown (every second outage is a crash)
 	// keeps every commit a Submit returned from.

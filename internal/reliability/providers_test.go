@@ -62,12 +62,12 @@ func (s *smsCounter) stats() (total, most int, span time.Duration) {
 	return len(times), most, span
 }
 
-// TestCapHoldsAcrossOneAndThreeServeProcesses runs `herald serve`
+// TestServe_CapHoldsAcrossProcesses runs `herald serve`
 // processes with a capped and an uncapped SMS provider from the database:
 // the capped provider's own counter never sees more than its cap in any
 // second, with one process or three, and the uncapped provider's routes do
 // not wait behind the capped backlog.
-func TestCapHoldsAcrossOneAndThreeServeProcesses(t *testing.T) {
+func TestServe_CapHoldsAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	const capPerSecond, capped, free = 25, 75, 300
 	bin := heraldBinary(t)

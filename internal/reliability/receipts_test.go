@@ -28,12 +28,12 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// TestReceiptsAnsweredAreNeverLost posts receipts to serve's endpoint
+// TestServe_AnsweredReceiptsNeverLost posts receipts to serve's endpoint
 // while serve is killed and started again and the database crashes and
 // restarts: every receipt answered 2xx is in the inbox afterwards. The
 // endpoint answers only once a receipt is stored, so a sender that got no
 // answer, or a 503, sends it again.
-func TestReceiptsAnsweredAreNeverLost(t *testing.T) {
+func TestServe_AnsweredReceiptsNeverLost(t *testing.T) {
 	t.Parallel()
 	c, dbURL := ownCluster(t, true)
 	admin := poolNamed(t, dbURL, "reliability-admin")

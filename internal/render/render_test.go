@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/operator"
 )
 
-func TestListSaysNoneAlignsRowsAndNamesTheNextPage(t *testing.T) {
+func TestMalformedPage_AlignsAndNamesNextPage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -37,7 +37,7 @@ func TestListSaysNoneAlignsRowsAndNamesTheNextPage(t *testing.T) {
 	}
 }
 
-func TestCellsAreOneLineInUTCWithADashForNothing(t *testing.T) {
+func TestCells_OneLineUTCDashForNothing(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "-", stamp(time.Time{}))
 	require.Equal(t, "-", stampPtr(nil))

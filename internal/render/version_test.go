@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/schema"
 )
 
-func TestVersionWritesTheBuildAndTheDatabasesSchemaWhenKnown(t *testing.T) {
+func TestVersion_WritesBuildAndSchema(t *testing.T) {
 	t.Parallel()
 	v := render.BuildVersion()
 	require.Equal(t, runtime.Version(), v.GoVersion)

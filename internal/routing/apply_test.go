@@ -49,7 +49,7 @@ func (b *testBundle) version(t *testing.T) int64 {
 	return v
 }
 
-func TestApplyWritesTheFileAndLoadReadsItBack(t *testing.T) {
+func TestApply_LoadReadsItBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -85,7 +85,7 @@ func TestApplyWritesTheFileAndLoadReadsItBack(t *testing.T) {
 	require.Equal(t, 5, b.count(t, `SELECT count(*) FROM herald.provider_pacing`))
 }
 
-func TestApplyTwiceChangesNothingTheSecondTime(t *testing.T) {
+func TestApply_TwiceChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	require.NotEmpty(t, b.apply(t, exampleFile, nil))
@@ -95,7 +95,7 @@ func TestApplyTwiceChangesNothingTheSecondTime(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.audit_log WHERE action = 'routing_apply'`), "nor an audit row")
 }
 
-func TestApplyReportsWhatChanged(t *testing.T) {
+func TestApply_ReportsWhatChanged(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.apply(t, exampleFile, nil)
@@ -141,7 +141,7 @@ func TestApplyReportsWhatChanged(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM herald.routing_rules`))
 }
 
-func TestApplyDryRunChangesNothing(t *testing.T) {
+func TestApply_DryRunChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	changes := b.apply(t, exampleFile, &routing.ApplyOpts{DryRun: true})
@@ -152,7 +152,7 @@ func TestApplyDryRunChangesNothing(t *testing.T) {
 	require.Zero(t, b.version(t))
 }
 
-func TestApplyWritesAnAuditRowStampedWithTheLogin(t *testing.T) {
+func TestApply_AuditsWithTheLogin(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -182,7 +182,7 @@ func TestApplyWritesAnAuditRowStampedWithTheLogin(t *testing.T) {
 	require.ErrorContains(t, err, "actor is required")
 }
 
-func TestARefusedFileChangesNothing(t *testing.T) {
+func TestApply_RefusedFileChangesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.apply(t, exampleFile, nil)
@@ -204,7 +204,7 @@ func TestARefusedFileChangesNothing(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.audit_log`))
 }
 
-func TestOpenCircuitsListsCircuitsInTheirCooldown(t *testing.T) {
+func TestOpenCircuits_ListsCoolingCircuits(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -223,7 +223,7 @@ func TestOpenCircuitsListsCircuitsInTheirCooldown(t *testing.T) {
 	require.Empty(t, open)
 }
 
-func TestDefaultCircuitIsTheSchemasDefault(t *testing.T) {
+func TestDefaultCircuit_IsTheSchemas(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -235,7 +235,7 @@ func TestDefaultCircuitIsTheSchemasDefault(t *testing.T) {
 	require.Equal(t, routing.DefaultCircuit, tab.Providers["sms/d"].Circuit)
 }
 
-func TestAnSMPPProviderIsAppliedAndReadBackWithItsPasswordAsAReference(t *testing.T) {
+func TestApply_SMPPPasswordStaysAReference(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -55,7 +55,7 @@ rules:
       providers: [email/ses]
 `
 
-func TestParseReadsEveryField(t *testing.T) {
+func TestParse_ReadsEveryField(t *testing.T) {
 	t.Parallel()
 	f, err := routing.Parse([]byte(exampleFile))
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestParseReadsEveryField(t *testing.T) {
 	require.NotContains(t, tab.Rules, "webhook")
 }
 
-func TestParseRefusesABadFileWithOneLineNamingTheField(t *testing.T) {
+func TestParse_RefusesBadFileNamingField(t *testing.T) {
 	t.Parallel()
 	const sms = "  - name: sms/acme\n    driver: sms-http\n    sms_http: {url: \"https://a.example\", api_key: {env: K}}\n"
 	tests := []struct {
@@ -151,14 +151,14 @@ func TestParseRefusesABadFileWithOneLineNamingTheField(t *testing.T) {
 	}
 }
 
-func TestParseAcceptsAFileWithNoProviders(t *testing.T) {
+func TestParse_AcceptsNoProviders(t *testing.T) {
 	t.Parallel()
 	f, err := routing.Parse([]byte("providers: []\n"))
 	require.NoError(t, err)
 	require.Empty(t, f.Table().Providers)
 }
 
-func TestReadFileNamesTheFile(t *testing.T) {
+func TestReadFile_NamesTheFile(t *testing.T) {
 	t.Parallel()
 	_, err := routing.ReadFile("testdata/nope.yaml")
 	require.Error(t, err)
@@ -169,7 +169,7 @@ func TestReadFileNamesTheFile(t *testing.T) {
 	require.False(t, strings.Contains(err.Error(), "\n"))
 }
 
-func TestREADMEExampleIsAValidFile(t *testing.T) {
+func TestParse_READMEExampleIsValid(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)

@@ -66,7 +66,7 @@ rules:
       providers: [webhook/h]
 `
 
-func TestPickTakesTheFirstRuleWhoseEveryMatcherMatches(t *testing.T) {
+func TestPick_TakesFirstFullMatch(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	tests := []struct {
@@ -102,7 +102,7 @@ func TestPickTakesTheFirstRuleWhoseEveryMatcherMatches(t *testing.T) {
 	}
 }
 
-func TestPickSaysNoRulesForAChannelWithoutRules(t *testing.T) {
+func TestPick_SaysNoRules(t *testing.T) {
 	t.Parallel()
 	tab := table(t, "providers:\n  - {name: sms/a, driver: log}\n")
 	d, err := tab.Pick(routing.PickInput{Channel: "sms", Destination: "+254712345678"})
@@ -111,7 +111,7 @@ func TestPickSaysNoRulesForAChannelWithoutRules(t *testing.T) {
 	require.Empty(t, d.Provider)
 }
 
-func TestPickRefusesARouteNoRuleMatchesWithAHint(t *testing.T) {
+func TestPick_NoMatchRefusedWithHint(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	_, err := tab.Pick(routing.PickInput{Channel: "webhook", Destination: "https://other.example/hook?token=secret"})
@@ -140,7 +140,7 @@ func pickFailover(t *testing.T, tab *routing.Table, open []string, tried ...stri
 	return d
 }
 
-func TestPickFailoverTakesTheNextProviderAndWrapsAroundWithBackoffOnlyThen(t *testing.T) {
+func TestPick_FailoverWrapsWithBackoff(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	tests := []struct {
@@ -168,7 +168,7 @@ func TestPickFailoverTakesTheNextProviderAndWrapsAroundWithBackoffOnlyThen(t *te
 	require.Equal(t, []routing.Candidate{{Provider: "sms/b"}, {Provider: "sms/c"}, {Provider: "sms/a", Last: true}}, d.Explanation.Candidates)
 }
 
-func TestPickFailoverSkipsOpenCircuits(t *testing.T) {
+func TestPick_FailoverSkipsOpenCircuits(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	d := pickFailover(t, tab, []string{"sms/a"})
@@ -186,7 +186,7 @@ func TestPickFailoverSkipsOpenCircuits(t *testing.T) {
 	require.True(t, d.Wrap, "every provider with a closed circuit was tried")
 }
 
-func TestPickSaysAllOpenWithTheProviderThatWouldBeUsed(t *testing.T) {
+func TestPick_AllOpenNamesProvider(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	d := pickFailover(t, tab, []string{"sms/a", "sms/b", "sms/c"}, "sms/a")
@@ -200,7 +200,7 @@ func TestPickSaysAllOpenWithTheProviderThatWouldBeUsed(t *testing.T) {
 	require.Contains(t, []string{"sms/a", "sms/b", "sms/c"}, d.Provider)
 }
 
-func TestPickWeightedFollowsTheWeights(t *testing.T) {
+func TestPick_WeightedFollowsWeights(t *testing.T) {
 	t.Parallel()
 	tab := table(t, pickFile)
 	rnd := rand.New(rand.NewPCG(12, 34))
@@ -239,7 +239,7 @@ func TestPickWeightedFollowsTheWeights(t *testing.T) {
 	require.Equal(t, 10000, c["sms/a"])
 }
 
-func TestGuessChannelTellsADestinationsChannelByItsForm(t *testing.T) {
+func TestGuessChannel_ByDestinationForm(t *testing.T) {
 	t.Parallel()
 	for dest, want := range map[string]string{
 		"+14155550123":               "sms",

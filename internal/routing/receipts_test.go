@@ -26,7 +26,7 @@ providers:
       window: 30s
 `
 
-func TestReceiptsSettingsRoundTripThroughTheDatabase(t *testing.T) {
+func TestReceipts_SettingsRoundTrip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.apply(t, receiptsFile, nil)
@@ -50,7 +50,7 @@ func TestReceiptsSettingsRoundTripThroughTheDatabase(t *testing.T) {
 	require.Empty(t, b.apply(t, receiptsFile, nil))
 }
 
-func TestReceiptsSettingsRefusedNamingTheField(t *testing.T) {
+func TestReceipts_SettingsRefusedNamingField(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct{ receipts, want string }{
 		"NoToken":   {`{method: POST}`, "providers[0].receipts.token: required"},
@@ -71,10 +71,10 @@ providers:
 	}
 }
 
-// TestSMPPReceiptsSettingsNeedNoHTTPToken: an SMPP provider's receipts
+// TestReceipts_SMPPNeedsNoHTTPToken: an SMPP provider's receipts
 // arrive on its binds, so its receipts settings stand without the HTTP
 // endpoint's token.
-func TestSMPPReceiptsSettingsNeedNoHTTPToken(t *testing.T) {
+func TestReceipts_SMPPNeedsNoHTTPToken(t *testing.T) {
 	t.Parallel()
 	tbl, err := routing.Parse([]byte(`
 providers:

@@ -47,7 +47,7 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func TestSubmitIsAnsweredWithTheSMSCsMessageID(t *testing.T) {
+func TestClient_SubmitAnsweredWithMessageID(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{Binds: 2})
 	res, err := b.client.Submit(ctxT(t), textSM("254711000001", "hello"))
@@ -60,7 +60,7 @@ func TestSubmitIsAnsweredWithTheSMSCsMessageID(t *testing.T) {
 	require.Eventually(t, func() bool { return b.client.Stats().Bound == 2 }, 5*time.Second, 5*time.Millisecond)
 }
 
-func TestARefusedBindFailsSubmitsAtOnceWithTheReason(t *testing.T) {
+func TestClient_RefusedBindFailsSubmitsAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{SystemID: "herald", Password: "wrong"})
 	ctx := ctxT(t)
@@ -75,7 +75,7 @@ func TestARefusedBindFailsSubmitsAtOnceWithTheReason(t *testing.T) {
 	require.NotContains(t, err.Error(), "wrong", "the password never shows")
 }
 
-func TestAChosenErrorIsReturnedAsTheStatus(t *testing.T) {
+func TestClient_ErrorReturnedAsStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{})
 	b.smsc.FailDestination("254700000000", smpp.StatusInvDstAdr)
@@ -85,7 +85,7 @@ func TestAChosenErrorIsReturnedAsTheStatus(t *testing.T) {
 	require.Empty(t, res.MessageID)
 }
 
-func TestAThrottledBindRestsBeforeItsNextSubmit(t *testing.T) {
+func TestClient_ThrottledBindRests(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{ThrottleWait: 150 * time.Millisecond})
 	b.smsc.SetThrottle(1)
@@ -105,7 +105,7 @@ func TestAThrottledBindRestsBeforeItsNextSubmit(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "the bind rested")
 }
 
-func TestTheWindowBoundsOutstandingSubmits(t *testing.T) {
+func TestClient_WindowBoundsOutstanding(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{Window: 3})
 	b.smsc.SetDelay(100 * time.Millisecond)
@@ -125,7 +125,7 @@ func TestTheWindowBoundsOutstandingSubmits(t *testing.T) {
 	require.Len(t, b.smsc.Submits(), 9)
 }
 
-func TestAResponseThatNeverComesTimesOut(t *testing.T) {
+func TestClient_MissingResponseTimesOut(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{ResponseTimeout: 100 * time.Millisecond})
 	b.smsc.SetDelay(time.Second)
@@ -133,7 +133,7 @@ func TestAResponseThatNeverComesTimesOut(t *testing.T) {
 	require.ErrorIs(t, err, smpp.ErrResponseTimeout)
 }
 
-func TestADroppedConnectionFailsEveryOutstandingSubmitAndRebinds(t *testing.T) {
+func TestClient_DroppedConnFailsAndRebinds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{Window: 64})
 	ctx := ctxT(t)
@@ -158,7 +158,7 @@ func TestADroppedConnectionFailsEveryOutstandingSubmitAndRebinds(t *testing.T) {
 	require.Equal(t, 2, b.smsc.Binds())
 }
 
-func TestReceiptsReachReceiptFuncBeforeTheirResponse(t *testing.T) {
+func TestClient_ReceiptFuncBeforeResponse(t *testing.T) {
 	t.Parallel()
 	var (
 		mu       sync.Mutex
@@ -208,7 +208,7 @@ func TestReceiptsReachReceiptFuncBeforeTheirResponse(t *testing.T) {
 	require.Equal(t, "034", got[1].ErrorCode)
 }
 
-func TestAutomaticLateAndDuplicatedReceiptsAreAllHandedOver(t *testing.T) {
+func TestClient_HandsOverEveryReceipt(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
 	b := setup(t, smpp.ClientConfig{ReceiptFunc: func(ctx context.Context, r smpp.Receipt) error {
@@ -221,7 +221,7 @@ func TestAutomaticLateAndDuplicatedReceiptsAreAllHandedOver(t *testing.T) {
 	require.Eventually(t, func() bool { return n.Load() == 2 }, 5*time.Second, 5*time.Millisecond)
 }
 
-func TestMobileOriginatedMessagesGoToInboundFunc(t *testing.T) {
+func TestClient_MOGoesToInboundFunc(t *testing.T) {
 	t.Parallel()
 	got := make(chan smpp.Inbound, 1)
 	b := setup(t, smpp.ClientConfig{InboundFunc: func(ctx context.Context, m smpp.Inbound) error {
@@ -242,7 +242,7 @@ func TestMobileOriginatedMessagesGoToInboundFunc(t *testing.T) {
 	require.Equal(t, uint8(smpp.CodingUCS2), m.DataCoding)
 }
 
-func TestCloseUnbindsGracefully(t *testing.T) {
+func TestClient_CloseUnbindsGracefully(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smpp.ClientConfig{Binds: 3})
 	require.Eventually(t, func() bool { return b.smsc.Bound() == 3 }, 5*time.Second, 5*time.Millisecond)
@@ -252,9 +252,9 @@ func TestCloseUnbindsGracefully(t *testing.T) {
 	require.ErrorIs(t, err, smpp.ErrClosed)
 }
 
-// TestASilentPeerIsDroppedAndRebound binds to a server that answers the
+// TestClient_SilentPeerIsRebound binds to a server that answers the
 // bind and then says nothing, not even to enquire_link.
-func TestASilentPeerIsDroppedAndRebound(t *testing.T) {
+func TestClient_SilentPeerIsRebound(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -290,7 +290,7 @@ func TestASilentPeerIsDroppedAndRebound(t *testing.T) {
 	require.Eventually(t, func() bool { return binds.Load() >= 2 }, 5*time.Second, 10*time.Millisecond)
 }
 
-func TestNewClientNamesTheWrongField(t *testing.T) {
+func TestNewClient_NamesTheWrongField(t *testing.T) {
 	t.Parallel()
 	for want, cfg := range map[string]smpp.ClientConfig{
 		"Addr is required":                                {SystemID: "x"},
@@ -304,10 +304,10 @@ func TestNewClientNamesTheWrongField(t *testing.T) {
 	}
 }
 
-// TestReadySaysWhyNoBindIsUpAndClearsOnceOneIs: while the SMSC refuses the
+// TestClient_ReadySaysWhyNotBound: while the SMSC refuses the
 // binds, Ready returns ErrNotBound with the SMSC's refusal; once a bind is
 // accepted it returns nil; after Close, ErrClosed.
-func TestReadySaysWhyNoBindIsUpAndClearsOnceOneIs(t *testing.T) {
+func TestClient_ReadySaysWhyNotBound(t *testing.T) {
 	t.Parallel()
 	smsc, err := smsctest.Start(t, smsctest.Config{SystemID: "herald", Password: "pw"})
 	require.NoError(t, err)

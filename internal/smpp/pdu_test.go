@@ -43,7 +43,7 @@ func samplePDUs() []*PDU {
 	}
 }
 
-func TestEveryPDURoundTrips(t *testing.T) {
+func TestPDU_EveryOneRoundTrips(t *testing.T) {
 	t.Parallel()
 	for _, p := range samplePDUs() {
 		t.Run(p.Command.String(), func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestEveryPDURoundTrips(t *testing.T) {
 	}
 }
 
-func TestSubmitSMEncodesTheSpecificationsLayout(t *testing.T) {
+func TestPDU_SubmitSMMatchesTheSpec(t *testing.T) {
 	t.Parallel()
 	p := &PDU{Command: SubmitSM, Sequence: 2, Body: &SM{SourceAddr: "A", DestAddrTON: 1, DestAddrNPI: 1, DestinationAddr: "12", ShortMessage: []byte("hi")}}
 	b, err := p.Encode()
@@ -79,7 +79,7 @@ func TestSubmitSMEncodesTheSpecificationsLayout(t *testing.T) {
 	require.Equal(t, want, b)
 }
 
-func TestUnknownTLVsAreSkipped(t *testing.T) {
+func TestPDU_UnknownTLVsAreSkipped(t *testing.T) {
 	t.Parallel()
 	p := &PDU{Command: DeliverSM, Sequence: 1, Body: &SM{SourceAddr: "1", ShortMessage: []byte("x"), MessageState: MessageExpired}}
 	b, err := p.Encode()
@@ -92,7 +92,7 @@ func TestUnknownTLVsAreSkipped(t *testing.T) {
 	require.Equal(t, p, got)
 }
 
-func TestMalformedPDUsAreErrorsNeverPanics(t *testing.T) {
+func TestPDU_MalformedIsErrorNotPanic(t *testing.T) {
 	t.Parallel()
 	valid, err := (&PDU{Command: SubmitSM, Sequence: 1, Body: &SM{SourceAddr: "1", DestinationAddr: "2", ShortMessage: []byte("hello")}}).Encode()
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestMalformedPDUsAreErrorsNeverPanics(t *testing.T) {
 	}
 }
 
-func TestReadPDURefusesAHugeLengthWithoutReadingIt(t *testing.T) {
+func TestReadPDU_RefusesHugeLength(t *testing.T) {
 	t.Parallel()
 	h := []byte{0xFF, 0xFF, 0xFF, 0xF0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 1}
 	r := &countingReader{r: io.MultiReader(bytes.NewReader(h), zeros{})}
@@ -185,7 +185,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func TestEncodeRefusesWhatSMPPCannotCarry(t *testing.T) {
+func TestPDU_EncodeRefusesUncarriable(t *testing.T) {
 	t.Parallel()
 	for name, p := range map[string]*PDU{
 		"LongSystemID":     {Command: BindTransceiver, Body: &Bind{SystemID: "sixteen-octets!!"}},
@@ -200,7 +200,7 @@ func TestEncodeRefusesWhatSMPPCannotCarry(t *testing.T) {
 	}
 }
 
-func TestStatusNamesAndStrings(t *testing.T) {
+func TestStatus_NamesAndStrings(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "ESME_RTHROTTLED (0x00000058)", StatusThrottled.String())
 	require.Equal(t, "0x00000401", Status(0x401).String())

@@ -10,7 +10,7 @@ import (
 	"github.com/heraldhq/herald/internal/gsm7"
 )
 
-func TestSplitCutsWhereEncodingCounts(t *testing.T) {
+func TestSplit_CutsWhereEncodingCounts(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		body  string
@@ -42,7 +42,7 @@ func TestSplitCutsWhereEncodingCounts(t *testing.T) {
 	}
 }
 
-func TestMessageBuildsEachLongMode(t *testing.T) {
+func TestMessage_BuildsEachLongMode(t *testing.T) {
 	t.Parallel()
 	body := strings.Repeat("ж", 134)
 	udh, err := Message(SM{DestinationAddr: "1", RegisteredDelivery: 1}, body, MessageOpts{Ref: 0x1FF})
@@ -73,7 +73,7 @@ func TestMessageBuildsEachLongMode(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooManyParts)
 }
 
-func TestParseReceiptText(t *testing.T) {
+func TestParseReceipt_Text(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
 		text string
@@ -89,7 +89,7 @@ func TestParseReceiptText(t *testing.T) {
 	}
 }
 
-func TestParseReceiptPrefersTheTLVs(t *testing.T) {
+func TestParseReceipt_PrefersTLVs(t *testing.T) {
 	t.Parallel()
 	at := time.Now()
 	sm := &SM{ESMClass: ESMClassReceipt, ShortMessage: []byte("id:12 stat:DELIVRD"),
@@ -102,7 +102,7 @@ func TestParseReceiptPrefersTheTLVs(t *testing.T) {
 	require.False(t, IsReceipt(ESMClassUDHI))
 }
 
-func TestSourceAddressChoosesTONAndNPIByForm(t *testing.T) {
+func TestSourceAddress_ChoosesTONAndNPI(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]struct {
 		addr     string

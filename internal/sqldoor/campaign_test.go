@@ -17,7 +17,7 @@ import (
 // entry naming a campaign is stored in it, one with another send_at than
 // the campaign's is set aside as invalid_field, and once the campaign's
 // cancel was requested an entry of it is set aside as campaign_canceled.
-func TestWorkerJoinsCampaignsAndSetsAsideWhatTheirCampaignRefuses(t *testing.T) {
+func TestWorker_JoinsCampaignsSetsAsideRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)

@@ -82,7 +82,7 @@ func drainBounded(t *testing.T, w *Worker) (accepted, malformed int) {
 // log names A's session. Once A commits the first, its entry with the same
 // key and request is a duplicate; once it rolls the second back, its entry
 // of the campaign is accepted and creates it.
-func TestWorkerSetsAsideEntriesBehindAProducersOpenKeyOrCampaignInsert(t *testing.T) {
+func TestWorker_SetsAsideBehindOpenKeyInsert(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
 	b := setupWorker(t, func(c *WorkerConfig) {
@@ -124,7 +124,7 @@ func TestWorkerSetsAsideEntriesBehindAProducersOpenKeyOrCampaignInsert(t *testin
 // (campaign_cancel_batch holds the campaign's row) stalls none of another
 // producer's SQL-door entries; its own entry of the campaign waits in the
 // intake and, once the cancel commits, is refused as campaign_canceled.
-func TestWorkerSetsAsideAnEntryBehindAProducersOpenCampaignCancel(t *testing.T) {
+func TestWorker_SetsAsideBehindOpenCancel(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
 	b := setupWorker(t, func(c *WorkerConfig) {

@@ -15,7 +15,7 @@ func templatedEntry(key, data string) string {
 		"template":{"name":"order","locale":"fr"},"data":` + data + `}`
 }
 
-func TestWorkerAcceptsTemplatedEntriesAndRecordsMissingDataAsMalformed(t *testing.T) {
+func TestWorker_TemplatedMissingDataIsMalformed(t *testing.T) {
 	t.Parallel()
 	b := setupWorker(t, nil)
 	ctx := context.Background()
@@ -55,7 +55,7 @@ func TestWorkerAcceptsTemplatedEntriesAndRecordsMissingDataAsMalformed(t *testin
 	require.Equal(t, "unknown_template", got["unknown"][0])
 }
 
-func TestWorkerRefusesBlockedEntriesHoldsReviewedOnesAndAcceptsThemOnceReleased(t *testing.T) {
+func TestWorker_RefusesBlockedHoldsReviewed(t *testing.T) {
 	t.Parallel()
 	b := setupWorker(t, func(c *WorkerConfig) { c.ContentRulesMaxAge = -1 })
 	ctx := context.Background()

@@ -46,7 +46,7 @@ func insertAs(t *testing.T, pool *pgxpool.Pool, bodies ...string) {
 	require.NoError(t, benchstore.New().IntakeInsertMany(context.Background(), pool, bodies))
 }
 
-func TestWorkerSetsAsideAProducerLoginsEntryInAnotherProducersNameAndAcceptsItsOwn(t *testing.T) {
+func TestWorker_SetsAsideEntryInOthersName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -87,7 +87,7 @@ func TestWorkerSetsAsideAProducerLoginsEntryInAnotherProducersNameAndAcceptsItsO
 	require.Equal(t, string(heraldtype.CodeProducerMismatch), code)
 }
 
-func TestWorkerAcceptsARelayLoginsEntriesInAnyProducersName(t *testing.T) {
+func TestWorker_RelayLoginMayUseAnyName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)
@@ -102,7 +102,7 @@ func TestWorkerAcceptsARelayLoginsEntriesInAnyProducersName(t *testing.T) {
 	require.Equal(t, 1, b.count(t, "SELECT count(*) FROM herald.records WHERE producer = 'billing'"))
 }
 
-func TestWorkerTreatsTheEntriesOfALoginDroppedSinceAsUntrusted(t *testing.T) {
+func TestWorker_DroppedLoginIsUntrusted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)
@@ -121,7 +121,7 @@ func TestWorkerTreatsTheEntriesOfALoginDroppedSinceAsUntrusted(t *testing.T) {
 	require.Equal(t, relay, m.SubmittedBy)
 }
 
-func TestWorkerRecordsTheInsertingLoginOnEveryMalformedRow(t *testing.T) {
+func TestWorker_MalformedRowsNameTheLogin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)
@@ -150,7 +150,7 @@ func TestWorkerRecordsTheInsertingLoginOnEveryMalformedRow(t *testing.T) {
 	}
 }
 
-func TestWorkerTrustsALoginThatIsAMemberOfTheIntakesOwner(t *testing.T) {
+func TestWorker_TrustsMemberOfIntakeOwner(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)

@@ -21,7 +21,7 @@ var hostileTemplates = map[string][2]string{
 	"amplify": {`{{range .a}}{{range $.a}}{{range $.a}}x{{end}}{{end}}{{end}}`, "template amplify/en/sms.body: over the template's budget: more than 100000 steps"},
 }
 
-func TestWorkerRefusesEntriesNamingAHostileTemplateAndAcceptsOtherProducersInTheSameDrain(t *testing.T) {
+func TestWorker_HostileTemplateRefusedOthersPass(t *testing.T) {
 	t.Parallel()
 	b := setupWorker(t, func(c *WorkerConfig) { c.Limits = intake.Limits{} }) // intake's defaults: data up to 64 KiB
 	ctx := context.Background()

@@ -66,7 +66,7 @@ func (b *workerBundle) count(t *testing.T, sql string) int {
 	return n
 }
 
-func TestNewWorkerRefusesBadConfigNamingTheField(t *testing.T) {
+func TestNewWorker_RefusesBadConfigNamingField(t *testing.T) {
 	t.Parallel()
 	b := setupWorker(t, nil)
 	_, err := NewWorker(b.pool, &WorkerConfig{BatchSize: -1})
@@ -77,7 +77,7 @@ func TestNewWorkerRefusesBadConfigNamingTheField(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *testing.T) {
+func TestWorker_RecordsEachMalformedKindCode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -171,7 +171,7 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
+func TestWorker_RunWakesOnNotifyAndHints(t *testing.T) {
 	t.Parallel()
 	// Polling an hour apart: only the herald_intake notification can wake
 	// the worker within the test.
@@ -213,13 +213,13 @@ func TestWorkerRunWakesOnIntakeNotificationAndHintsDispatchers(t *testing.T) {
 // itself.
 const envKillDB = "HERALD_TEST_KILL_WORKER_DB"
 
-// TestWorkerHelperProcess is TestWorkerKilledMidBatchLosesNothing's
+// TestWorker_HelperProcess is TestWorker_KilledMidBatchLosesNothing's
 // worker process: it commits one batch of 100, takes the next one and
 // kills itself with SIGKILL before committing it.
-func TestWorkerHelperProcess(t *testing.T) {
+func TestWorker_HelperProcess(t *testing.T) {
 	dbURL := os.Getenv(envKillDB)
 	if dbURL == "" {
-		t.Skip("helper process of TestWorkerKilledMidBatchLosesNothing")
+		t.Skip("helper process of TestWorker_KilledMidBatchLosesNothing")
 	}
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	require.NoError(t, err)
@@ -237,7 +237,7 @@ func TestWorkerHelperProcess(t *testing.T) {
 	t.Fatalf("drained without being killed: %v", err)
 }
 
-func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
+func TestWorker_KilledMidBatchLosesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, func(c *WorkerConfig) { c.NowFunc = nil; c.Limits = intake.Limits{} })
@@ -249,7 +249,7 @@ func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 	}
 	b.insert(t, bodies...)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerHelperProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorker_HelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envKillDB+"="+b.dbURL)
 	out, err := cmd.CombinedOutput()
 	require.Error(t, err, "%s", out)
@@ -278,7 +278,7 @@ func TestWorkerKilledMidBatchLosesNothing(t *testing.T) {
 	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.malformed_intents"))
 }
 
-func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T) {
+func TestWorker_SetsAsideEntryDatabaseRefuses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, nil)
@@ -311,7 +311,7 @@ func TestWorkerSetsAsideAnEntryTheDatabaseRefusesAndAcceptsTheRest(t *testing.T)
 	require.Contains(t, msg, "SQLSTATE 23514")
 }
 
-func TestWorkerBatchLoadsAtMostBatchBytesAndOnlyTheStartOfAnOversizedBody(t *testing.T) {
+func TestWorker_BatchLoadsAtMostBatchBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	const (
@@ -373,7 +373,7 @@ func TestWorkerBatchLoadsAtMostBatchBytesAndOnlyTheStartOfAnOversizedBody(t *tes
 	require.Equal(t, rounds, b.count(t, "SELECT count(*) FROM herald.malformed_intents WHERE failure_code = 'wrong_shape'"))
 }
 
-func TestWorkerTakesAnEntryLargerThanBatchBytesInABatchOfItsOwn(t *testing.T) {
+func TestWorker_OversizedEntryBatchedAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var sizes []int
@@ -389,7 +389,7 @@ func TestWorkerTakesAnEntryLargerThanBatchBytesInABatchOfItsOwn(t *testing.T) {
 	require.Zero(t, b.count(t, "SELECT count(*) FROM herald.intake"))
 }
 
-func TestWorkerRecordsAnOversizedEntryAsIfItHadLoadedItWhole(t *testing.T) {
+func TestWorker_RecordsOversizedEntryAsWhole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := setupWorker(t, func(c *WorkerConfig) { c.Limits = intake.Limits{} })

@@ -20,7 +20,7 @@ func statementText(q string) string {
 // statement's own or it fails whole), and internal/accept runs either with
 // the same arguments and reads either's rows the same: a change to one
 // statement must be made to both.
-func TestRecordInsertManyFreshIsRecordInsertManyWithoutOnConflict(t *testing.T) {
+func TestRecordInsertManyFresh_IsManyWithoutOnConflict(t *testing.T) {
 	t.Parallel()
 	withIt := statementText(recordInsertMany)
 	fresh := withIt

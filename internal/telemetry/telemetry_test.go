@@ -41,12 +41,12 @@ func spanWithLinks(t *testing.T, n int) int {
 // A completion batch of the dispatcher's default size (500) keeps a link
 // to every attempt it writes: the SDK's default limit, 128, dropped the
 // rest.
-func TestASpanKeepsTheLinksOfAWholeCompletionBatch(t *testing.T) {
+func TestSpanLimits_KeepWholeBatchLinks(t *testing.T) {
 	require.Equal(t, 500, spanWithLinks(t, 500))
 }
 
 // OTEL_SPAN_LINK_COUNT_LIMIT, when set, is the limit.
-func TestTheLinkLimitIsTheEnvironmentsWhenSet(t *testing.T) {
+func TestSpanLimits_LinkLimitFromEnv(t *testing.T) {
 	t.Setenv("OTEL_SPAN_LINK_COUNT_LIMIT", "10")
 	require.Equal(t, 10, spanWithLinks(t, 500))
 }

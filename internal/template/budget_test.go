@@ -120,10 +120,10 @@ func hostiles() []hostile {
 	}
 }
 
-// TestHostileTemplatesAreRefusedAtPublishOrStoppedWithinTheBudget renders
+// TestTemplate_HostileRefusedOrStopped renders
 // each hostile template, and measures what the rendering allocates (not
 // its time): with the budget, a few MiB.
-func TestHostileTemplatesAreRefusedAtPublishOrStoppedWithinTheBudget(t *testing.T) {
+func TestTemplate_HostileRefusedOrStopped(t *testing.T) {
 	// Not parallel: runtime.MemStats counts the whole process, and the
 	// parallel tests wait until this one ends.
 	for _, h := range hostiles() {
@@ -153,10 +153,10 @@ func TestHostileTemplatesAreRefusedAtPublishOrStoppedWithinTheBudget(t *testing.
 	}
 }
 
-// TestIntakeRendersEveryLocaleOnOneBudget: a template of many locales,
+// TestTemplate_IntakeRendersLocalesOnOneBudget: a template of many locales,
 // each within the budget, is refused at intake (which renders all of them
 // on one) once all of them together exceed it.
-func TestIntakeRendersEveryLocaleOnOneBudget(t *testing.T) {
+func TestTemplate_IntakeRendersLocalesOnOneBudget(t *testing.T) {
 	t.Parallel()
 	locales := map[string]any{}
 	for _, l := range []string{"en", "fr", "de", "es", "it", "pt", "nl", "pl"} {
@@ -177,10 +177,10 @@ func TestIntakeRendersEveryLocaleOnOneBudget(t *testing.T) {
 	require.ErrorContains(t, err, "template order.shipped/it/sms.body")
 }
 
-// TestAllowedTemplatesRenderAsTheStandardLibraryDoes: the budget's
+// TestTemplate_RendersAsStandardLibrary: the budget's
 // additions (the range charge, the print check, the charged functions)
 // change nothing a template within the budget renders.
-func TestAllowedTemplatesRenderAsTheStandardLibraryDoes(t *testing.T) {
+func TestTemplate_RendersAsStandardLibrary(t *testing.T) {
 	t.Parallel()
 	d := data(t, `{"name":"Ana","n":null,"amount":10.50,"count":3,"ok":true,"tags":["a","b"],"m":{"k-1":"v","x":{"y":"z"}},
 		"items":[{"sku":"A1","qty":2,"price":"9.99"},{"sku":"B2","qty":1,"price":"0.50"}],"empty":[],"q":"a b&c"}`)
@@ -224,10 +224,10 @@ func TestAllowedTemplatesRenderAsTheStandardLibraryDoes(t *testing.T) {
 	}
 }
 
-// TestHostileTemplatesPeakRSS renders the whole hostile suite many times
+// TestTemplate_HostileTemplatesPeakRSS renders the whole hostile suite many times
 // and logs the process's peak resident set (VmHWM): run it alone to read
 // the figure, e.g. go test -run HostilePeakRSS -v ./internal/content/.
-func TestHostileTemplatesPeakRSS(t *testing.T) {
+func TestTemplate_HostileTemplatesPeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a measurement")
 	}
@@ -299,7 +299,7 @@ func withinBudget() []hostile {
 	}
 }
 
-func TestRenderingsWithinTheBudgetSucceed(t *testing.T) {
+func TestTemplate_WithinBudgetSucceeds(t *testing.T) {
 	t.Parallel()
 	for _, h := range withinBudget() {
 		_, err := parseT(t, h.locales).Render("en", h.ch, data(t, h.data))
@@ -324,7 +324,7 @@ func BenchmarkWithinBudget(b *testing.B) {
 	}
 }
 
-func TestRenderIsSafeForConcurrentUse(t *testing.T) {
+func TestTemplate_RenderSafeForConcurrentUse(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	d := data(t, `{"name":"Ana","order":9}`)

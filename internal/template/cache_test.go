@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-func TestTemplateCache_IsBoundedByParseNodesAndKeepsRefusals(t *testing.T) {
+func TestTemplateCache_BoundedKeepsRefusals(t *testing.T) {
 	t.Parallel()
 	pool := pgtemp.NewPool(t)
 	ctx := context.Background()

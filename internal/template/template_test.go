@@ -33,7 +33,7 @@ func data(t *testing.T, s string) map[string]any {
 	return m
 }
 
-func TestRenderPicksTheRecipientsLocaleFallingBackToItsLanguageThenTheDefault(t *testing.T) {
+func TestTemplate_RenderPicksLocaleWithFallback(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	d := data(t, `{"name":"Ana","order":9}`)
@@ -71,7 +71,7 @@ func mustRender(t *testing.T, tpl *Template, want, ch string, d map[string]any) 
 	return r
 }
 
-func TestRenderEscapesDataInEmailHTMLButNotInText(t *testing.T) {
+func TestTemplate_RenderEscapesOnlyHTML(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	d := data(t, `{"name":"<script>alert(1)</script>","order":"1\" onclick=\"x"}`)
@@ -88,7 +88,7 @@ func TestRenderEscapesDataInEmailHTMLButNotInText(t *testing.T) {
 	require.Equal(t, r.Subject, c["subject"])
 }
 
-func TestDataIsNeverExecuted(t *testing.T) {
+func TestTemplate_DataIsNeverExecuted(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	// Template syntax in data is text, not a template.
@@ -96,14 +96,14 @@ func TestDataIsNeverExecuted(t *testing.T) {
 	require.Equal(t, "Hi {{.order}} {{printf \"%s\" 1}}, order 9 shipped", mustRender(t, tpl, "en", "sms", d).Body)
 }
 
-func TestWebhookTemplateRendersStringsAndKeepsTheJSONShape(t *testing.T) {
+func TestTemplate_WebhookKeepsJSONShape(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	r := mustRender(t, tpl, "en", "webhook", data(t, `{"name":"A \"quoted\" name","order":9}`))
 	require.JSONEq(t, `{"event":"shipped","order":"9","n":1,"tags":["A \"quoted\" name",true]}`, string(r.Webhook))
 }
 
-func TestVariablesAreTheRootFieldsOfEveryLocaleAndPart(t *testing.T) {
+func TestTemplate_VariablesAreRootFields(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, `{"en": {"sms": {"body": "{{.a}} {{.b.c}} {{with .d}}{{.inner}}{{end}} {{range .e}}{{.x}}{{$.f}}{{end}} {{if .g}}{{.h}}{{else}}{{.i}}{{end}}"}},
 		"fr": {"sms": {"body": "{{.j | printf \"%v\"}}"}}}`)
@@ -113,7 +113,7 @@ func TestVariablesAreTheRootFieldsOfEveryLocaleAndPart(t *testing.T) {
 	require.Equal(t, []string{"en", "fr"}, tpl.Locales())
 }
 
-func TestRenderRefusesMissingNestedDataInsteadOfHalfRendering(t *testing.T) {
+func TestTemplate_RenderRefusesMissingData(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, `{"en": {"sms": {"body": "Hi {{.user.name}}"}}}`)
 	_, err := tpl.Render("en", "sms", data(t, `{"user":{}}`))
@@ -122,7 +122,7 @@ func TestRenderRefusesMissingNestedDataInsteadOfHalfRendering(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoChannel)
 }
 
-func TestParseRefusesWhatCannotBeRenderedSafely(t *testing.T) {
+func TestParse_RefusesUnsafeTemplates(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, locales, want string }{
 		{"NotJSON", `{`, "locales"},
@@ -148,7 +148,7 @@ func TestParseRefusesWhatCannotBeRenderedSafely(t *testing.T) {
 	require.ErrorContains(t, err, "template name")
 }
 
-func TestRenderStopsARunawayTemplate(t *testing.T) {
+func TestTemplate_RenderStopsRunaway(t *testing.T) {
 	t.Parallel()
 	// A range may go over data only, and data is bounded; what it writes
 	// stops at MaxRenderedBytes.
@@ -158,7 +158,7 @@ func TestRenderStopsARunawayTemplate(t *testing.T) {
 	require.ErrorIs(t, err, ErrOverBudget)
 }
 
-func TestRenderedSubjectWithALineBreakIsRefused(t *testing.T) {
+func TestTemplate_SubjectLineBreakRefused(t *testing.T) {
 	t.Parallel()
 	tpl := parseT(t, shipped)
 	_, err := tpl.Render("en", "email", data(t, `{"name":"x","order":"9\r\nBcc: a@b"}`))

@@ -104,7 +104,7 @@ func requireSQLState(t *testing.T, err error, code string) {
 	require.Equal(t, code, pgErr.Code, pgErr.Message)
 }
 
-func TestVetter_DeadLettersADirectInsertARefuseRuleMatchesWhateverTheTrick(t *testing.T) {
+func TestVetter_DeadLettersRefusedWhateverTrick(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -158,7 +158,7 @@ func TestVetter_DeadLettersADirectInsertARefuseRuleMatchesWhateverTheTrick(t *te
 	require.Zero(t, n, "nothing left to vet")
 }
 
-func TestVetter_RefusesOverTheCapsAndCancelsWhatItsCampaignStopped(t *testing.T) {
+func TestVetter_RefusesOverCapsAndCanceled(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -179,7 +179,7 @@ func TestVetter_RefusesOverTheCapsAndCancelsWhatItsCampaignStopped(t *testing.T)
 	require.Equal(t, "canceled", b.route(t, unjoined).Status)
 }
 
-func TestVetter_HoldsAReviewMatchUntilAnOperatorDecides(t *testing.T) {
+func TestVetter_HoldsReviewMatchUntilDecided(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
@@ -224,7 +224,7 @@ func TestVetter_HoldsAReviewMatchUntilAnOperatorDecides(t *testing.T) {
 	require.Zero(t, n, "a released route is not vetted again")
 }
 
-func TestRepeatedKey_FindsAKeyWrittenTwiceInOneObject(t *testing.T) {
+func TestRepeatedKey_FindsKeyWrittenTwice(t *testing.T) {
 	t.Parallel()
 	for payload, want := range map[string]string{
 		`{"sms":{"body":"a"}}`:                          "",
@@ -259,7 +259,7 @@ func TestVetter_ChecksWhatTheDispatcherWouldSend(t *testing.T) {
 	require.Equal(t, "content_blocked", b.route(t, escaped).Class)
 }
 
-func TestVetter_RefusesASecondNotificationHeldUnderTheSameKey(t *testing.T) {
+func TestVetter_RefusesSecondHeldUnderKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()

@@ -37,7 +37,7 @@ func databaseExists(t *testing.T, pool *pgxpool.Pool, dbURL string) bool {
 	return ok
 }
 
-func TestNewDatabaseIsMigratedAndCloseDropsIt(t *testing.T) {
+func TestNewDatabase_MigratedAndCloseDrops(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, err := heraldtest.NewDatabase(ctx, &heraldtest.Opts{Name: "close_drops"})
@@ -57,7 +57,7 @@ func TestNewDatabaseIsMigratedAndCloseDropsIt(t *testing.T) {
 	require.NoError(t, db.Close(), "a second Close does nothing")
 }
 
-func TestEmptyDatabaseHasNothingMigratedUntilTheMigratorRuns(t *testing.T) {
+func TestNewTestDatabase_EmptyUntilMigrated(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := heraldtest.NewTestDatabase(t, &heraldtest.Opts{Empty: true})
@@ -69,7 +69,7 @@ func TestEmptyDatabaseHasNothingMigratedUntilTheMigratorRuns(t *testing.T) {
 	require.True(t, tableExists(t, db.Pool, "herald.routes"))
 }
 
-func TestServerURLNamesTheServerToUse(t *testing.T) {
+func TestServerURL_NamesTheServer(t *testing.T) {
 	t.Parallel()
 	first := heraldtest.NewTestDatabase(t, nil)
 	// Any database on a server names it: this one, migrated and all.
@@ -79,7 +79,7 @@ func TestServerURLNamesTheServerToUse(t *testing.T) {
 	require.True(t, databaseExists(t, first.Pool, db.URL))
 }
 
-func TestNewTestDatabaseDropsAPassingTestsDatabaseWhenItEnds(t *testing.T) {
+func TestNewTestDatabase_DropsOnPass(t *testing.T) {
 	t.Parallel()
 	watcher := heraldtest.NewTestDatabase(t, nil)
 	var dbURL string

@@ -220,7 +220,7 @@ func (tb *testBundle) callbackCount(t *testing.T, producer string) int {
 	return n
 }
 
-func TestCallbacksReachAFlakyEndpointOncePerEventInRouteOrder(t *testing.T) {
+func TestDeliverer_OncePerEventInRouteOrder(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, 50)
 	ep := newEndpoint(t, 4)
@@ -312,7 +312,7 @@ func TestCallbacksReachAFlakyEndpointOncePerEventInRouteOrder(t *testing.T) {
 	require.GreaterOrEqual(t, outcomes["transient"], 4.0, "outcomes: %v", outcomes)
 }
 
-func TestCallbacksFollowTheSubscriptionsEventsAndTheIntentsURL(t *testing.T) {
+func TestDeliverer_FollowsSubscriptionAndURL(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, 20)
 	sub := newEndpoint(t, 0)
@@ -374,7 +374,7 @@ func TestCallbacksFollowTheSubscriptionsEventsAndTheIntentsURL(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond)
 }
 
-func TestCallbacksToAnEndpointThatStaysDownAreDeadLetteredAndReplayed(t *testing.T) {
+func TestDeliverer_DownEndpointDeadLettered(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, 3)
 	ep := newEndpoint(t, 0)

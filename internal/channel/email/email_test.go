@@ -275,7 +275,7 @@ func decodeQP(t *testing.T, r io.Reader) string {
 	return strings.ReplaceAll(string(b), "\r\n", "\n")
 }
 
-func TestDeliverSendsMIMEMessageOverStartTLSWithAuth(t *testing.T) {
+func TestDeliver_SendsMIMEOverStartTLS(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -339,7 +339,7 @@ func TestDeliverSendsMIMEMessageOverStartTLSWithAuth(t *testing.T) {
 	}
 }
 
-func TestDeliverSendsSinglePartBodies(t *testing.T) {
+func TestDeliver_SendsSinglePartBodies(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -368,7 +368,7 @@ func TestDeliverSendsSinglePartBodies(t *testing.T) {
 	}
 }
 
-func TestDeliverRetriesTemporaryRecipientFailure(t *testing.T) {
+func TestDeliver_RetriesTemporaryRecipient(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -386,7 +386,7 @@ func TestDeliverRetriesTemporaryRecipientFailure(t *testing.T) {
 	require.Len(t, b.backend.received(), 1)
 }
 
-func TestDeliverRejectsUnknownMailboxPermanently(t *testing.T) {
+func TestDeliver_UnknownMailboxIsPermanent(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -406,7 +406,7 @@ func TestDeliverRejectsUnknownMailboxPermanently(t *testing.T) {
 	require.EqualValues(t, 1, b.listener.accepted.Load())
 }
 
-func TestDeliverReusesConnections(t *testing.T) {
+func TestDeliver_ReusesConnections(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -458,7 +458,7 @@ func TestDeliverReusesConnections(t *testing.T) {
 	})
 }
 
-func TestDeliverClassifiesWrongPasswordAsTransientAuth(t *testing.T) {
+func TestDeliver_WrongPasswordIsTransientAuth(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	cfg := b.config()
@@ -473,7 +473,7 @@ func TestDeliverClassifiesWrongPasswordAsTransientAuth(t *testing.T) {
 	require.NotContains(t, out.RecoveryHint, "wrong-password")
 }
 
-func TestDeliverTLSModes(t *testing.T) {
+func TestDeliver_TLSModes(t *testing.T) {
 	t.Parallel()
 
 	t.Run("StartTLSRequiredButNotOffered", func(t *testing.T) {
@@ -548,7 +548,7 @@ func TestDeliverTLSModes(t *testing.T) {
 	})
 }
 
-func TestDeliverRespectsContextDeadline(t *testing.T) {
+func TestDeliver_RespectsContextDeadline(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
 	t.Cleanup(func() { close(gate) })
@@ -566,7 +566,7 @@ func TestDeliverRespectsContextDeadline(t *testing.T) {
 	require.Less(t, time.Since(start), 3*time.Second)
 }
 
-func TestDeliverConnectionRefusedIsTransient(t *testing.T) {
+func TestDeliver_ConnectionRefusedIsTransient(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -579,7 +579,7 @@ func TestDeliverConnectionRefusedIsTransient(t *testing.T) {
 	require.Equal(t, channel.ClassConnectionRefused, out.Classification)
 }
 
-func TestDeliverRejectsBadInputWithoutConnecting(t *testing.T) {
+func TestDeliver_RejectsBadInputOffline(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -613,7 +613,7 @@ func TestDeliverRejectsBadInputWithoutConnecting(t *testing.T) {
 	require.Zero(t, b.listener.accepted.Load())
 }
 
-func TestDeliverKeepsSubjectLineBreaksOutOfHeaders(t *testing.T) {
+func TestDeliver_SubjectBreaksStayOutOfHeaders(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -626,7 +626,7 @@ func TestDeliverKeepsSubjectLineBreaksOutOfHeaders(t *testing.T) {
 	require.Equal(t, "Hi Bcc: evil@example.net", parsed.Header.Get("Subject"))
 }
 
-func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
+func TestDeliver_SafeForConcurrentUse(t *testing.T) {
 	t.Parallel()
 	b := startServer(t, serverOpts{})
 	d := newDeliverer(t, b.config())
@@ -644,7 +644,7 @@ func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
 	require.Len(t, b.backend.received(), 16)
 }
 
-func TestClassifySMTPError(t *testing.T) {
+func TestClassifySMTPError_Codes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name           string
@@ -674,7 +674,7 @@ func TestClassifySMTPError(t *testing.T) {
 	}
 }
 
-func TestNewValidatesConfig(t *testing.T) {
+func TestNew_ValidatesConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -699,7 +699,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+func TestDeliver_NilMessageDoesNotPanic(t *testing.T) {
 	t.Parallel()
 	d := newDeliverer(t, Config{Host: "127.0.0.1", From: "noreply@example.com"})
 	out := d.Deliver(t.Context(), nil)

@@ -38,7 +38,7 @@ func setup(t *testing.T) (*Deliverer, *syncBuffer) {
 	return d, buf
 }
 
-func TestDeliverLogsMaskedAddressAtInfo(t *testing.T) {
+func TestDeliver_LogsMaskedAddressAtInfo(t *testing.T) {
 	t.Parallel()
 	d, buf := setup(t)
 
@@ -65,7 +65,7 @@ func TestDeliverLogsMaskedAddressAtInfo(t *testing.T) {
 	require.NotContains(t, buf.String(), "981273", "the payload is never logged")
 }
 
-func TestDeliverIsDeliveredWhateverTheContent(t *testing.T) {
+func TestDeliver_DeliversAnyContent(t *testing.T) {
 	t.Parallel()
 	d, _ := setup(t)
 
@@ -79,13 +79,13 @@ func TestDeliverIsDeliveredWhateverTheContent(t *testing.T) {
 	wg.Wait()
 }
 
-func TestNewRequiresLogger(t *testing.T) {
+func TestNew_RequiresLogger(t *testing.T) {
 	t.Parallel()
 	_, err := New(Config{})
 	require.ErrorContains(t, err, "Logger")
 }
 
-func TestDeliverNilMessageIsDelivered(t *testing.T) {
+func TestDeliver_NilMessageIsDelivered(t *testing.T) {
 	t.Parallel()
 	d, _ := setup(t)
 	require.Equal(t, channel.Delivered, d.Deliver(t.Context(), nil).Class)

@@ -56,7 +56,7 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func TestATenPartUCS2MessageArrivesAsTenPartsThatReassemble(t *testing.T) {
+func TestDeliver_TenPartUCS2Reassembles(t *testing.T) {
 	t.Parallel()
 	// 605 Cyrillic letters and spaces, and 20 emoji (two code units each,
 	// never split): 645 code units.
@@ -98,7 +98,7 @@ func TestATenPartUCS2MessageArrivesAsTenPartsThatReassemble(t *testing.T) {
 	}
 }
 
-func TestPackedGSM7LongMessagesReassemble(t *testing.T) {
+func TestDeliver_PackedGSM7LongReassembles(t *testing.T) {
 	t.Parallel()
 	body := strings.Repeat("Your code is 1234 {valid} for 5 min € ", 10)
 	b := setup(t, smppch.Config{GSM7Packed: true})
@@ -125,7 +125,7 @@ func deliverLikeTheDispatcher(ctx context.Context, d channel.Deliverer, m *chann
 	}
 }
 
-func TestThrottlingSlowsSubmitsWithoutDeadLettering(t *testing.T) {
+func TestDeliver_ThrottlingSlowsNotDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smppch.Config{Binds: 2, ThrottleWait: 200 * time.Millisecond})
 	b.smsc.SetThrottle(20)
@@ -155,7 +155,7 @@ func TestThrottlingSlowsSubmitsWithoutDeadLettering(t *testing.T) {
 	require.Len(t, b.smsc.Messages(), n, "every message delivered once")
 }
 
-func TestADroppedConnectionWithFiftyOutstandingLosesNothingAndRepeatsAtMostThose(t *testing.T) {
+func TestDeliver_DroppedConnLosesNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smppch.Config{Window: 100})
 	ctx := ctxT(t)
@@ -197,7 +197,7 @@ func TestADroppedConnectionWithFiftyOutstandingLosesNothingAndRepeatsAtMostThose
 	t.Logf("repeated after the drop: %d of %d outstanding", repeats, n)
 }
 
-func TestReceiptsAndInboundReachTheirFuncs(t *testing.T) {
+func TestDeliverer_ReceiptsAndInboundReachFuncs(t *testing.T) {
 	t.Parallel()
 	receipts := make(chan smpp.Receipt, 4)
 	inbound := make(chan smpp.Inbound, 1)
@@ -222,7 +222,7 @@ func TestReceiptsAndInboundReachTheirFuncs(t *testing.T) {
 	require.Equal(t, "STOP", (<-inbound).Body)
 }
 
-func TestChosenErrorsMapToOutcomes(t *testing.T) {
+func TestDeliver_ErrorsMapToOutcomes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smppch.Config{})
 	b.smsc.FailDestination("254700000001", smpp.StatusInvDstAdr)
@@ -250,7 +250,7 @@ func TestChosenErrorsMapToOutcomes(t *testing.T) {
 	require.Empty(t, b.smsc.Messages())
 }
 
-func TestARefusedBindIsTransientWithAHint(t *testing.T) {
+func TestDeliver_RefusedBindIsTransientWithHint(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smppch.Config{Password: "wrong"})
 	ctx := ctxT(t)
@@ -264,9 +264,9 @@ func TestARefusedBindIsTransientWithAHint(t *testing.T) {
 	require.Contains(t, out.RecoveryHint, "password")
 }
 
-// TestEveryCommandStatusHasAClassification: whatever an SMSC answers,
+// TestClassify_EveryStatusHasAClass: whatever an SMSC answers,
 // the outcome says what it was.
-func TestEveryCommandStatusHasAClassification(t *testing.T) {
+func TestClassify_EveryStatusHasAClass(t *testing.T) {
 	t.Parallel()
 	for _, st := range smpp.Statuses() {
 		out := smppch.StatusOutcome(st)
@@ -291,7 +291,7 @@ func TestEveryCommandStatusHasAClassification(t *testing.T) {
 	}
 }
 
-func TestNewNamesTheWrongField(t *testing.T) {
+func TestNew_NamesTheWrongField(t *testing.T) {
 	t.Parallel()
 	for want, cfg := range map[string]smppch.Config{
 		"smpp config: Host is required":                                    {SystemID: "x"},
@@ -304,11 +304,11 @@ func TestNewNamesTheWrongField(t *testing.T) {
 	}
 }
 
-// TestThrottlingIsMarkedThrottledAndNoBindIsMarkedUnsent: the SMSC's
+// TestDeliver_MarksThrottledAndUnsent: the SMSC's
 // ESME_RTHROTTLED is a Transient outcome marked Throttled (the provider's
 // health counts it as throttling); with every bind refused nothing is
 // sent, the outcome is marked Unsent and Ready says why.
-func TestThrottlingIsMarkedThrottledAndNoBindIsMarkedUnsent(t *testing.T) {
+func TestDeliver_MarksThrottledAndUnsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, smppch.Config{})
 	b.smsc.SetThrottle(1)

@@ -168,7 +168,7 @@ func testMessage(to, body string) *channel.Message {
 	return &channel.Message{NotificationID: "ntf_1", RouteID: "rte_1", Attempt: 1, Address: to, Content: content}
 }
 
-func TestDeliverSendsJSONWithBearerKey(t *testing.T) {
+func TestDeliver_SendsJSONWithBearerKey(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	d := newDeliverer(t, jsonConfig(p))
@@ -195,7 +195,7 @@ func TestDeliverSendsJSONWithBearerKey(t *testing.T) {
 	})
 }
 
-func TestDeliverSendsFormWithCustomHeaderAndFields(t *testing.T) {
+func TestDeliver_SendsFormWithCustomFields(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, true)
 	d := newDeliverer(t, Config{
@@ -216,7 +216,7 @@ func TestDeliverSendsFormWithCustomHeaderAndFields(t *testing.T) {
 	require.Equal(t, map[string]string{"To": numAccept, "From": testSender, "Text": "a&b=c"}, p.requests()[0].fields)
 }
 
-func TestDeliverClassifiesProviderAnswers(t *testing.T) {
+func TestDeliver_ClassifiesProviderAnswers(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	d := newDeliverer(t, jsonConfig(p))
@@ -258,7 +258,7 @@ func TestDeliverClassifiesProviderAnswers(t *testing.T) {
 	})
 }
 
-func TestDeliverClassifiesWrongKeyAsTransientAuth(t *testing.T) {
+func TestDeliver_WrongKeyIsTransientAuth(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	cfg := jsonConfig(p)
@@ -274,7 +274,7 @@ func TestDeliverClassifiesWrongKeyAsTransientAuth(t *testing.T) {
 	require.Empty(t, p.requests())
 }
 
-func TestDeliverClassifiesWrongURLAsTransientConfig(t *testing.T) {
+func TestDeliver_WrongURLIsTransientConfig(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	cfg := jsonConfig(p)
@@ -287,7 +287,7 @@ func TestDeliverClassifiesWrongURLAsTransientConfig(t *testing.T) {
 	require.Contains(t, out.RecoveryHint, "URL")
 }
 
-func TestDeliverTimesOutAsTransient(t *testing.T) {
+func TestDeliver_TimeoutIsTransient(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 
@@ -315,7 +315,7 @@ func TestDeliverTimesOutAsTransient(t *testing.T) {
 	})
 }
 
-func TestDeliverProviderUnreachableIsTransient(t *testing.T) {
+func TestDeliver_UnreachableIsTransient(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	cfg := jsonConfig(p)
@@ -327,7 +327,7 @@ func TestDeliverProviderUnreachableIsTransient(t *testing.T) {
 	require.Equal(t, channel.ClassConnectionRefused, out.Classification)
 }
 
-func TestDeliverRejectsBadInputWithoutSending(t *testing.T) {
+func TestDeliver_RejectsBadInputUnsent(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	d := newDeliverer(t, jsonConfig(p))
@@ -366,7 +366,7 @@ func TestDeliverRejectsBadInputWithoutSending(t *testing.T) {
 	require.Empty(t, p.requests())
 }
 
-func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
+func TestDeliver_SafeForConcurrentUse(t *testing.T) {
 	t.Parallel()
 	p := startProvider(t, false)
 	d := newDeliverer(t, jsonConfig(p))
@@ -383,7 +383,7 @@ func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
 	require.Len(t, p.requests(), 32)
 }
 
-func TestIsE164(t *testing.T) {
+func TestIsE164_Forms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in   string
@@ -408,7 +408,7 @@ func TestIsE164(t *testing.T) {
 	}
 }
 
-func TestNewValidatesConfig(t *testing.T) {
+func TestNew_ValidatesConfig(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -433,7 +433,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestParseProviderResponseReadsCommonShapes(t *testing.T) {
+func TestParseProviderResponse_CommonShapes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name               string
@@ -462,7 +462,7 @@ func TestParseProviderResponseReadsCommonShapes(t *testing.T) {
 	}
 }
 
-func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+func TestDeliver_NilMessageDoesNotPanic(t *testing.T) {
 	t.Parallel()
 	d := newDeliverer(t, Config{URL: "https://sms.example.com/v1", APIKey: "k"})
 	out := d.Deliver(t.Context(), nil)

@@ -146,7 +146,7 @@ func testMessage(address string) *channel.Message {
 	}
 }
 
-func TestDeliverSignsRequestPerStandardWebhooks(t *testing.T) {
+func TestDeliver_SignsPerStandardWebhooks(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(c *Config) { c.UserAgent = "herald-test/1" })
 
@@ -182,7 +182,7 @@ func TestDeliverSignsRequestPerStandardWebhooks(t *testing.T) {
 	})
 }
 
-func TestDeliverKeepsWebhookIDStableAcrossRetries(t *testing.T) {
+func TestDeliver_WebhookIDStableAcrossRetries(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 
@@ -205,7 +205,7 @@ func TestDeliverKeepsWebhookIDStableAcrossRetries(t *testing.T) {
 	}
 }
 
-func TestDeliverSignsWithEverySecretDuringRotation(t *testing.T) {
+func TestDeliver_SignsWithEverySecret(t *testing.T) {
 	t.Parallel()
 	oldSecret, newSecretValue := newSecret(t), newSecret(t)
 	b := setup(t, func(c *Config) { c.Secrets = []string{newSecretValue, oldSecret} })
@@ -225,7 +225,7 @@ func TestDeliverSignsWithEverySecretDuringRotation(t *testing.T) {
 	require.Error(t, verifySignature(b.secret, r.header, r.body, time.Now()))
 }
 
-func TestDeliverClassifiesStatusCodes(t *testing.T) {
+func TestDeliver_ClassifiesStatusCodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	b.setRespond(func(w http.ResponseWriter, r *http.Request) {
@@ -268,7 +268,7 @@ func TestDeliverClassifiesStatusCodes(t *testing.T) {
 	}
 }
 
-func TestDeliverHonoursRetryAfter(t *testing.T) {
+func TestDeliver_HonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	b.setRespond(func(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +297,7 @@ func TestDeliverHonoursRetryAfter(t *testing.T) {
 	})
 }
 
-func TestDeliverDoesNotFollowRedirects(t *testing.T) {
+func TestDeliver_DoesNotFollowRedirects(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -317,7 +317,7 @@ func TestDeliverDoesNotFollowRedirects(t *testing.T) {
 	require.Zero(t, hits.Load())
 }
 
-func TestDeliverTimesOutAsTransient(t *testing.T) {
+func TestDeliver_TimeoutIsTransient(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -352,7 +352,7 @@ func TestDeliverTimesOutAsTransient(t *testing.T) {
 	})
 }
 
-func TestDeliverConnectionRefusedIsTransient(t *testing.T) {
+func TestDeliver_ConnectionRefusedIsTransient(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -365,7 +365,7 @@ func TestDeliverConnectionRefusedIsTransient(t *testing.T) {
 	require.Equal(t, channel.ClassConnectionRefused, out.Classification)
 }
 
-func TestDeliverConnectionResetIsTransient(t *testing.T) {
+func TestDeliver_ConnectionResetIsTransient(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	b.setRespond(func(w http.ResponseWriter, r *http.Request) {
@@ -381,7 +381,7 @@ func TestDeliverConnectionResetIsTransient(t *testing.T) {
 	require.Contains(t, []string{channel.ClassConnectionReset, channel.ClassNetwork}, out.Classification)
 }
 
-func TestDeliverGuardsPrivateDestinations(t *testing.T) {
+func TestDeliver_GuardsPrivateDestinations(t *testing.T) {
 	t.Parallel()
 
 	t.Run("LoopbackDeniedByDefault", func(t *testing.T) {
@@ -429,7 +429,7 @@ func TestDeliverGuardsPrivateDestinations(t *testing.T) {
 	})
 }
 
-func TestGuardDeniesNonPublicAddresses(t *testing.T) {
+func TestGuard_DeniesNonPublicAddresses(t *testing.T) {
 	t.Parallel()
 	g, err := newGuard(false, nil, nil)
 	require.NoError(t, err)
@@ -474,7 +474,7 @@ func TestGuardDeniesNonPublicAddresses(t *testing.T) {
 	}
 }
 
-func TestDeliverRejectsBadContentWithoutSending(t *testing.T) {
+func TestDeliver_RejectsBadContentUnsent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	msg := testMessage(b.server.URL)
@@ -494,7 +494,7 @@ func TestDeliverRejectsBadContentWithoutSending(t *testing.T) {
 	})
 }
 
-func TestDeliverClassifiesAddresses(t *testing.T) {
+func TestDeliver_ClassifiesAddresses(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 
@@ -519,7 +519,7 @@ func TestDeliverClassifiesAddresses(t *testing.T) {
 	}
 }
 
-func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
+func TestDeliver_SafeForConcurrentUse(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 
@@ -540,7 +540,7 @@ func TestDeliverIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestNewValidatesConfig(t *testing.T) {
+func TestNew_ValidatesConfig(t *testing.T) {
 	t.Parallel()
 	good := newSecret(t)
 
@@ -567,7 +567,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 }
 
-func TestDeliverNilMessageDoesNotPanic(t *testing.T) {
+func TestDeliver_NilMessageDoesNotPanic(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	out := b.deliverer.Deliver(t.Context(), nil)
