@@ -15,7 +15,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/api"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 // BenchmarkHTTPAPI compares the HTTP API with the Go client in one run, on
@@ -26,7 +26,7 @@ import (
 // pgx's default size. Each intent is one SMS route. Compare req/s and
 // intents/s between the HTTP and Client lines:
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench HTTPAPI -benchtime 3s .
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench HTTPAPI -benchtime 3s .
 func BenchmarkHTTPAPI(b *testing.B) {
 	ctx := context.Background()
 	admin := pgtemp.NewPool(b)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
@@ -22,7 +22,7 @@ import (
 // the figures compare the doors, not the disk). Each intent is one SMS
 // route. Run them side by side with:
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench . -benchtime 3s .
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench . -benchtime 3s .
 
 // benchIntent returns a valid one-route intent with a key unique in the
 // run.

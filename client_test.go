@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/harness/operatortest"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/wake"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/bench"
+	"github.com/heraldhq/herald/internal/harness/bench"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
 )

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/bench"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/bench"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func TestBenchCmd_PrintsHeraldBesideRiver(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/operator/operatortest"
+	"github.com/heraldhq/herald/internal/harness/operatortest"
 )
 
 func TestCancelCmd_CancelsUndeliveredAudited(t *testing.T) {

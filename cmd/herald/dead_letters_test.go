@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/operatortest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // opBundle is a test database with a pool for seeding and the environment

@@ -11,7 +11,7 @@ import (
 
 	"github.com/heraldhq/herald"
 	"github.com/heraldhq/herald/internal/connstr"
-	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/harness/demo"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/telemetry"
@@ -85,7 +85,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	})
 }
 
-// demoClient is the public client as internal/demo uses it (internal
+// demoClient is the public client as internal/harness/demo uses it (internal
 // packages do not import the module root). Intents and recipients are
 // heraldtype's on both sides; errors keep the client's message and match
 // the demo's sentinels.

@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/harness/demo"
+	"github.com/heraldhq/herald/internal/harness/oteltest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/oteltest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // loginAs creates a LOGIN role of its own granted role, dropped when the

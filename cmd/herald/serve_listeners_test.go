@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/httpservetest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func TestServeCmd_BoundsEveryListener(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/maintenance"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 func TestServeCmd_OpsFlagsDefaultFromEnv(t *testing.T) {

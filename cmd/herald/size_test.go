@@ -14,7 +14,7 @@ import (
 // flags and wires, as in WTF Dial; what commands do lives in
 // internal/operator, tables and text in internal/render, connecting in
 // internal/connstr, schema versions in schema, the bench's modes in
-// internal/bench, the demo in internal/demo. The bound leaves room for the
+// internal/harness/bench, the demo in internal/harness/demo. The bound leaves room for the
 // wiring each command and subcommand carries itself: its registration with
 // a summary and an example, its own flag set, and a run function that
 // parses it and calls its owner.

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/intaketest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/intake/intaketest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }

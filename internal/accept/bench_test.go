@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // oneRouteEntry is an intent of one webhook route, as herald bench's.
@@ -26,7 +26,7 @@ const oneRouteEntry = `{"notification_type": "order.shipped", "producer": "shop"
 // the timings. It reports each one's time per intent (the statement's
 // round trip, pgx's encoding included), and their ratio.
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench AcceptBatch -benchtime 30x ./internal/accept
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench AcceptBatch -benchtime 30x ./internal/accept
 func BenchmarkAcceptBatch(b *testing.B) {
 	const batch = 1000
 	ctx := context.Background()

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // Intents without a campaign never reach campaign_join: a batch of them

@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // TestMain runs the tests on a throwaway cluster and then, when every test

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }

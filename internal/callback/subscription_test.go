@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/accept"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // testSecret is a whsec_ secret of 24 bytes.

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -60,7 +60,7 @@ func fillCampaign(tb testing.TB, pool *pgxpool.Pool, producer, campaign string, 
 // the claim loop's rate and longest claim-plus-complete while the cancel
 // ran and, for comparison, before it. Run:
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench CancelMillionRouteCampaign -benchtime 1x ./internal/campaign/
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench CancelMillionRouteCampaign -benchtime 1x ./internal/campaign/
 func BenchmarkCancelMillionRouteCampaign(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("HERALD_BENCH_CAMPAIGN_ROUTES"); v != "" {

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/heraldhq/herald/internal/canonjson"
-	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/harness/canonjsonref"
 )
 
-// benchContent is the content of internal/bench's payload(256): a JSON
+// benchContent is the content of internal/harness/bench's payload(256): a JSON
 // object of exactly 256 bytes.
 func benchContent() []byte {
 	const frame = `{"pad":""}`

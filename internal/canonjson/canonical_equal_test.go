@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/canonjson"
-	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/harness/canonjsonref"
 )
 
 // trickyJSON are inputs where a hand-written JSON scanner can go wrong. Each

@@ -11,8 +11,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
 

@@ -23,8 +23,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )

@@ -13,8 +13,8 @@ import (
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // BenchmarkDispatchTracing dispatches 2,000 routes per iteration through a

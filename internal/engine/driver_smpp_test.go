@@ -12,7 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/config"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 )
 
 func TestFromConfig_SMPPPasswordFromEnv(t *testing.T) {

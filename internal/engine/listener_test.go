@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/harness/httpservetest"
 	"github.com/heraldhq/herald/internal/httpserve"
-	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
 )
 
 // lockedLog is a log sink safe to read while the engine writes.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 	"github.com/heraldhq/herald/internal/smpp"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 

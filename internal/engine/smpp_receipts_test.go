@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 	"github.com/heraldhq/herald/internal/smpp"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
 // TestSMPP_ReceiptsStoredTogether has the SMSC send 20

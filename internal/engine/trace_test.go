@@ -15,9 +15,9 @@ import (
 
 	"github.com/heraldhq/herald/internal/accept"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/harness/oteltest"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/receipt"
 )
 

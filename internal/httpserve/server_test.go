@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/httpservetest"
 	"github.com/heraldhq/herald/internal/httpserve"
-	"github.com/heraldhq/herald/internal/httpserve/httpservetest"
 )
 
 // bound is how long a test waits for what must happen before it gives

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/gsm7"
+	"github.com/heraldhq/herald/internal/harness/intaketest"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // fuzzLimits are the limits the seeds are written for.

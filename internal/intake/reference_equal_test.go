@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/harness/canonjsonref"
+	"github.com/heraldhq/herald/internal/harness/intaketest"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // trickyURLs sit on either side of normalizeURL's fast path.

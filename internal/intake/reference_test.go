@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/heraldhq/herald/internal/canonjson"
-	"github.com/heraldhq/herald/internal/canonjson/canonjsonref"
+	"github.com/heraldhq/herald/internal/harness/canonjsonref"
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 

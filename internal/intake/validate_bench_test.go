@@ -10,14 +10,14 @@ import (
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
-// benchContent is the content of internal/bench's payload(256): a JSON
+// benchContent is the content of internal/harness/bench's payload(256): a JSON
 // object of exactly 256 bytes.
 func benchContent() json.RawMessage {
 	const frame = `{"pad":""}`
 	return json.RawMessage(`{"pad":"` + strings.Repeat("x", 256-len(frame)) + `"}`)
 }
 
-// benchIntent is shaped like internal/bench's workload.intent with one
+// benchIntent is shaped like internal/harness/bench's workload.intent with one
 // route per intent: one webhook address, 256-byte JSON content.
 func benchIntent(i int) *Intent {
 	return &Intent{

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/gsm7"
+	"github.com/heraldhq/herald/internal/harness/intaketest"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake/intaketest"
 )
 
 // testNow is the validation clock of every test in this package.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/maintenance"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // A producer's open transaction that read its routes holds routes_live

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/maintenance"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // BenchmarkDeleteFinished measures retention deleting 100k finished

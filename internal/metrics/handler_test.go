@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/metrics"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/schema"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/operatortest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/schema"
 )

@@ -6,15 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/operatortest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 )
 
 // BenchmarkReplay measures a replay by filter of 10,000 dead letters in
 // batches of DefaultBatchSize; it reports routes moved per second.
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench Replay -benchtime 5x ./internal/operator/
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench Replay -benchtime 5x ./internal/operator/
 func BenchmarkReplay(b *testing.B) {
 	const n = 10_000
 	pool := pgtemp.NewPool(b)

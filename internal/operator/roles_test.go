@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/operatortest"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
-	"github.com/heraldhq/herald/internal/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 	"github.com/heraldhq/herald/schema"

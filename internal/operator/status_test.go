@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/operatortest"
 	"github.com/heraldhq/herald/internal/operator"
-	"github.com/heraldhq/herald/internal/operator/operatortest"
 )
 
 // detailOf returns the detail of the first event named event in st's

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/engine"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/receipt"
 	"github.com/heraldhq/herald/internal/routing"
 )
@@ -23,7 +23,7 @@ import (
 // of the route, one route UPDATE and one receipt UPDATE). It reports WAL
 // bytes per receipt beside the time.
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench ReceiptStoreAndMatch -benchtime 2000x ./internal/receipt
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench ReceiptStoreAndMatch -benchtime 2000x ./internal/receipt
 func BenchmarkReceiptStoreAndMatch(b *testing.B) {
 	bundle := &testBundle{pool: pgtemp.NewPool(b)}
 	ctx := context.Background()
@@ -75,7 +75,7 @@ func BenchmarkReceiptStoreAndMatch(b *testing.B) {
 // group commit (receipt.Group) the endpoint and the SMPP driver use.
 // ns/op is per receipt; the two run side by side in one process.
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench ConcurrentReceiptStore -benchtime 20000x ./internal/receipt
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench ConcurrentReceiptStore -benchtime 20000x ./internal/receipt
 func BenchmarkConcurrentReceiptStore(b *testing.B) {
 	const callers = 64
 	for _, mode := range []string{"one-at-a-time", "group"} {
@@ -126,7 +126,7 @@ func BenchmarkConcurrentReceiptStore(b *testing.B) {
 // receipt (the cluster's processes, from /proc) beside the receipts per
 // group.
 //
-//	go run ./internal/pgtemp/withpg go test -run '^$' -bench ReceiptStoreMatched -benchtime 20000x ./internal/receipt
+//	go run ./internal/harness/pgtemp/withpg go test -run '^$' -bench ReceiptStoreMatched -benchtime 20000x ./internal/receipt
 func BenchmarkReceiptStoreMatched(b *testing.B) {
 	for _, callers := range []int{4, 16, 64} {
 		b.Run(fmt.Sprintf("callers-%d", callers), func(b *testing.B) {

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 	"github.com/heraldhq/herald/internal/smpp"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
 // BenchmarkSubmit measures submit_sm per second through one bind and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 	"github.com/heraldhq/herald/internal/smpp"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
 type testBundle struct {

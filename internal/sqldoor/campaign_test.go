@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/internal/harness/intaketest"
 	"github.com/heraldhq/herald/internal/heraldtype"
-	"github.com/heraldhq/herald/internal/intake/intaketest"
 	"github.com/heraldhq/herald/internal/store"
 )
 

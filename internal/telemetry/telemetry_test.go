@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/heraldhq/herald/internal/oteltest"
+	"github.com/heraldhq/herald/internal/harness/oteltest"
 	"github.com/heraldhq/herald/internal/telemetry"
 )
 

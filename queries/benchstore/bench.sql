@@ -1,4 +1,4 @@
--- Queries used only by `herald bench` (internal/bench) to measure a run. They
+-- Queries used only by `herald bench` (internal/harness/bench) to measure a run. They
 -- read what the engine wrote; none of them is on the engine's path.
 
 -- name: BenchRouteSummary :one

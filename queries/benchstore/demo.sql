@@ -1,4 +1,4 @@
--- Queries used only by `herald demo` (internal/demo): its raw intake door
+-- Queries used only by `herald demo` (internal/harness/demo): its raw intake door
 -- and what it reads back to show a run's progress and outcome. None of them
 -- is on the engine's path.
 

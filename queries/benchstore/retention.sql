@@ -1,4 +1,4 @@
--- Queries of the bench's retention mode (internal/bench/retention.go): the
+-- Queries of the bench's retention mode (internal/harness/bench/retention.go): the
 -- finished history it fills, and the counts its report is checked against.
 -- None of them is on the engine's path.
 

@@ -16,8 +16,8 @@ import (
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/smppch"
 	"github.com/heraldhq/herald/internal/gsm7"
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 	"github.com/heraldhq/herald/internal/smpp"
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
 type testBundle struct {

@@ -312,7 +312,7 @@ type BenchRouteSummaryRow struct {
 	Attempts        int64
 }
 
-// Queries used only by `herald bench` (internal/bench) to measure a run. They
+// Queries used only by `herald bench` (internal/harness/bench) to measure a run. They
 // read what the engine wrote; none of them is on the engine's path.
 // Accept-to-terminal latency of every route that reached a terminal state, in
 // seconds, and the moment the last one did. accepted_at is the intent's

@@ -490,7 +490,7 @@ SELECT unnest($1::text[])
 RETURNING id
 `
 
-// Queries used only by `herald demo` (internal/demo): its raw intake door
+// Queries used only by `herald demo` (internal/harness/demo): its raw intake door
 // and what it reads back to show a run's progress and outcome. None of them
 // is on the engine's path.
 // The demo's raw door: inserts entries as any producer would with psql, in

@@ -153,7 +153,7 @@ type BenchHistoryFillParams struct {
 	RecipientRefs []string
 }
 
-// Queries of the bench's retention mode (internal/bench/retention.go): the
+// Queries of the bench's retention mode (internal/harness/bench/retention.go): the
 // finished history it fills, and the counts its report is checked against.
 // None of them is on the engine's path.
 // Fills history records [@from_n, @to_n) of @n in one statement: finished

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 // BenchmarkClusterStart measures initdb + start + ready + stop of a cluster:
-// go test -run '^$' -bench ClusterStart -benchtime 3x ./internal/pgtemp
+// go test -run '^$' -bench ClusterStart -benchtime 3x ./internal/harness/pgtemp
 func BenchmarkClusterStart(b *testing.B) {
 	for b.Loop() {
 		c, err := pgtemp.Start(context.Background(), nil)

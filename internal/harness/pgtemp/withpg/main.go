@@ -1,7 +1,7 @@
 // Command withpg runs a command with TEST_DATABASE_URL pointing at a
 // throwaway PostgreSQL cluster, started once for the whole run:
 //
-//	go run ./internal/pgtemp/withpg go test ./...
+//	go run ./internal/harness/pgtemp/withpg go test ./...
 //
 // If TEST_DATABASE_URL is already set, the command runs against that server
 // and no cluster starts. The cluster is stopped and removed afterwards, and
@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func main() { os.Exit(run()) }

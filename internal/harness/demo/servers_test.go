@@ -12,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/internal/channel/email"
 	"github.com/heraldhq/herald/internal/channel/sms"
 	"github.com/heraldhq/herald/internal/channel/webhook"
-	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/harness/demo"
 )
 
 func setup(t *testing.T) *demo.Servers {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/heraldhq/herald/internal/oteltest"
+	"github.com/heraldhq/herald/internal/harness/oteltest"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 
@@ -118,7 +118,7 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		indexNote(db),
 	)
 	if c.Tracing {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("herald's engine traces: an OpenTelemetry SDK tracer provider sampling parentbased_traceidratio %g, batching spans to the OTLP/HTTP exporter, which posts them to a loopback receiver in the bench process (internal/oteltest, decoding and counting them: its CPU is in the bench process's figure, as a collector's would not be); the sampler decides per root span: each claim batch (its attempts are its children, linked to the intents' traces) and each completion or receipts batch; the producers' client is not traced; River is not traced", c.TraceSample))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("herald's engine traces: an OpenTelemetry SDK tracer provider sampling parentbased_traceidratio %g, batching spans to the OTLP/HTTP exporter, which posts them to a loopback receiver in the bench process (internal/harness/oteltest, decoding and counting them: its CPU is in the bench process's figure, as a collector's would not be); the sampler decides per root span: each claim batch (its attempts are its children, linked to the intents' traces) and each completion or receipts batch; the producers' client is not traced; River is not traced", c.TraceSample))
 	} else {
 		rep.Notes = append(rep.Notes, "tracing off: herald's engine has no tracer provider (OpenTelemetry's no-op), as serve without OTEL_TRACES_EXPORTER")
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/internal/connstr"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 // CheckCommandLine checks what `herald demo` was given: -users, -timeout

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/content"
-	"github.com/heraldhq/herald/internal/demo"
+	"github.com/heraldhq/herald/internal/harness/demo"
 )
 
 // The demo's evasions hide the blocked word from a byte-wise match, and

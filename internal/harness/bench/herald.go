@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/harness/oteltest"
 	"github.com/heraldhq/herald/internal/intake"
-	"github.com/heraldhq/herald/internal/oteltest"
 	"github.com/heraldhq/herald/internal/store/benchstore"
 )
 

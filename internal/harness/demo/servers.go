@@ -16,7 +16,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"github.com/heraldhq/herald/internal/smpp/smsctest"
+	"github.com/heraldhq/herald/internal/harness/smsctest"
 )
 
 // Servers are the loopback channel servers of a demo run: a webhook

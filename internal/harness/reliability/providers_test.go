@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	herald "github.com/heraldhq/herald"
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/routing"
 )
 

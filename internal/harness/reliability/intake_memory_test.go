@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/internal/pgtemp"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 // Figures of TestServe_SurvivesOversizedIntake: the

@@ -102,7 +102,7 @@ type Config struct {
 	// sampled at TraceSample (a trace-id ratio, 0 to 1, parent-based),
 	// batched and exported over OTLP/HTTP, as serve's OTEL_* variables
 	// would have them, to a loopback receiver the bench runs in this
-	// process (internal/oteltest), which counts them.
+	// process (internal/harness/oteltest), which counts them.
 	Tracing     bool
 	TraceSample float64
 	// Warmup runs a discarded round at a fifth of the size first.
