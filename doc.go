@@ -57,6 +57,17 @@
 //     callbacks go instead of the producer's subscription URL (see
 //     [Client.SetCallbackSubscription]); an absolute http(s) URL, checked
 //     as a webhook address.
+//   - FromSender [from_sender]: the sender the SMS routes show instead of
+//     the provider's default: 1 to 11 letters and digits (alphanumeric,
+//     GSM 03.40) or 1 to 15 digits, international with a leading "+".
+//     It must be approved for the producer by an operator (`herald
+//     senders approve`); otherwise the intent is refused with
+//     sender_not_approved. Only with channel sms; part of the fingerprint
+//     when set.
+//   - MessageType [message_type]: [MessageTypeSMS] (default) or
+//     [MessageTypeFlashSMS], a flash SMS (message class 0: shown at once,
+//     not stored). Only with channel sms; a flash SMS is sent only by a
+//     provider configured to send flash, never as a normal SMS.
 //   - Template [template] and Data [data], instead of Content: see
 //     Templates below.
 //
@@ -202,6 +213,7 @@
 //	content_blocked        the text matches a content blocklist rule (refuse mode),
 //	                       or an operator rejected it after review
 //	campaign_canceled      the intent names a campaign whose cancel was requested
+//	sender_not_approved    from_sender is not a sender approved for the producer
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

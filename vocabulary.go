@@ -67,6 +67,8 @@ type Code = heraldtype.Code
 //	                       refuse mode (or an operator rejected it after review)
 //	campaign_canceled      the intent names a campaign that was canceled
 //	                       (returned by the accept path)
+//	sender_not_approved    the intent's from_sender is not an approved sender
+//	                       of its producer (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -140,6 +142,25 @@ const (
 	// returns it, not the validator: the Go client as a *ValidationError on
 	// field "campaign", the SQL door as a malformed entry with this code.
 	CodeCampaignCanceled Code = "campaign_canceled"
+	// CodeSenderNotApproved: the intent's FromSender is not a sender an
+	// operator approved for its producer (herald.sender_ids, `herald
+	// senders approve`), or its approval was revoked. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError
+	// on field "from_sender", the SQL door as a malformed entry with this
+	// code.
+	CodeSenderNotApproved Code = "sender_not_approved"
+)
+
+// MessageType is an SMS intent's message type: Intent.MessageType.
+type MessageType = heraldtype.MessageType
+
+// Message types.
+const (
+	// MessageTypeSMS is a normal SMS, the default.
+	MessageTypeSMS MessageType = "SMS"
+	// MessageTypeFlashSMS is a flash SMS (message class 0): the handset
+	// shows it at once and does not store it.
+	MessageTypeFlashSMS MessageType = "FLASH_SMS"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

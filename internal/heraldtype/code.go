@@ -46,6 +46,8 @@ type Code string
 //	                       refuse mode (or an operator rejected it after review)
 //	campaign_canceled      the intent names a campaign that was canceled
 //	                       (returned by the accept path)
+//	sender_not_approved    the intent's from_sender is not an approved sender
+//	                       of its producer (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -122,6 +124,16 @@ const (
 	// returns it, not the validator: the Go client as a *ValidationError on
 	// field "campaign", the SQL door as a malformed entry with this code.
 	CodeCampaignCanceled Code = "campaign_canceled"
+
+	// Senders.
+
+	// CodeSenderNotApproved: the intent's FromSender is not a sender an
+	// operator approved for its producer (herald.sender_ids, `herald
+	// senders approve`), or its approval was revoked. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError
+	// on field "from_sender", the SQL door as a malformed entry with this
+	// code.
+	CodeSenderNotApproved Code = "sender_not_approved"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -133,7 +145,7 @@ func Codes() []Code {
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
 		CodeRejectedByDatabase, CodeProducerMismatch, CodeUnknownTemplate,
-		CodeContentBlocked, CodeCampaignCanceled,
+		CodeContentBlocked, CodeCampaignCanceled, CodeSenderNotApproved,
 	}
 }
 
