@@ -229,15 +229,22 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	body, refused, ok := sms.Text(msg)
+	c, refused, ok := sms.Decode(msg)
 	if !ok {
 		return refused
 	}
 	base := d.base
 	base.DestinationAddr = strings.TrimPrefix(msg.Address, "+")
+	if c.From != "" {
+		// The intent's sender, approved at intake, instead of the
+		// provider's: its TON and NPI follow its form (alphanumeric 5/0,
+		// international 1/1), as for source_addr.
+		base.SourceAddr, base.SourceAddrTON, base.SourceAddrNPI = smpp.SourceAddress(c.From)
+	}
 	opts := d.opts
 	opts.Ref = uint16(d.ref.Add(1))
-	parts, err := smpp.Message(base, body, opts)
+	opts.Flash = c.Flash
+	parts, err := smpp.Message(base, c.Body, opts)
 	if err != nil {
 		return channel.Outcome{
 			Class: channel.Permanent, Classification: ClassTooLong,
