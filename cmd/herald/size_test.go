@@ -15,7 +15,7 @@ import (
 // internal/operator, tables and text in internal/render, connecting in
 // internal/connstr, the bench's modes in internal/bench, the demo in
 // internal/demo.
-const maxLines = 1800
+const maxLines = 1875
 
 func TestCommandStaysAWiringLayerUnderMaxLines(t *testing.T) {
 	t.Parallel()
