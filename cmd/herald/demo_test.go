@@ -35,7 +35,13 @@ func TestDemoSummaryMatchesWhatTheDatabaseHolds(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(100+1+23+10+40+11+1), sum.Accepted, "orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS")
+	require.Equal(t, int64(100+1+23+10+40+11+1+2), sum.Accepted, "orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS, two with a sender")
+	// An approved sender reached the SMSC as the source_addr, alphanumeric;
+	// the flash SMS with message class 0; the unapproved one was refused.
+	require.NotNil(t, sum.Senders)
+	require.Equal(t, &demo.SeenAtSMSC{SourceAddr: demo.DemoSender, SourceTON: 5, SourceNPI: 0, DataCoding: 0x00}, sum.Senders.SMS)
+	require.Equal(t, &demo.SeenAtSMSC{SourceAddr: demo.DemoSender, SourceTON: 5, SourceNPI: 0, DataCoding: 0x10}, sum.Senders.Flash)
+	require.Equal(t, "sender_not_approved", sum.Senders.RefusedCode)
 	require.Equal(t, 15+5, sum.Duplicates)
 	require.Equal(t, 2, sum.Conflicts, "one through each door")
 	require.Equal(t, 1, sum.Invalid)

@@ -87,8 +87,18 @@ func runSenders(ctx context.Context, pool *pgxpool.Pool, client Client, smsc *sm
 	}
 	p.Refused, p.RefusedCode = ve.Errors[0].Message, string(ve.Code())
 
+	// Until the SMSC has both and their receipts are matched (a delivery
+	// status on each route), as the summary's receipts count them.
 	deadline := time.Now().Add(timeout)
-	for p.SMS == nil || p.Flash == nil {
+	for {
+		settled := true
+		for _, r := range res[:2] {
+			routes, err := store.New().RouteListByNotification(ctx, pool, r.NotificationID)
+			if err != nil {
+				return nil, fmt.Errorf("read a route with a sender: %w", err)
+			}
+			settled = settled && len(routes) == 1 && routes[0].DeliveryStatus != nil
+		}
 		for _, m := range smsc.Messages() {
 			seen := &SeenAtSMSC{SourceAddr: m.Source, SourceTON: m.SourceTON, SourceNPI: m.SourceNPI, DataCoding: m.DataCoding}
 			switch m.Body {
@@ -98,12 +108,11 @@ func runSenders(ctx context.Context, pool *pgxpool.Pool, client Client, smsc *sm
 				p.Flash = seen
 			}
 		}
-		if p.SMS != nil && p.Flash != nil {
-			break
+		if settled && p.SMS != nil && p.Flash != nil {
+			return p, nil
 		}
 		if time.Now().After(deadline) {
-			routes, _ := store.New().RouteListByNotification(ctx, pool, res[0].NotificationID)
-			return nil, fmt.Errorf("the SMSC did not receive the messages with a sender in %s (routes: %+v)", timeout, routes)
+			return nil, fmt.Errorf("the messages with a sender were not delivered and receipted within %s", timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -111,7 +120,6 @@ func runSenders(ctx context.Context, pool *pgxpool.Pool, client Client, smsc *sm
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return p, nil
 }
 
 // writeSenders prints the senders' line of the summary.
