@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/smppch"
+	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/smpp/smsctest"
 )
 
@@ -51,4 +53,33 @@ func TestTheStoredSenderAndFlashReachTheSMSC(t *testing.T) {
 		"from acme": {"ACME", 5, 0, 0x00},
 		"flash":     {"447700900123", 1, 1, 0x10},
 	}, got)
+}
+
+// A templated notification's sender and flash (its payload's
+// "sms_options", from intake through the content check) are added to the
+// SMS rendered for it, as a content intent's sms entry carries them.
+func TestATemplatedSMSGetsItsSenderAndFlash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.publishTemplate(t, "otp", `{"en": {"sms": {"body": "Code {{.code}}"}}}`)
+	out := b.submitTemplated(t, &heraldtype.Intent{
+		NotificationType: "otp", Producer: "shop", IdempotencyKey: "otp-1",
+		Audience: heraldtype.Audience{SMS: []string{"+14155550123"}}, Channels: []string{"sms"},
+		Template: &heraldtype.TemplateRef{Name: "otp"}, Data: map[string]any{"code": "4242"},
+		FromSender: "ACME", MessageType: heraldtype.MessageTypeFlashSMS,
+	})
+	plain := b.submitTemplated(t, &heraldtype.Intent{
+		NotificationType: "otp", Producer: "shop", IdempotencyKey: "otp-2",
+		Audience: heraldtype.Audience{SMS: []string{"+14155550124"}}, Channels: []string{"sms"},
+		Template: &heraldtype.TemplateRef{Name: "otp"}, Data: map[string]any{"code": "1111"},
+	})
+	rec := &recorder{}
+	b.start(t, &Config{Channels: map[string]ChannelConfig{channel.SMS: {Deliverer: rec}}})
+	for _, o := range []string{out.NotificationID, plain.NotificationID} {
+		routes, err := b.q.RouteListByNotification(context.Background(), b.pool, o)
+		require.NoError(t, err)
+		b.waitStatus(t, routeKey{o, routes[0].RouteID}, "published")
+	}
+	require.JSONEq(t, `{"body":"Code 4242","flash":true,"from":"ACME"}`, string(rec.get("+14155550123").Content))
+	require.JSONEq(t, `{"body":"Code 1111"}`, string(rec.get("+14155550124").Content))
 }

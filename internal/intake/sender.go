@@ -90,9 +90,26 @@ func checkSMSOptions(errs *errorList, out *Intent, in *Intent, listed map[string
 	default:
 		errs.add("message_type", heraldtype.CodeInvalidField, "message_type %s is not one of SMS, FLASH_SMS", quoteShort(string(t)))
 	}
-	if in.Template != nil && (out.FromSender != "" || out.MessageType != "") {
-		errs.add("from_sender", heraldtype.CodeInvalidField, "from_sender and message_type FLASH_SMS are given with content only, not with a template")
+}
+
+// TemplatePayloadOf is TemplatePayload for the normalized intent in: its
+// sender and flash, when set, are the member "sms_options" ({"flash",
+// "from"}, between "data" and "template" in canonical order), which the
+// dispatcher adds to the SMS it renders. Not "sms": a payload with an
+// "sms" entry is content, not rendered.
+func TemplatePayloadOf(in *Intent, ref heraldtype.TemplateRef, data []byte) []byte {
+	p := TemplatePayload(ref, data)
+	if in.FromSender == "" && in.MessageType != heraldtype.MessageTypeFlashSMS {
+		return p
 	}
+	head := len(`{"data":`) + len(data)
+	members := appendSMSOptions(nil, in) // ,"flash":true,"from":...
+	out := make([]byte, 0, len(p)+len(members)+len(`,"sms_options":{}`))
+	out = append(out, p[:head]...)
+	out = append(out, `,"sms_options":{`...)
+	out = append(out, members[1:]...)
+	out = append(out, '}')
+	return append(out, p[head:]...)
 }
 
 // appendSMSOptions appends the members an sms content object carries

@@ -148,8 +148,9 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 	// rejected_by_database, producer_mismatch, unknown_template,
 	// content_blocked and campaign_canceled have tests of their own: they
 	// need a database that refuses what the validator accepts, a producer's
-	// login, templates and content rules (worker_content_test.go), and a
-	// canceled campaign.
+	// login, templates and content rules (worker_content_test.go), a
+	// canceled campaign, and approved senders (the root package's
+	// senders_test.go).
 	var codes []string
 	for _, c := range heraldtype.Codes() {
 		codes = append(codes, string(c))
@@ -157,7 +158,7 @@ func TestWorkerAcceptsValidEntriesAndRecordsEachMalformedKindWithItsCode(t *test
 	require.ElementsMatch(t, slices.DeleteFunc(codes, func(c string) bool {
 		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch) ||
 			c == string(heraldtype.CodeUnknownTemplate) || c == string(heraldtype.CodeContentBlocked) ||
-			c == string(heraldtype.CodeCampaignCanceled)
+			c == string(heraldtype.CodeCampaignCanceled) || c == string(heraldtype.CodeSenderNotApproved)
 	}),
 		keys(covered), "every failure code is exercised")
 }

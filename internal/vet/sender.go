@@ -7,26 +7,38 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/heraldtype"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// senderRefusal returns why the sms content of payload, stored by a
+// senderRefusal returns why the payload of an sms route (ch), stored by a
 // producer's login past the accept path, names a sender the drivers must
 // not send (one of another form than intake's, or not approved for
-// producer), or "" when it names none or an approved one. Only an sms
-// route whose content names a sender pays the lookup.
-func senderRefusal(ctx context.Context, tx pgx.Tx, producer, payload string) (heraldtype.Code, string, error) {
-	var pl struct {
-		SMS *struct {
-			From *string `json:"from"`
-		} `json:"sms"`
+// producer), or "" when it names none or an approved one. The sender is
+// the sms entry's "from", or a templated payload's "sms_options" "from",
+// whichever the dispatcher would send. Only an sms route whose payload
+// names a sender pays the lookup.
+func senderRefusal(ctx context.Context, tx pgx.Tx, ch, producer, payload string) (heraldtype.Code, string, error) {
+	type options struct {
+		From *string `json:"from"`
 	}
-	if json.Unmarshal([]byte(payload), &pl) != nil || pl.SMS == nil || pl.SMS.From == nil {
+	var pl struct {
+		SMS        *options `json:"sms"`
+		SMSOptions *options `json:"sms_options"`
+	}
+	if ch != channel.SMS || json.Unmarshal([]byte(payload), &pl) != nil {
 		return "", "", nil
 	}
-	from := *pl.SMS.From
+	o := pl.SMS
+	if o == nil {
+		o = pl.SMSOptions
+	}
+	if o == nil || o.From == nil {
+		return "", "", nil
+	}
+	from := *o.From
 	if _, why := intake.SenderKindOf(from); why != "" {
 		return heraldtype.CodeInvalidField, "from_sender: " + why, nil
 	}

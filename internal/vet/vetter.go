@@ -253,6 +253,9 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 	in := heraldtype.Intent{Producer: r.Producer, NotificationType: r.NotificationType, IdempotencyKey: r.IdempotencyKey,
 		Channels: []string{r.Channel}}
 	d := &decision{verdict: verdictPass}
+	if code, msg, err := senderRefusal(ctx, tx, r.Channel, r.Producer, r.PayloadJson); err != nil || code != "" {
+		return refuse(code, msg), err
+	}
 	// As the dispatcher does: the channel's own entry if there is one,
 	// else the template.
 	own := contentFor(&pl.Content, r.Channel)
@@ -262,9 +265,6 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 		pl.Template = nil
 		in.Content = pl.Content
 		if c := pl.SMS; c != nil && r.Channel == channel.SMS {
-			if code, msg, err := senderRefusal(ctx, tx, r.Producer, r.PayloadJson); err != nil || code != "" {
-				return refuse(code, msg), err
-			}
 			enc, seg := gsm7.Encoding(c.Body)
 			if seg > lim.MaxSMSSegments {
 				return refuse(heraldtype.CodeSMSTooLong, fmt.Sprintf("the sms body needs %d %s segments; the limit is %d", seg, enc, lim.MaxSMSSegments)), nil

@@ -295,6 +295,8 @@ func TestVetter_RefusesASenderTheProducerHasNotHadApproved(t *testing.T) {
 	mine := b.insert(t, "mine", "sms", "+14155550123", `{"sms":{"body":"hi","from":"MINE"}}`, nil)
 	theirs := b.insert(t, "theirs", "sms", "+14155550123", `{"sms":{"body":"hi","from":"THEIRS"}}`, nil)
 	bad := b.insert(t, "bad", "sms", "+14155550123", `{"sms":{"body":"hi","from":"A\u0007B"}}`, nil)
+	templated := b.insert(t, "templated", "sms", "+14155550123",
+		`{"data":{},"sms_options":{"from":"THEIRS"},"template":{"locale":"","name":"t","version":1}}`, nil)
 
 	_, err = b.vetter.VetOnce(ctx)
 	require.NoError(t, err)
@@ -302,4 +304,5 @@ func TestVetter_RefusesASenderTheProducerHasNotHadApproved(t *testing.T) {
 	require.Equal(t, "", b.route(t, mine).Lane)
 	require.Equal(t, routeState{"dead_letter", "", "sender_not_approved", b.route(t, theirs).Message}, b.route(t, theirs))
 	require.Equal(t, routeState{"dead_letter", "", "invalid_field", b.route(t, bad).Message}, b.route(t, bad))
+	require.Equal(t, routeState{"dead_letter", "", "sender_not_approved", b.route(t, templated).Message}, b.route(t, templated))
 }
