@@ -8,6 +8,9 @@
 // (data_coding 8); a body longer than one SMS is sent in the parts intake
 // counted, each with a concatenation header, or with the sar_* TLVs, or
 // whole in message_payload, as configured.
+// A flash SMS (the intent's message_type FLASH_SMS) carries message class
+// 0 in every part's data_coding (0x10, 0x18); the intent's sender, when it
+// names one, replaces SourceAddr, with the TON and NPI of its form.
 //
 // Outcomes follow the HTTP SMS driver's rule: what is about the message
 // (an invalid destination, source or data) is Permanent with a recovery

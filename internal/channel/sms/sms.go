@@ -77,7 +77,8 @@ type Config struct {
 	// is.
 	AuthHeader string
 	// From is the sender id or number, sent in FromField; empty leaves the
-	// field out (the provider's default sender).
+	// field out (the provider's default sender). A message's own sender
+	// (Content.From, the intent's from_sender) takes its place.
 	From string
 	// Format is "json" (default) or "form" (application/x-www-form-urlencoded).
 	Format string
