@@ -365,7 +365,7 @@ func TestDemoWithoutDatabaseURLUsesAThrowawayClusterAndRemovesIt(t *testing.T) {
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)
 	require.Zero(t, sum.Unfinished)
-	require.Equal(t, int64(10+1+23+10+40+6+1), sum.Accepted, "five intents over HTTP in a batch, one alone, and the long SMS")
+	require.Equal(t, int64(10+1+23+10+40+6+1+2), sum.Accepted, "five intents over HTTP in a batch, one alone, the long SMS, and two with a sender")
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
 	require.NotNil(t, sum.Providers)
 	require.Empty(t, sum.Providers.Skipped)
