@@ -65,6 +65,18 @@
 //     1 to 64 characters of letters, digits and . _ : -, each value valid
 //     UTF-8 without U+0000 of at most 512 bytes, the map at most 4 KiB as
 //     JSON. Absent or empty stores nothing (NULL).
+//     as a webhook address.
+//   - FromSender [from_sender]: the sender the SMS routes show instead of
+//     the provider's default: 1 to 11 letters and digits (alphanumeric,
+//     GSM 03.40) or 1 to 15 digits, international with a leading "+".
+//     It must be approved for the producer by an operator (`herald
+//     senders approve`); otherwise the intent is refused with
+//     sender_not_approved. Only with channel sms; part of the fingerprint
+//     when set.
+//   - MessageType [message_type]: [MessageTypeSMS] (default) or
+//     [MessageTypeFlashSMS], a flash SMS (message class 0: shown at once,
+//     not stored). Only with channel sms; a flash SMS is sent only by a
+//     provider configured to send flash, never as a normal SMS.
 //   - Template [template] and Data [data], instead of Content: see
 //     Templates below.
 //
@@ -214,6 +226,7 @@
 //	callback_url_needs_subscription  the intent has a callback_url, but its
 //	                       producer has no callback subscription to sign the
 //	                       callbacks: subscribe first (SetCallbackSubscription)
+//	sender_not_approved    from_sender is not a sender approved for the producer
 //
 // [ErrNotFound] is returned by Get and Cancel for an unknown id (or one
 // the login may not see). [ErrForbidden] is matched by the error for an

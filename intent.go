@@ -7,7 +7,7 @@ import "github.com/heraldhq/herald/internal/heraldtype"
 // same, so json.Marshal of an Intent is a valid intake entry). Its fields
 // are NotificationType, Producer, IdempotencyKey, Audience, Channels,
 // Content, OccurredAt, SendAt, ExpiresAt, Priority, MaxAttempts, RequestID,
-// TraceID, CallbackURL, and Template and Data (instead of Content); the
+// TraceID, CallbackURL, FromSender, MessageType, and Template and Data (instead of Content); the
 // package documentation's section "The intent" gives each
 // one's JSON name and rules, and `go doc
 // github.com/heraldhq/herald/internal/heraldtype.Intent` its Go type.

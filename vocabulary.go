@@ -70,6 +70,8 @@ type Code = heraldtype.Code
 //	callback_url_needs_subscription  the intent has a callback_url but its
 //	                       producer has no callback subscription to sign its
 //	                       callbacks (returned by the accept path)
+//	sender_not_approved    the intent's from_sender is not an approved sender
+//	                       of its producer (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -151,6 +153,25 @@ const (
 	// the validator: the Go client as a *ValidationError on field
 	// "callback_url", the SQL door as a malformed entry with this code.
 	CodeCallbackURLNeedsSubscription Code = "callback_url_needs_subscription"
+	// CodeSenderNotApproved: the intent's FromSender is not a sender an
+	// operator approved for its producer (herald.sender_ids, `herald
+	// senders approve`), or its approval was revoked. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError
+	// on field "from_sender", the SQL door as a malformed entry with this
+	// code.
+	CodeSenderNotApproved Code = "sender_not_approved"
+)
+
+// MessageType is an SMS intent's message type: Intent.MessageType.
+type MessageType = heraldtype.MessageType
+
+// Message types.
+const (
+	// MessageTypeSMS is a normal SMS, the default.
+	MessageTypeSMS MessageType = "SMS"
+	// MessageTypeFlashSMS is a flash SMS (message class 0): the handset
+	// shows it at once and does not store it.
+	MessageTypeFlashSMS MessageType = "FLASH_SMS"
 )
 
 // Priority is an intent's priority: which of its routes dispatchers claim

@@ -31,6 +31,7 @@ var subcommands = map[string][]string{
 	"templates":    {"apply", "list", "show", "render"},
 	"held":         {"list", "release", "reject"},
 	"migrate":      {"up", "down", "status"},
+	"senders":      {"list", "approve", "revoke"},
 }
 
 // commandLines returns every command line that names one command to run:

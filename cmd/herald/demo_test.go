@@ -35,8 +35,8 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(100+1+23+10+40+11+1+1), sum.Accepted,
-		"orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS, the intent with its own callback_url")
+	require.Equal(t, int64(100+1+23+10+40+11+1+1+2), sum.Accepted,
+		"orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS, the intent with its own callback_url, two with a sender")
 	// The intent with metadata and its own callback_url: its callback
 	// reached the receiver there, signed, with the metadata.
 	require.NotNil(t, sum.DirectCallback)
@@ -44,6 +44,12 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 	require.Equal(t, "published", sum.DirectCallback.Event)
 	require.Equal(t, "/herald/callbacks/order-9", sum.DirectCallback.Path)
 	require.Equal(t, map[string]string{"order_id": "9", "tenant": "acme", "run": sum.RunID}, sum.DirectCallback.Metadata)
+	// An approved sender reached the SMSC as the source_addr, alphanumeric;
+	// the flash SMS with message class 0; the unapproved one was refused.
+	require.NotNil(t, sum.Senders)
+	require.Equal(t, &demo.SeenAtSMSC{SourceAddr: demo.DemoSender, SourceTON: 5, SourceNPI: 0, DataCoding: 0x00}, sum.Senders.SMS)
+	require.Equal(t, &demo.SeenAtSMSC{SourceAddr: demo.DemoSender, SourceTON: 5, SourceNPI: 0, DataCoding: 0x10}, sum.Senders.Flash)
+	require.Equal(t, "sender_not_approved", sum.Senders.RefusedCode)
 	require.Equal(t, 15+5, sum.Duplicates)
 	require.Equal(t, 2, sum.Conflicts, "one through each door")
 	require.Equal(t, 1, sum.Invalid)
@@ -367,8 +373,8 @@ func TestDemoCmd_NoURLUsesThrowawayCluster(t *testing.T) {
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)
 	require.Zero(t, sum.Unfinished)
-	require.Equal(t, int64(10+1+23+10+40+6+1+1), sum.Accepted,
-		"five intents over HTTP in a batch, one alone, the long SMS, and the intent with its own callback_url")
+	require.Equal(t, int64(10+1+23+10+40+6+1+1+2), sum.Accepted,
+		"five intents over HTTP in a batch, one alone, the long SMS, the intent with its own callback_url, and two with a sender")
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
 	require.NotNil(t, sum.Providers)
 	require.Empty(t, sum.Providers.Skipped)

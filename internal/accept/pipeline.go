@@ -177,8 +177,10 @@ func (p *Pipeline) Run(ctx context.Context, db store.DBTX, items []Item, opts Ru
 	}
 	results = make([]Result, len(items))
 	valid, index := p.validate(items, results, now)
-	valid, index, err = p.checkCallbackURLs(ctx, db, valid, index, results)
-	if err != nil {
+	if valid, index, err = p.checkCallbackURLs(ctx, db, valid, index, results); err != nil {
+		return nil, nil, err
+	}
+	if valid, index, err = p.checkSenders(ctx, db, valid, index, results); err != nil {
 		return nil, nil, err
 	}
 	valid, index, held, err := p.check(ctx, db, items, valid, index, results, opts)

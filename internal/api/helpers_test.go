@@ -24,6 +24,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/store"
 )
 
 // TestMain runs the tests on a throwaway cluster and then, when every test
@@ -252,6 +253,11 @@ func setup(t *testing.T, mutate func(*Config)) *testBundle {
 	mall, err := CreateKey(ctx, b.admin, "mall", "test", "mall's key")
 	require.NoError(t, err)
 	b.shopKey, b.mallKey = shop.Secret, mall.Secret
+	// The document's example sender, approved for both as an operator would.
+	for _, p := range []string{"shop", "mall"} {
+		_, err = store.New().SenderIDApprove(ctx, b.admin, store.SenderIDApproveParams{Producer: p, Sender: "ACME", Actor: "test"})
+		require.NoError(t, err)
+	}
 	return b
 }
 

@@ -724,6 +724,19 @@ func (r *schemaRun) semanticIntent(in map[string]any) {
 		}
 	}
 	in["content"] = content
+	// A sender only with sms, and the one approved for the run's producer
+	// (herald.sender_ids, which no schema can name); a flash SMS only with
+	// sms.
+	if _, ok := in["from_sender"]; ok {
+		if channels["sms"] {
+			in["from_sender"] = "ACME"
+		} else {
+			delete(in, "from_sender")
+		}
+	}
+	if in["message_type"] == "FLASH_SMS" && !channels["sms"] {
+		delete(in, "message_type")
+	}
 	// A schedule in range: occurred in the past, sent within a day,
 	// expiring after it is sent.
 	send := r.now.Add(time.Duration(60+r.rnd.Intn(86400)) * time.Second)

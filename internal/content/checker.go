@@ -334,7 +334,7 @@ func (c *Checker) checkTemplated(ctx context.Context, db store.DBTX, v *intake.V
 		return refuseT("data", heraldtype.CodeInvalidField, "data is not JSON: "+err.Error())
 	}
 	ref.Version = t.Version
-	v.PayloadJSON = intake.TemplatePayload(ref, data)
+	v.PayloadJSON = intake.TemplatePayloadOf(&v.Intent, ref, data)
 	if len(v.PayloadJSON) > lim.MaxPayloadBytes {
 		return refuseT("data", heraldtype.CodeTooLarge, fmt.Sprintf("template reference and data are %d bytes as canonical JSON; the limit is %d",
 			len(v.PayloadJSON), lim.MaxPayloadBytes))

@@ -54,6 +54,7 @@ type routeSpec struct {
 	expiresAt   *time.Time
 	sendAt      *time.Time
 	producer    string // "shop" when empty
+	payload     string // the default payload's channels when empty
 }
 
 type routeKey struct{ notificationID, routeID string }
@@ -82,7 +83,7 @@ func (b *testBundle) insert(t testing.TB, specs ...routeSpec) []routeKey {
 		p.Producers = append(p.Producers, cmp.Or(s.producer, "shop"))
 		p.AudienceKinds = append(p.AudienceKinds, "addresses")
 		p.RecipientUserIds = append(p.RecipientUserIds, []byte(`[]`))
-		p.PayloadJsons = append(p.PayloadJsons, payload)
+		p.PayloadJsons = append(p.PayloadJsons, cmp.Or(s.payload, payload))
 		p.IdempotencyKeys = append(p.IdempotencyKeys, nid)
 		p.RequestFingerprints = append(p.RequestFingerprints, "fp")
 		p.RequestIds = append(p.RequestIds, "req-1")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/template"
 )
@@ -79,5 +80,25 @@ func (l *channelLoop) render(ctx context.Context, db store.DBTX, j *job) (json.R
 		return fail(err)
 	}
 	j.locale = r.Locale
-	return r.Content(), nil
+	c := r.Content()
+	if o := doc.Get("sms_options"); l.name == channel.SMS && o.IsObject() {
+		c = withSMSOptions(c, o)
+	}
+	return c, nil
+}
+
+// withSMSOptions adds a templated notification's sender and flash
+// (payload "sms_options", see intake.TemplatePayloadOf) to the SMS
+// content c rendered for it, {"body": ...}, as a content intent's sms
+// entry carries them: the drivers read both the same way.
+func withSMSOptions(c json.RawMessage, o gjson.Result) json.RawMessage {
+	out := append(make([]byte, 0, len(c)+len(o.Raw)), c[:len(c)-1]...)
+	if o.Get("flash").Bool() {
+		out = append(out, `,"flash":true`...)
+	}
+	if from := o.Get("from"); from.Type == gjson.String {
+		b, _ := json.Marshal(from.String())
+		out = append(append(out, `,"from":`...), b...)
+	}
+	return append(out, '}')
 }

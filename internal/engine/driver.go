@@ -189,12 +189,12 @@ var drivers = map[string]driverFunc{
 		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
 		return built(email.New(cfg))
 	},
-	config.DriverSMSHTTP: func(_ string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
+	config.DriverSMSHTTP: func(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
 		cfg, err := ch.SMSHTTP.Config(env.getenv)
 		if err != nil {
 			return nil, fmt.Errorf("sms_http.%w", err)
 		}
-		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
+		cfg.Timeout, cfg.Logger, cfg.Provider = ch.Timeout, env.logger, name
 		return built(sms.New(cfg))
 	},
 	config.DriverSMPP: func(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {

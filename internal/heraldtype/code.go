@@ -49,6 +49,8 @@ type Code string
 //	callback_url_needs_subscription  the intent has a callback_url but its
 //	                       producer has no callback subscription to sign its
 //	                       callbacks (returned by the accept path)
+//	sender_not_approved    the intent's from_sender is not an approved sender
+//	                       of its producer (returned by the accept path)
 const (
 	// CodeNotJSON: an intake entry is not valid JSON in UTF-8 (SQL door
 	// only).
@@ -136,6 +138,16 @@ const (
 	// the validator: the Go client as a *ValidationError on field
 	// "callback_url", the SQL door as a malformed entry with this code.
 	CodeCallbackURLNeedsSubscription Code = "callback_url_needs_subscription"
+
+	// Senders.
+
+	// CodeSenderNotApproved: the intent's FromSender is not a sender an
+	// operator approved for its producer (herald.sender_ids, `herald
+	// senders approve`), or its approval was revoked. The accept path
+	// returns it, not the validator: the Go client as a *ValidationError
+	// on field "from_sender", the SQL door as a malformed entry with this
+	// code.
+	CodeSenderNotApproved Code = "sender_not_approved"
 )
 
 // Codes returns every failure code, in the order documented above. The
@@ -147,7 +159,7 @@ func Codes() []Code {
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
 		CodeRejectedByDatabase, CodeProducerMismatch, CodeUnknownTemplate,
-		CodeContentBlocked, CodeCampaignCanceled,
+		CodeContentBlocked, CodeCampaignCanceled, CodeSenderNotApproved,
 		CodeCallbackURLNeedsSubscription,
 	}
 }

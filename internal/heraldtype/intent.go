@@ -75,6 +75,22 @@ type Intent struct {
 	// address. It is stored, not part of the fingerprint.
 	CallbackURL string `json:"callback_url,omitempty"`
 
+	// SMS sender and message type.
+
+	// FromSender is the sender the SMS routes show (their originator),
+	// instead of the provider's default: an alphanumeric sender of 1 to 11
+	// letters and digits (GSM 03.40), or a number of 1 to 15 digits,
+	// international with a leading "+". It must be a sender an operator
+	// approved for the producer (herald.sender_ids), or the intent is
+	// refused with CodeSenderNotApproved. Only for an intent listing sms.
+	// Empty means the provider's default. Part of the fingerprint when set.
+	FromSender string `json:"from_sender,omitempty"`
+	// MessageType is MessageTypeSMS ("SMS", the default) or
+	// MessageTypeFlashSMS ("FLASH_SMS": shown at once and not stored by
+	// the handset, SMS message class 0). Only for an intent listing sms.
+	// Part of the fingerprint when it is FLASH_SMS.
+	MessageType MessageType `json:"message_type,omitempty"`
+
 	// Campaigns.
 
 	// Campaign groups the intent with the producer's other intents under
@@ -111,6 +127,18 @@ type Intent struct {
 	// fingerprint when present.
 	Metadata map[string]string `json:"metadata,omitempty"`
 }
+
+// MessageType is an SMS intent's message type: Intent.MessageType.
+type MessageType string
+
+// Message types.
+const (
+	// MessageTypeSMS is a normal SMS, the default.
+	MessageTypeSMS MessageType = "SMS"
+	// MessageTypeFlashSMS is a flash SMS (message class 0): the handset
+	// shows it at once and does not store it.
+	MessageTypeFlashSMS MessageType = "FLASH_SMS"
+)
 
 // TemplateRef names a template: Intent.Template.
 type TemplateRef struct {

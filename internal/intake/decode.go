@@ -70,6 +70,8 @@ func DecodeRaw(body []byte, lim Limits) (*Intent, error) {
 		"request_id":   d.str(&in.RequestID),
 		"trace_id":     d.str(&in.TraceID),
 		"callback_url": d.str(&in.CallbackURL),
+		"from_sender":  d.str(&in.FromSender),
+		"message_type": d.str((*string)(&in.MessageType)),
 		"template": func(path string, raw json.RawMessage) {
 			ref := &heraldtype.TemplateRef{}
 			if d.object(path, raw, map[string]func(string, json.RawMessage){

@@ -2,19 +2,21 @@ package intake
 
 import "github.com/heraldhq/herald/internal/canonjson"
 
-// canonicalContent returns the canonical JSON of c: keys sorted, no
-// insignificant whitespace, strings minimally escaped (HTML characters kept
-// as written), empty text and html left out. c's webhook content must
-// already be canonical (canonjson.Canonical). The result decodes into
-// Content.
-func canonicalContent(c Content) []byte {
+// canonicalContent returns the canonical JSON of in's content: keys
+// sorted, no insignificant whitespace, strings minimally escaped (HTML
+// characters kept as written), empty text and html left out, the sms
+// object carrying in's sender and flash when set (appendSMSOptions). The
+// webhook content must already be canonical (canonjson.Canonical). The
+// result decodes into Content.
+func canonicalContent(in *Intent) []byte {
+	c := in.Content
 	// Room for the frame, the member names and the values unescaped.
 	n := 64 + len(c.Webhook)
 	if e := c.Email; e != nil {
 		n += len(e.HTML) + len(e.Subject) + len(e.Text)
 	}
 	if c.SMS != nil {
-		n += len(c.SMS.Body)
+		n += len(c.SMS.Body) + len(in.FromSender) + 24
 	}
 	out := append(make([]byte, 0, n), '{')
 	member := func(key string) {
@@ -44,6 +46,7 @@ func canonicalContent(c Content) []byte {
 		member("sms")
 		out = append(out, `{"body":`...)
 		out = canonjson.AppendString(out, c.SMS.Body)
+		out = appendSMSOptions(out, in)
 		out = append(out, '}')
 	}
 	if len(c.Webhook) > 0 {

@@ -71,7 +71,7 @@ func checkTemplate(errs *errorList, out *Intent, in *Intent, lim Limits) []byte 
 	if !checkContentText(errs, "data", string(raw)) {
 		return nil
 	}
-	return TemplatePayload(ref, raw)
+	return TemplatePayloadOf(out, ref, raw)
 }
 
 // TemplatePayload returns the records.payload_json of a templated intent:

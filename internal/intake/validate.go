@@ -202,6 +202,9 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		*ad.dst = normalizeList(&errs, field, ad.list, ad.norm)
 	}
 
+	// SMS sender and message type.
+	checkSMSOptions(&errs, &out, in, listed)
+
 	// Content, or a template and its data.
 	var (
 		sms     smsPlan
@@ -214,7 +217,7 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 			errs.add("data", heraldtype.CodeInvalidField, "data is given without a template")
 		}
 		sms = checkContent(&errs, &out, in.Content, listed, lim)
-		payload = canonicalContent(out.Content)
+		payload = canonicalContent(&out)
 	}
 
 	// Payload.

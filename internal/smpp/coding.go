@@ -40,10 +40,12 @@ func decodeLatin1(b []byte) string {
 
 // DecodeText returns the text of user data (without a user data header)
 // of the given data_coding: GSM-7 (packed when packed is set, after fill
-// bits) for 0, ISO-8859-1 for 3, UCS-2 for 8, and for any other coding the
-// octets as they are if they are valid UTF-8, else as ISO-8859-1.
+// bits) for 0, ISO-8859-1 for 3, UCS-2 for 8 (and for the same alphabets
+// with a message class, a flash SMS's 0x10 and 0x18: see Alphabet), and for
+// any other coding the octets as they are if they are valid UTF-8, else as
+// ISO-8859-1.
 func DecodeText(dataCoding uint8, b []byte, packed bool, fill int) string {
-	switch dataCoding {
+	switch Alphabet(dataCoding) {
 	case CodingDefault:
 		if packed {
 			return gsm7.Decode(gsm7.Unpack(b, fill))

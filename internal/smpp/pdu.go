@@ -124,7 +124,34 @@ const (
 	CodingLatin1 = 0x03
 	// CodingUCS2 is UCS-2 (UTF-16 big-endian in practice).
 	CodingUCS2 = 0x08
+	// CodingFlashDefault and CodingFlashUCS2 are GSM 03.38's general data
+	// coding group with message class 0 (a flash SMS: shown at once, not
+	// stored) in the GSM-7 default alphabet and in UCS-2. SMPP 3.4 passes
+	// data_coding values from 0x10 on through as GSM 03.38 coding schemes.
+	CodingFlashDefault = 0x10
+	CodingFlashUCS2    = 0x18
 )
+
+// Flash returns data_coding dc (CodingDefault or CodingUCS2) with message
+// class 0: CodingFlashDefault or CodingFlashUCS2.
+func Flash(dc uint8) uint8 { return dc | 0x10 }
+
+// Alphabet returns the SMPP data_coding of dc's alphabet: dc itself, but
+// for a GSM 03.38 general data coding scheme with a message class (0x10
+// to 0x1F, uncompressed), CodingDefault, CodingUCS2, or 0x04 (8-bit data)
+// from its alphabet bits.
+func Alphabet(dc uint8) uint8 {
+	if dc&0xF0 != 0x10 {
+		return dc
+	}
+	switch dc >> 2 & 0x03 {
+	case 0:
+		return CodingDefault
+	case 2:
+		return CodingUCS2
+	}
+	return 0x04
+}
 
 // Optional parameter (TLV) tags this package reads and writes; others are
 // skipped on decoding.

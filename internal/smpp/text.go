@@ -117,6 +117,9 @@ type MessageOpts struct {
 	// user data header, all 16 in sar_msg_ref_num. Give each long message
 	// of a destination a different one.
 	Ref uint16
+	// Flash sends a flash SMS: the data_coding of every part carries
+	// message class 0 (CodingFlashDefault, CodingFlashUCS2).
+	Flash bool
 }
 
 // ErrTooManyParts is returned by Message for a body of more than 255
@@ -142,6 +145,9 @@ func Message(base SM, body string, opts MessageOpts) ([]*SM, error) {
 	mk := func() *SM {
 		sm := base
 		sm.DataCoding = seg.DataCoding
+		if opts.Flash {
+			sm.DataCoding = Flash(seg.DataCoding)
+		}
 		sm.ShortMessage, sm.MessagePayload, sm.SAR = nil, nil, nil
 		return &sm
 	}

@@ -146,11 +146,12 @@ func TestWorker_RecordsEachMalformedKindCode(t *testing.T) {
 		}
 	}
 	// rejected_by_database, producer_mismatch, unknown_template,
-	// content_blocked, campaign_canceled and callback_url_needs_subscription
-	// have tests of their own: they need a database that refuses what the
-	// validator accepts, a producer's login, templates and content rules
-	// (worker_content_test.go), a canceled campaign, and a producer without
-	// a callback subscription (the root package's door_metadata_test.go).
+	// content_blocked, campaign_canceled, callback_url_needs_subscription
+	// and sender_not_approved have tests of their own: they need a database
+	// that refuses what the validator accepts, a producer's login, templates
+	// and content rules (worker_content_test.go), a canceled campaign, a
+	// producer without a callback subscription (the root package's
+	// door_metadata_test.go) and approved senders (senders_test.go).
 	var codes []string
 	for _, c := range heraldtype.Codes() {
 		codes = append(codes, string(c))
@@ -158,7 +159,8 @@ func TestWorker_RecordsEachMalformedKindCode(t *testing.T) {
 	require.ElementsMatch(t, slices.DeleteFunc(codes, func(c string) bool {
 		return c == string(heraldtype.CodeRejectedByDatabase) || c == string(heraldtype.CodeProducerMismatch) ||
 			c == string(heraldtype.CodeUnknownTemplate) || c == string(heraldtype.CodeContentBlocked) ||
-			c == string(heraldtype.CodeCampaignCanceled) || c == string(heraldtype.CodeCallbackURLNeedsSubscription)
+			c == string(heraldtype.CodeCampaignCanceled) || c == string(heraldtype.CodeCallbackURLNeedsSubscription) ||
+			c == string(heraldtype.CodeSenderNotApproved)
 	}),
 		keys(covered), "every failure code is exercised")
 }

@@ -509,6 +509,15 @@ type HeraldRoutingState struct {
 	AppliedBy string
 }
 
+type HeraldSenderID struct {
+	Producer   string
+	Sender     string
+	Note       string
+	ApprovedAt time.Time
+	ApprovedBy string
+	CreatedAt  time.Time
+}
+
 type HeraldTemplate struct {
 	Producer      string
 	Name          string

@@ -253,6 +253,9 @@ func (v *Vetter) decide(ctx context.Context, tx pgx.Tx, r *store.RouteVetLockRow
 	in := heraldtype.Intent{Producer: r.Producer, NotificationType: r.NotificationType, IdempotencyKey: r.IdempotencyKey,
 		Channels: []string{r.Channel}}
 	d := &decision{verdict: verdictPass}
+	if code, msg, err := senderRefusal(ctx, tx, r.Channel, r.Producer, r.PayloadJson); err != nil || code != "" {
+		return refuse(code, msg), err
+	}
 	// As the dispatcher does: the channel's own entry if there is one,
 	// else the template.
 	own := contentFor(&pl.Content, r.Channel)

@@ -279,3 +279,30 @@ func TestVetter_RefusesSecondHeldUnderKey(t *testing.T) {
 	require.NoError(t, b.admin.QueryRow(ctx, `SELECT count(*) FROM herald.held_intents WHERE notification_id = $1`, first).Scan(&held))
 	require.Equal(t, 1, held)
 }
+
+// A producer's login that writes an sms route's content by hand cannot
+// name a sender it has not had approved, nor one of a form intake
+// refuses: the vetter dead-letters the route, sender_not_approved or
+// invalid_field; an approved sender passes.
+func TestVetter_RefusesASenderTheProducerHasNotHadApproved(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.admin.Exec(ctx, `SELECT herald.sender_id_approve($1, 'MINE', 'test', '')`, b.producer)
+	require.NoError(t, err)
+	_, err = b.admin.Exec(ctx, `SELECT herald.sender_id_approve('shop', 'THEIRS', 'test', '')`)
+	require.NoError(t, err)
+	mine := b.insert(t, "mine", "sms", "+14155550123", `{"sms":{"body":"hi","from":"MINE"}}`, nil)
+	theirs := b.insert(t, "theirs", "sms", "+14155550123", `{"sms":{"body":"hi","from":"THEIRS"}}`, nil)
+	bad := b.insert(t, "bad", "sms", "+14155550123", `{"sms":{"body":"hi","from":"A\u0007B"}}`, nil)
+	templated := b.insert(t, "templated", "sms", "+14155550123",
+		`{"data":{},"sms_options":{"from":"THEIRS"},"template":{"locale":"","name":"t","version":1}}`, nil)
+
+	_, err = b.vetter.VetOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "pending", b.route(t, mine).Status)
+	require.Equal(t, "", b.route(t, mine).Lane)
+	require.Equal(t, routeState{"dead_letter", "", "sender_not_approved", b.route(t, theirs).Message}, b.route(t, theirs))
+	require.Equal(t, routeState{"dead_letter", "", "invalid_field", b.route(t, bad).Message}, b.route(t, bad))
+	require.Equal(t, routeState{"dead_letter", "", "sender_not_approved", b.route(t, templated).Message}, b.route(t, templated))
+}

@@ -8,6 +8,9 @@
 // (data_coding 8); a body longer than one SMS is sent in the parts intake
 // counted, each with a concatenation header, or with the sar_* TLVs, or
 // whole in message_payload, as configured.
+// A flash SMS (the intent's message_type FLASH_SMS) carries message class
+// 0 in every part's data_coding (0x10, 0x18); the intent's sender, when it
+// names one, replaces SourceAddr, with the TON and NPI of its form.
 //
 // Outcomes follow the HTTP SMS driver's rule: what is about the message
 // (an invalid destination, source or data) is Permanent with a recovery
@@ -229,15 +232,22 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	body, refused, ok := sms.Text(msg)
+	c, refused, ok := sms.Decode(msg)
 	if !ok {
 		return refused
 	}
 	base := d.base
 	base.DestinationAddr = strings.TrimPrefix(msg.Address, "+")
+	if c.From != "" {
+		// The intent's sender, approved at intake, instead of the
+		// provider's: its TON and NPI follow its form (alphanumeric 5/0,
+		// international 1/1), as for source_addr.
+		base.SourceAddr, base.SourceAddrTON, base.SourceAddrNPI = smpp.SourceAddress(c.From)
+	}
 	opts := d.opts
 	opts.Ref = uint16(d.ref.Add(1))
-	parts, err := smpp.Message(base, body, opts)
+	opts.Flash = c.Flash
+	parts, err := smpp.Message(base, c.Body, opts)
 	if err != nil {
 		return channel.Outcome{
 			Class: channel.Permanent, Classification: ClassTooLong,

@@ -1,6 +1,7 @@
 package sms
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -20,6 +21,12 @@ type Settings struct {
 	FromField       string        `yaml:"from_field"`
 	BodyField       string        `yaml:"body_field"`
 	ResponseIDField string        `yaml:"response_id_field"`
+	// FlashField, for a provider that can send a flash SMS, names the
+	// request field that asks for one, and FlashValue its value as JSON
+	// (default true; e.g. Vonage's "message-class": 0). Without it a
+	// flash SMS routed here is a dead letter, never a normal SMS.
+	FlashField string `yaml:"flash_field,omitempty"`
+	FlashValue string `yaml:"flash_value,omitempty"`
 }
 
 // Check validates the section, checking the API key with check. The error
@@ -30,6 +37,12 @@ func (s Settings) Check(check secret.CheckFunc) error {
 	}
 	if err := check(s.APIKey); err != nil {
 		return fmt.Errorf("api_key: %w", err)
+	}
+	if s.FlashValue != "" && !json.Valid([]byte(s.FlashValue)) {
+		return errors.New(`flash_value: must be a JSON value, e.g. true, 0 or "1"`)
+	}
+	if s.FlashValue != "" && s.FlashField == "" {
+		return errors.New("flash_value: given without flash_field")
 	}
 	return nil
 }
@@ -52,5 +65,7 @@ func (s Settings) Config(getenv func(string) string) (Config, error) {
 		FromField:       s.FromField,
 		BodyField:       s.BodyField,
 		ResponseIDField: s.ResponseIDField,
+		FlashField:      s.FlashField,
+		FlashValue:      s.FlashValue,
 	}, nil
 }

@@ -77,7 +77,8 @@ type Config struct {
 	// is.
 	AuthHeader string
 	// From is the sender id or number, sent in FromField; empty leaves the
-	// field out (the provider's default sender).
+	// field out (the provider's default sender). A message's own sender
+	// (Content.From, the intent's from_sender) takes its place.
 	From string
 	// Format is "json" (default) or "form" (application/x-www-form-urlencoded).
 	Format string
@@ -89,6 +90,17 @@ type Config struct {
 	// ResponseIDField names the top-level field of the provider's JSON
 	// answer that holds its message id; default "id".
 	ResponseIDField string
+	// FlashField names the request field that asks the provider for a
+	// flash SMS, for a provider that can send one; empty: it cannot, and a
+	// flash SMS routed to it is a dead letter (FlashUnsupported), never a
+	// normal SMS. FlashValue is the field's value as JSON (default true);
+	// a form request sends a JSON string unquoted, any other value as
+	// written.
+	FlashField string
+	FlashValue string
+	// Provider names the provider, for messages; "" for a channel's own
+	// driver.
+	Provider string
 	// Timeout bounds one request, and is shortened by the caller's context
 	// deadline. Default 10s.
 	Timeout time.Duration
@@ -123,6 +135,9 @@ func (c *Config) validate() error {
 	if c.Timeout < 0 {
 		return errors.New("Timeout must not be negative")
 	}
+	if c.FlashValue != "" && !json.Valid([]byte(c.FlashValue)) {
+		return errors.New("FlashValue must be a JSON value, e.g. true, 1 or \"0\"")
+	}
 	return nil
 }
 
@@ -137,6 +152,10 @@ type Deliverer struct {
 	fromField  string
 	bodyField  string
 	idField    string
+	flashField string
+	flashJSON  json.RawMessage
+	flashForm  string
+	provider   string
 	timeout    time.Duration
 	client     *http.Client
 	logger     *slog.Logger
@@ -160,6 +179,12 @@ func New(cfg Config) (*Deliverer, error) {
 		transport.MaxIdleConnsPerHost = 32
 		client = &http.Client{Transport: transport}
 	}
+	flashJSON := json.RawMessage(cmp.Or(cfg.FlashValue, "true"))
+	flashForm := string(flashJSON)
+	var str string
+	if json.Unmarshal(flashJSON, &str) == nil {
+		flashForm = str
+	}
 	// A provider that redirects has moved; re-posting elsewhere with the
 	// key attached is not something to do silently.
 	c := *client
@@ -174,6 +199,10 @@ func New(cfg Config) (*Deliverer, error) {
 		fromField:  cmp.Or(cfg.FromField, DefaultFromField),
 		bodyField:  cmp.Or(cfg.BodyField, DefaultBodyField),
 		idField:    cmp.Or(cfg.ResponseIDField, DefaultResponseIDField),
+		flashField: cfg.FlashField,
+		flashJSON:  flashJSON,
+		flashForm:  flashForm,
+		provider:   cfg.Provider,
 		timeout:    cmp.Or(cfg.Timeout, DefaultTimeout),
 		client:     &c,
 		logger:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
@@ -187,9 +216,16 @@ func (d *Deliverer) Close() error {
 	return nil
 }
 
-// content is the SMS channel's content.
-type content struct {
+// Content is the SMS channel's content, as intake stores it: the body,
+// and for an intent that gave them, its sender and flash.
+type Content struct {
+	// Body is the text.
 	Body string `json:"body"`
+	// From is the intent's sender (its from_sender), approved for its
+	// producer at intake; it overrides the provider's default sender.
+	From string `json:"from,omitempty"`
+	// Flash asks for a flash SMS (message_type FLASH_SMS, message class 0).
+	Flash bool `json:"flash,omitempty"`
 }
 
 // Deliver sends msg to the provider and classifies the answer. It never
@@ -204,34 +240,66 @@ func (d *Deliverer) Deliver(ctx context.Context, msg *channel.Message) channel.O
 // number, or content without a body. Every SMS driver (this one, smpp)
 // checks a message with it first.
 func Text(msg *channel.Message) (body string, refused channel.Outcome, ok bool) {
+	c, refused, ok := Decode(msg)
+	return c.Body, refused, ok
+}
+
+// Decode is Text returning the whole content: the body, the sender and
+// flash. Every SMS driver sends From instead of its default sender, and
+// sends a Flash message as a flash SMS or not at all (FlashUnsupported).
+func Decode(msg *channel.Message) (c Content, refused channel.Outcome, ok bool) {
 	if !IsE164(msg.Address) {
-		return "", channel.Outcome{
+		return c, channel.Outcome{
 			Class:          channel.Permanent,
 			Classification: channel.ClassInvalidDestination,
 			Message:        "destination is not a valid E.164 number (" + channel.MaskAddress(msg.Address) + ")",
 			RecoveryHint:   "store the recipient's number in E.164 form, e.g. +14155550100, then replay the dead letter",
 		}, false
 	}
-	var c content
 	if len(msg.Content) == 0 {
-		return "", channel.BadContent(channel.SMS, nil), false
+		return c, channel.BadContent(channel.SMS, nil), false
 	}
 	if err := json.Unmarshal(msg.Content, &c); err != nil {
-		return "", channel.BadContent(channel.SMS, err), false
+		return c, channel.BadContent(channel.SMS, err), false
 	}
 	if c.Body == "" {
-		return "", channel.BadContent(channel.SMS, errors.New(`"body" is empty`)), false
+		return c, channel.BadContent(channel.SMS, errors.New(`"body" is empty`)), false
 	}
-	return c.Body, channel.Outcome{}, true
+	return c, channel.Outcome{}, true
+}
+
+// ClassFlashUnsupported: a flash SMS routed to a provider that cannot
+// send one (Permanent).
+const ClassFlashUnsupported = "flash_unsupported"
+
+// FlashUnsupported is the outcome of a flash SMS routed to provider
+// (named, or "" for the channel's own driver), which cannot send one:
+// Permanent, so that it is never sent as a normal SMS that the handset
+// would store, and kept as a dead letter an operator replays once a
+// provider that sends flash takes it.
+func FlashUnsupported(provider string) channel.Outcome {
+	name := "the provider"
+	if provider != "" {
+		name = "provider " + provider
+	}
+	return channel.Outcome{
+		Class: channel.Permanent, Classification: ClassFlashUnsupported, Unsent: true,
+		Message: name + " cannot send a flash SMS (message_type FLASH_SMS); it was not sent as a normal SMS",
+		RecoveryHint: "configure flash_field on the provider's sms_http settings if it supports flash, or route " +
+			"this producer's SMS to one that does (an smpp provider always can), then replay the dead letter",
+	}
 }
 
 func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.Outcome {
-	text, refused, ok := Text(msg)
+	c, refused, ok := Decode(msg)
 	if !ok {
 		return refused
 	}
+	if c.Flash && d.flashField == "" {
+		return FlashUnsupported(d.provider)
+	}
 
-	reqBody, contentType, err := d.encode(msg.Address, text)
+	reqBody, contentType, err := d.encode(msg.Address, c)
 	if err != nil {
 		return channel.BadContent(channel.SMS, err)
 	}
@@ -261,19 +329,26 @@ func (d *Deliverer) deliver(ctx context.Context, msg *channel.Message) channel.O
 }
 
 // encode renders the request body.
-func (d *Deliverer) encode(to, body string) ([]byte, string, error) {
+func (d *Deliverer) encode(to string, c Content) ([]byte, string, error) {
+	from := cmp.Or(c.From, d.from)
 	if d.format == FormatForm {
 		v := url.Values{}
 		v.Set(d.toField, to)
-		if d.from != "" {
-			v.Set(d.fromField, d.from)
+		if from != "" {
+			v.Set(d.fromField, from)
 		}
-		v.Set(d.bodyField, body)
+		v.Set(d.bodyField, c.Body)
+		if c.Flash {
+			v.Set(d.flashField, d.flashForm)
+		}
 		return []byte(v.Encode()), "application/x-www-form-urlencoded", nil
 	}
-	m := map[string]string{d.toField: to, d.bodyField: body}
-	if d.from != "" {
-		m[d.fromField] = d.from
+	m := map[string]any{d.toField: to, d.bodyField: c.Body}
+	if from != "" {
+		m[d.fromField] = from
+	}
+	if c.Flash {
+		m[d.flashField] = d.flashJSON
 	}
 	b, err := json.Marshal(m)
 	return b, "application/json", err

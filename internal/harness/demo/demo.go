@@ -351,6 +351,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 			return err
 		}
 	}
+	if pl != nil {
+		say("demo: an operator approves sender %s; an SMS and a FLASH_SMS naming it go over SMPP, and sender %s is refused…", DemoSender, DemoUnapprovedSender)
+		if sum.Senders, err = runSenders(runCtx, pool, client, srv.SMSC, w.runID, cfg.Timeout); err != nil {
+			return err
+		}
+		sum.SubmittedClient += 2
+	}
 	// The probe runs while the engine does: the rows its second producer
 	// writes by hand meet the engine's vetter.
 	say("demo: a second producer's login tries to step outside its own rows…")

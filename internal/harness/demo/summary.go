@@ -64,6 +64,8 @@ type Summary struct {
 	Content *ContentPart `json:"content"`
 	// LongSMS is the long SMS over SMPP and its receipt.
 	LongSMS *LongSMSPart `json:"long_sms"`
+	// Senders is the approved sender and the flash SMS over SMPP.
+	Senders *SendersPart `json:"senders,omitempty"`
 	// Campaign is a campaign scheduled and then canceled.
 	Campaign *CampaignPart `json:"campaign"`
 
@@ -278,6 +280,9 @@ func WriteSummary(out io.Writer, s *Summary) error {
 	writeDelivery(out, s, row)
 	if s.LongSMS != nil {
 		writeLongSMS(out, s.LongSMS)
+	}
+	if s.Senders != nil {
+		writeSenders(out, s.Senders)
 	}
 	if s.Content != nil {
 		writeContent(out, s.Content)

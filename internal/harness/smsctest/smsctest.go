@@ -53,8 +53,13 @@ type Submit struct {
 // or the parts of a long one reassembled.
 type Message struct {
 	Source, Destination string
-	DataCoding          uint8
-	Body                string
+	// SourceTON and SourceNPI are the submit's source_addr_ton and
+	// source_addr_npi.
+	SourceTON, SourceNPI uint8
+	// DataCoding is the submit's data_coding as sent: a flash SMS's
+	// carries message class 0 (0x10 for GSM-7, 0x18 for UCS-2).
+	DataCoding uint8
+	Body       string
 	// Parts is how many submits carried it; MessageIDs their ids.
 	Parts      int
 	MessageIDs []string
@@ -649,7 +654,7 @@ func (s *Server) collect(sub *Submit) bool {
 	sm := sub.SM
 	if !sub.IsPart {
 		s.messages = append(s.messages, Message{Source: sm.SourceAddr, Destination: sm.DestinationAddr,
-			DataCoding: sm.DataCoding, Body: sub.Text, Parts: 1, MessageIDs: []string{sub.MessageID}})
+			SourceTON: sm.SourceAddrTON, SourceNPI: sm.SourceAddrNPI, DataCoding: sm.DataCoding, Body: sub.Text, Parts: 1, MessageIDs: []string{sub.MessageID}})
 		return true
 	}
 	key := fmt.Sprintf("%s|%s|%d|%d", sm.SourceAddr, sm.DestinationAddr, sub.Concat.Ref, sub.Concat.Total)
@@ -664,7 +669,8 @@ func (s *Server) collect(sub *Submit) bool {
 		return false
 	}
 	delete(s.parts, key)
-	m := Message{Source: sm.SourceAddr, Destination: sm.DestinationAddr, DataCoding: sm.DataCoding, Parts: int(sub.Concat.Total)}
+	m := Message{Source: sm.SourceAddr, Destination: sm.DestinationAddr, SourceTON: sm.SourceAddrTON, SourceNPI: sm.SourceAddrNPI,
+		DataCoding: sm.DataCoding, Parts: int(sub.Concat.Total)}
 	for i := 1; i <= int(sub.Concat.Total); i++ {
 		p, ok := seen[uint8(i)]
 		if !ok {
