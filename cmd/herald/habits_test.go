@@ -172,6 +172,9 @@ func TestVersionCmd_PrintsBuildAndSchemaVersions(t *testing.T) {
 var ownFlags = map[string]string{
 	"api-keys create":       "actor json producer reason",
 	"api-keys list":         "json producer",
+	"senders approve":       "actor json reason",
+	"senders list":          "json producer",
+	"senders revoke":        "actor json reason",
 	"api-keys revoke":       "actor json producer reason",
 	"bench":                 "backlog batch concurrency cpuprofile dispatch-batch durable duration engine-async-commit engine-set fail-share history hold idle-samples intents json latency mode payload-bytes pg-set processes producers provider receipt-delay receipts retention-batch rounds routes-per-intent serve serve-discard trace-sample vs warmup window",
 	"campaigns list":        "json limit producer",

@@ -159,8 +159,8 @@ func Codes() []Code {
 		CodeInvalidEmail, CodeInvalidURL, CodeMissingContent, CodeSMSTooLong,
 		CodeScheduleOutOfRange, CodeTooManyRoutes, CodeIdempotencyConflict,
 		CodeRejectedByDatabase, CodeProducerMismatch, CodeUnknownTemplate,
-		CodeContentBlocked, CodeCampaignCanceled, CodeSenderNotApproved,
-		CodeCallbackURLNeedsSubscription,
+		CodeContentBlocked, CodeCampaignCanceled,
+		CodeCallbackURLNeedsSubscription, CodeSenderNotApproved,
 	}
 }
 
