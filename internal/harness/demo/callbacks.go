@@ -42,7 +42,7 @@ type CallbackReceiver struct {
 	byRoute map[string][]string // "notification_id route_id" → events in arrival order
 
 	// Metadata: each notification's first callback, and a signal closed
-	// (and replaced) whenever one is taken.
+	// (and replaced) whenever a callback is taken.
 	firsts map[string]TakenCallback
 	taken  chan struct{}
 }
@@ -112,9 +112,9 @@ func (c *CallbackReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.byRoute[route] = append(c.byRoute[route], p.Data.Event)
 		if _, ok := c.firsts[p.Data.NotificationID]; !ok {
 			c.firsts[p.Data.NotificationID] = TakenCallback{Path: r.URL.Path, Event: p.Data.Event, Metadata: p.Data.Metadata}
-			close(c.taken)
-			c.taken = make(chan struct{})
 		}
+		close(c.taken)
+		c.taken = make(chan struct{})
 	}
 	c.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
@@ -153,6 +153,31 @@ func (c *CallbackReceiver) WaitFirst(ctx context.Context, id string) (TakenCallb
 		case <-taken:
 		case <-ctx.Done():
 			return TakenCallback{}, ctx.Err()
+		}
+	}
+}
+
+// WaitEvent waits until the receiver has taken a callback with event
+// about notification id; it returns ctx's error if ctx is done first.
+func (c *CallbackReceiver) WaitEvent(ctx context.Context, id, event string) error {
+	for {
+		c.mu.Lock()
+		found := false
+		for route, evs := range c.byRoute {
+			if strings.HasPrefix(route, id+" ") && slices.Contains(evs, event) {
+				found = true
+				break
+			}
+		}
+		taken := c.taken
+		c.mu.Unlock()
+		if found {
+			return nil
+		}
+		select {
+		case <-taken:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

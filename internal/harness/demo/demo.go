@@ -368,9 +368,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		sum.Content.Doors = append(sum.Content.Doors, *d)
 	}
 	if prod.callbacksSkipped == "" {
-		say("demo: producer %s sends one intent with metadata and a callback_url of its own at the receiver…", prod.name)
+		say("demo: producer %s sends one intent with metadata, an approved sender and a callback_url of its own at the receiver…", prod.name)
 	}
-	if sum.DirectCallback, err = runDirectCallback(runCtx, prod, srv, w.runID, cfg.Timeout); err != nil {
+	if sum.DirectCallback, err = runDirectCallback(runCtx, pool, prod, srv, w.runID, skipped == "", cfg.Timeout); err != nil {
 		return err
 	}
 	if d := sum.DirectCallback; d.Skipped == "" {

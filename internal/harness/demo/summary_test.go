@@ -64,11 +64,11 @@ func TestWriteSummary_ShowsDoorsTemplatesSMS(t *testing.T) {
 func TestWriteSummary_ShowsTheCallbackURLWithMetadata(t *testing.T) {
 	t.Parallel()
 	s := &demo.Summary{RunID: "demo-x", DirectCallback: &demo.DirectCallback{NotificationID: "01a2", Event: "published",
-		Path: "/herald/callbacks/order-9", Metadata: map[string]string{"tenant": "acme", "order_id": "9"}}}
+		Path: "/herald/callbacks/order-9", FromSender: "HERALDSHOP", Metadata: map[string]string{"tenant": "acme", "order_id": "9"}}}
 	var out bytes.Buffer
 	require.NoError(t, demo.WriteSummary(&out, s))
 	require.Contains(t, out.String(),
-		"callback_url with metadata: notification 01a2's published callback reached /herald/callbacks/order-9, signed, with metadata order_id=9 tenant=acme\n")
+		"callback_url with metadata and an approved sender: notification 01a2 (SMS from HERALDSHOP) — its published callback reached /herald/callbacks/order-9, signed, with metadata order_id=9 tenant=acme\n")
 
 	s.DirectCallback = &demo.DirectCallback{Skipped: "no producer login"}
 	out.Reset()
