@@ -292,34 +292,38 @@ func (w *walker) refused(id string, a answer, what string) {
 }
 
 // resolve follows $ref and merges allOf into one schema.
-func (w *walker) resolve(v any) map[string]any {
+func (w *walker) resolve(v any) map[string]any { return resolveSchema(w.doc, v) }
+
+// resolveSchema follows $ref within doc and merges allOf into one schema.
+func resolveSchema(doc map[string]any, v any) map[string]any {
 	s, _ := v.(map[string]any)
 	if s == nil {
 		return map[string]any{}
 	}
 	if ref, ok := s["$ref"].(string); ok {
-		var cur any = w.doc
+		var cur any = doc
 		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
 			cur = cur.(map[string]any)[part]
 		}
 		rest := maps.Clone(s)
 		delete(rest, "$ref")
-		return merge(w.resolve(cur), rest)
+		return mergeSchemas(resolveSchema(doc, cur), rest)
 	}
 	if all, ok := s["allOf"].([]any); ok {
 		out := maps.Clone(s)
 		delete(out, "allOf")
 		for _, part := range all {
-			out = merge(out, w.resolve(part))
+			out = mergeSchemas(out, resolveSchema(doc, part))
 		}
 		return out
 	}
 	return s
 }
 
-// merge combines two schemas that both hold: properties and required are
-// united, other keywords taken from whichever has them.
-func merge(a, b map[string]any) map[string]any {
+// mergeSchemas combines two schemas that both hold: properties (merged
+// when both give one) and required are united, other keywords taken from
+// whichever has them.
+func mergeSchemas(a, b map[string]any) map[string]any {
 	out := maps.Clone(a)
 	for k, v := range b {
 		switch k {
@@ -328,13 +332,19 @@ func merge(a, b map[string]any) map[string]any {
 			if p, ok := out[k].(map[string]any); ok {
 				maps.Copy(props, p)
 			}
-			maps.Copy(props, v.(map[string]any))
+			for name, ps := range v.(map[string]any) {
+				if have, ok := props[name].(map[string]any); ok {
+					props[name] = mergeSchemas(have, ps.(map[string]any))
+				} else {
+					props[name] = ps
+				}
+			}
 			out[k] = props
 		case "required":
 			req := slices.Clone(asSlice(out[k]))
-			for _, r := range asSlice(v) {
-				if !slices.Contains(req, r) {
-					req = append(req, r)
+			for _, x := range asSlice(v) {
+				if !slices.Contains(req, x) {
+					req = append(req, x)
 				}
 			}
 			out[k] = req

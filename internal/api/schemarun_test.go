@@ -154,7 +154,7 @@ func (r *schemaRun) operation(op *docOperation) {
 	}
 	params := map[string]map[string]any{}
 	var names []string
-	for _, p := range runSlice(raw["parameters"]) {
+	for _, p := range asSlice(raw["parameters"]) {
 		p := p.(map[string]any)
 		params[p["name"].(string)] = p
 		names = append(names, p["name"].(string))
@@ -269,7 +269,7 @@ func (r *schemaRun) send(op *docOperation, c runCase) answer {
 	q := url.Values{}
 	var headers []string
 	raw := r.opSchema(op)
-	for _, p := range runSlice(raw["parameters"]) {
+	for _, p := range asSlice(raw["parameters"]) {
 		p := p.(map[string]any)
 		name := p["name"].(string)
 		v, ok := c.values[name]
@@ -378,7 +378,7 @@ func (r *schemaRun) documentAccepts(op *docOperation, c runCase) bool {
 	path := op.path
 	q := url.Values{}
 	hdr := http.Header{}
-	for _, p := range runSlice(r.opSchema(op)["parameters"]) {
+	for _, p := range asSlice(r.opSchema(op)["parameters"]) {
 		p := p.(map[string]any)
 		name := p["name"].(string)
 		v, ok := c.values[name]
@@ -420,65 +420,7 @@ func (r *schemaRun) documentAccepts(op *docOperation, c runCase) bool {
 }
 
 // resolve follows $ref and merges allOf.
-func (r *schemaRun) resolve(v any) map[string]any {
-	s, _ := v.(map[string]any)
-	if s == nil {
-		return map[string]any{}
-	}
-	if ref, ok := s["$ref"].(string); ok {
-		var cur any = r.doc
-		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
-			cur = cur.(map[string]any)[part]
-		}
-		rest := maps.Clone(s)
-		delete(rest, "$ref")
-		return runMerge(r.resolve(cur), rest)
-	}
-	if all, ok := s["allOf"].([]any); ok {
-		out := maps.Clone(s)
-		delete(out, "allOf")
-		for _, part := range all {
-			out = runMerge(out, r.resolve(part))
-		}
-		return out
-	}
-	return s
-}
-
-// runMerge combines two schemas that both hold.
-func runMerge(a, b map[string]any) map[string]any {
-	out := maps.Clone(a)
-	for k, v := range b {
-		switch k {
-		case "properties":
-			props := map[string]any{}
-			if p, ok := out[k].(map[string]any); ok {
-				maps.Copy(props, p)
-			}
-			for name, ps := range v.(map[string]any) {
-				if have, ok := props[name].(map[string]any); ok {
-					props[name] = runMerge(have, ps.(map[string]any))
-				} else {
-					props[name] = ps
-				}
-			}
-			out[k] = props
-		case "required":
-			req := slices.Clone(runSlice(out[k]))
-			for _, x := range runSlice(v) {
-				if !slices.Contains(req, x) {
-					req = append(req, x)
-				}
-			}
-			out[k] = req
-		default:
-			out[k] = v
-		}
-	}
-	return out
-}
-
-func runSlice(v any) []any { s, _ := v.([]any); return s }
+func (r *schemaRun) resolve(v any) map[string]any { return resolveSchema(r.doc, v) }
 
 // infeasible are properties a positive leaves out: a template must be
 // published by the producer before an intent names it, and data goes only
@@ -488,7 +430,7 @@ var infeasible = map[string]bool{"template": true, "data": true}
 // gen returns a random valid instance of s, the property name's value.
 func (r *schemaRun) gen(s map[string]any, name string) any {
 	s = r.resolve(s)
-	if enum := runSlice(s["enum"]); len(enum) > 0 {
+	if enum := asSlice(s["enum"]); len(enum) > 0 {
 		return enum[r.rnd.Intn(len(enum))]
 	}
 	switch s["type"] {
@@ -496,7 +438,7 @@ func (r *schemaRun) gen(s map[string]any, name string) any {
 		return r.genObject(s)
 	case "array":
 		items := r.resolve(s["items"])
-		if enum := runSlice(items["enum"]); len(enum) > 0 && s["uniqueItems"] == true {
+		if enum := asSlice(items["enum"]); len(enum) > 0 && s["uniqueItems"] == true {
 			pick := slices.Clone(enum)
 			r.rnd.Shuffle(len(pick), func(i, j int) { pick[i], pick[j] = pick[j], pick[i] })
 			n := 1 + r.rnd.Intn(len(pick))
@@ -516,7 +458,7 @@ func (r *schemaRun) gen(s map[string]any, name string) any {
 		}
 		return out
 	case nil:
-		if ex := runSlice(s["examples"]); len(ex) > 0 && r.rnd.Intn(2) == 0 {
+		if ex := asSlice(s["examples"]); len(ex) > 0 && r.rnd.Intn(2) == 0 {
 			return cloneJSON(ex[r.rnd.Intn(len(ex))])
 		}
 		return map[string]any{"n": float64(r.rnd.Intn(1000)), "s": r.mock.RandomWord(3, 10, 0)}
@@ -527,41 +469,41 @@ func (r *schemaRun) gen(s map[string]any, name string) any {
 func (r *schemaRun) genObject(s map[string]any) map[string]any {
 	props, _ := s["properties"].(map[string]any)
 	include := map[string]bool{}
-	for _, p := range runSlice(s["required"]) {
+	for _, p := range asSlice(s["required"]) {
 		include[p.(string)] = true
 	}
 	// oneOf: a feasible branch; the others' own required properties out.
 	exclude := map[string]bool{}
-	if branches := runSlice(s["oneOf"]); len(branches) > 0 {
+	if branches := asSlice(s["oneOf"]); len(branches) > 0 {
 		var feasible []map[string]any
 		for _, br := range branches {
 			br := br.(map[string]any)
-			if !slices.ContainsFunc(runSlice(br["required"]), func(p any) bool { return infeasible[p.(string)] }) {
+			if !slices.ContainsFunc(asSlice(br["required"]), func(p any) bool { return infeasible[p.(string)] }) {
 				feasible = append(feasible, br)
 			}
 		}
 		chosen := feasible[r.rnd.Intn(len(feasible))]
 		for _, br := range branches {
-			for _, p := range runSlice(br.(map[string]any)["required"]) {
+			for _, p := range asSlice(br.(map[string]any)["required"]) {
 				exclude[p.(string)] = true
 			}
 		}
-		for _, p := range runSlice(chosen["required"]) {
+		for _, p := range asSlice(chosen["required"]) {
 			include[p.(string)], exclude[p.(string)] = true, false
 		}
 	}
 	// anyOf: one or more branches, with their property constraints.
-	if branches := runSlice(s["anyOf"]); len(branches) > 0 {
+	if branches := asSlice(s["anyOf"]); len(branches) > 0 {
 		for i, br := range branches {
 			if i > 0 && r.rnd.Intn(2) == 0 && len(include) > 0 {
 				continue
 			}
 			br := br.(map[string]any)
-			for _, p := range runSlice(br["required"]) {
+			for _, p := range asSlice(br["required"]) {
 				include[p.(string)] = true
 			}
 			if bp, ok := br["properties"].(map[string]any); ok {
-				props = runMerge(map[string]any{"properties": props}, map[string]any{"properties": bp})["properties"].(map[string]any)
+				props = mergeSchemas(map[string]any{"properties": props}, map[string]any{"properties": bp})["properties"].(map[string]any)
 			}
 		}
 	}
@@ -582,7 +524,7 @@ func (r *schemaRun) genObject(s map[string]any) map[string]any {
 // leaf renders a scalar of s with the mock renderer: an example now and
 // then, else a value from its type, format, pattern and bounds.
 func (r *schemaRun) leaf(s map[string]any, name string) any {
-	if enum := runSlice(s["enum"]); len(enum) > 0 {
+	if enum := asSlice(s["enum"]); len(enum) > 0 {
 		return enum[r.rnd.Intn(len(enum))]
 	}
 	switch s["type"] {
@@ -598,7 +540,7 @@ func (r *schemaRun) leaf(s map[string]any, name string) any {
 		}
 		return float64(r.mock.RandomInt(lo, hi+1))
 	}
-	if ex := runSlice(s["examples"]); len(ex) > 0 && r.rnd.Intn(4) == 0 {
+	if ex := asSlice(s["examples"]); len(ex) > 0 && r.rnd.Intn(4) == 0 {
 		return cloneJSON(ex[r.rnd.Intn(len(ex))])
 	}
 	if s["format"] == "date-time" {
@@ -770,16 +712,16 @@ func (r *schemaRun) violations(s map[string]any, v any, path []any) []runBreak {
 	switch val := v.(type) {
 	case map[string]any:
 		props, _ := s["properties"].(map[string]any)
-		for _, req := range runSlice(s["required"]) {
+		for _, req := range asSlice(s["required"]) {
 			out = append(out, runBreak{"required", fmt.Sprintf("%s: required %s missing", at, req), runEdit(path, func(o any) any {
 				delete(o.(map[string]any), req.(string))
 				return o
 			})})
 		}
-		if branches := runSlice(s["anyOf"]); len(branches) > 0 {
+		if branches := asSlice(s["anyOf"]); len(branches) > 0 {
 			var all []string
 			for _, br := range branches {
-				for _, p := range runSlice(br.(map[string]any)["required"]) {
+				for _, p := range asSlice(br.(map[string]any)["required"]) {
 					all = append(all, p.(string))
 				}
 			}
@@ -790,7 +732,7 @@ func (r *schemaRun) violations(s map[string]any, v any, path []any) []runBreak {
 				return o
 			})})
 		}
-		if branches := runSlice(s["oneOf"]); len(branches) > 0 {
+		if branches := asSlice(s["oneOf"]); len(branches) > 0 {
 			out = append(out, runBreak{"oneOf", at + ": content and a template both", runEdit(path, func(o any) any {
 				m := o.(map[string]any)
 				m["template"] = map[string]any{"name": "order.shipped"}
@@ -802,7 +744,7 @@ func (r *schemaRun) violations(s map[string]any, v any, path []any) []runBreak {
 				out = append(out, runBreak{"dependentRequired", fmt.Sprintf("%s: %s without %v", at, p, reqs), runEdit(path, func(o any) any {
 					m := o.(map[string]any)
 					m[p] = map[string]any{"order": 9.0}
-					for _, x := range runSlice(reqs) {
+					for _, x := range asSlice(reqs) {
 						delete(m, x.(string))
 					}
 					return o
@@ -895,7 +837,7 @@ func (r *schemaRun) scalarBreaks(s map[string]any, valid any, asText bool) []run
 			out = append(out, runScalarBreak{"pattern", "not matching " + re.String(), bad[r.rnd.Intn(len(bad))]})
 		}
 	}
-	if enum := runSlice(s["enum"]); len(enum) > 0 && s["type"] == "string" {
+	if enum := asSlice(s["enum"]); len(enum) > 0 && s["type"] == "string" {
 		out = append(out, runScalarBreak{"enum", "outside the enum", "zz_" + r.mock.RandomWord(3, 8, 0)})
 	}
 	if m, ok := s["minimum"].(float64); ok {
