@@ -41,6 +41,7 @@ var failureClasses = map[string][]channel.Class{
 	sms.ClassProviderThrottled:      {channel.Transient},
 	sms.ClassProviderRejected:       {channel.Permanent},
 	sms.ClassProviderConfig:         {channel.Transient},
+	sms.ClassFlashUnsupported:       {channel.Permanent},
 	email.ClassAuth:                 {channel.Transient},
 	email.ClassTLSRequired:          {channel.Transient},
 	email.ClassProtocol:             {channel.Transient},

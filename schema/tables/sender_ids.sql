@@ -1,6 +1,6 @@
 -- herald.sender_ids as the migrations leave it. Generated from pg_dump of a
 -- freshly migrated database by `task schema:tables`
--- (go test ./schema -run TestTableFilesMatchAFreshMigration -update):
+-- (go test ./schema -run TestTableFiles_MatchAFreshMigration -update):
 -- edit a migration, not this file.
 
 CREATE TABLE herald.sender_ids (

@@ -36,7 +36,7 @@ func heraldBinary(t *testing.T) string {
 			return
 		}
 		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 		heraldBuild.path = filepath.Join(dir, "herald")
 		cmd := exec.Command("go", "build", "-o", heraldBuild.path, "./cmd/herald")
 		cmd.Dir = root
