@@ -265,23 +265,34 @@ func (p *Pipeline) checkCallbackURLs(ctx context.Context, db store.DBTX, valid [
 	if err != nil {
 		return nil, nil, fmt.Errorf("check callback subscriptions: %w", err)
 	}
+	kept, keptIndex = refuseEach(valid, index, results, func(v *intake.Validated) *heraldtype.FieldError {
+		if v.Intent.CallbackURL == "" || slices.Contains(subscribed, v.Intent.Producer) {
+			return nil
+		}
+		return &heraldtype.FieldError{Field: "callback_url", Code: heraldtype.CodeCallbackURLNeedsSubscription,
+			Message: fmt.Sprintf("producer %s has no callback subscription, whose secret or bearer token signs "+
+				"the callbacks: subscribe first (SetCallbackSubscription, PUT /v1/callback-subscription, "+
+				"or herald.callback_subscription_set), then send callback_url", v.Intent.Producer)}
+	})
+	return kept, keptIndex, nil
+}
+
+// refuseEach marks invalid, in results, each of valid (items[index[j]]
+// each) for which refusal returns a field error, and returns the others:
+// the admission checks that need one lookup per batch share it.
+func refuseEach(valid []*intake.Validated, index []int, results []Result,
+	refusal func(*intake.Validated) *heraldtype.FieldError) (kept []*intake.Validated, keptIndex []int) {
 	n := 0
 	for j, v := range valid {
-		if v.Intent.CallbackURL != "" && !slices.Contains(subscribed, v.Intent.Producer) {
-			i := index[j]
-			results[i].Kind = KindInvalid
-			results[i].Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{
-				Field: "callback_url", Code: heraldtype.CodeCallbackURLNeedsSubscription,
-				Message: fmt.Sprintf("producer %s has no callback subscription, whose secret or bearer token signs "+
-					"the callbacks: subscribe first (SetCallbackSubscription, PUT /v1/callback-subscription, "+
-					"or herald.callback_subscription_set), then send callback_url", v.Intent.Producer),
-			}}}
+		if fe := refusal(v); fe != nil {
+			results[index[j]].Kind = KindInvalid
+			results[index[j]].Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{*fe}}
 			continue
 		}
 		valid[n], index[n] = v, index[j]
 		n++
 	}
-	return valid[:n], index[:n], nil
+	return valid[:n], index[:n]
 }
 
 // check checks valid (items[index[j]] each) against their templates and

@@ -36,20 +36,14 @@ func (p *Pipeline) checkSenders(ctx context.Context, db store.DBTX, valid []*int
 	for _, r := range rows {
 		approved[pair{r.Producer, r.Sender}] = true
 	}
-	n := 0
-	for j, v := range valid {
+	kept, keptIndex := refuseEach(valid, index, results, func(v *intake.Validated) *heraldtype.FieldError {
 		in := &v.Intent
-		if in.FromSender != "" && !approved[pair{in.Producer, in.FromSender}] {
-			results[index[j]].Kind = KindInvalid
-			results[index[j]].Err = &heraldtype.ValidationError{Errors: []heraldtype.FieldError{{
-				Field: "from_sender", Code: heraldtype.CodeSenderNotApproved,
-				Message: fmt.Sprintf("sender %q is not approved for producer %s: an operator approves it with `herald senders approve %s %s`",
-					in.FromSender, in.Producer, in.Producer, in.FromSender),
-			}}}
-			continue
+		if in.FromSender == "" || approved[pair{in.Producer, in.FromSender}] {
+			return nil
 		}
-		valid[n], index[n] = v, index[j]
-		n++
-	}
-	return valid[:n], index[:n], nil
+		return &heraldtype.FieldError{Field: "from_sender", Code: heraldtype.CodeSenderNotApproved,
+			Message: fmt.Sprintf("sender %q is not approved for producer %s: an operator approves it with `herald senders approve %s %s`",
+				in.FromSender, in.Producer, in.Producer, in.FromSender)}
+	})
+	return kept, keptIndex, nil
 }
