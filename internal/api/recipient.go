@@ -75,6 +75,20 @@ func (s *Server) putRecipient(w http.ResponseWriter, r *request) error {
 	return nil
 }
 
+// userIDParam returns the path's user id; one longer than any entry can
+// have is refused as PUT refuses it.
+func userIDParam(r *request) (string, error) {
+	userID, err := pathText(r, "user_id")
+	if err != nil {
+		return "", err
+	}
+	if utf8.RuneCountInString(userID) > maxUserIDLen {
+		return "", fieldProblem("user_id", heraldtype.CodeInvalidField,
+			fmt.Sprintf("user_id is longer than %d characters", maxUserIDLen))
+	}
+	return userID, nil
+}
+
 // getRecipient is GET /v1/recipients/{user_id}: the producer's own entry,
 // or 404 when it has none (another producer's entry, and the shared
 // directory's, are not its own).
@@ -84,14 +98,9 @@ func (s *Server) getRecipient(w http.ResponseWriter, r *request) error {
 		if p := checkAccept(r.Request); p != nil {
 			return p
 		}
-		userID, err := pathText(r, "user_id")
+		userID, err := userIDParam(r)
 		if err != nil {
 			return err
-		}
-		if utf8.RuneCountInString(userID) > maxUserIDLen {
-			// No entry can have it: refused as PUT refuses it.
-			return fieldProblem("user_id", heraldtype.CodeInvalidField,
-				fmt.Sprintf("user_id is longer than %d characters", maxUserIDLen))
 		}
 		e, err := store.New().RecipientGetOwn(r.Context(), tx, store.RecipientGetOwnParams{Owner: producer, UserID: userID})
 		if err != nil {
@@ -116,14 +125,9 @@ func (s *Server) deleteRecipient(w http.ResponseWriter, r *request) error {
 		if p := checkAccept(r.Request); p != nil {
 			return p
 		}
-		userID, err := pathText(r, "user_id")
+		userID, err := userIDParam(r)
 		if err != nil {
 			return err
-		}
-		if utf8.RuneCountInString(userID) > maxUserIDLen {
-			// No entry can have it: refused as PUT refuses it.
-			return fieldProblem("user_id", heraldtype.CodeInvalidField,
-				fmt.Sprintf("user_id is longer than %d characters", maxUserIDLen))
 		}
 		deleted, err = store.New().RecipientDelete(r.Context(), tx, store.RecipientDeleteParams{UserID: userID})
 		return err
