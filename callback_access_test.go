@@ -1,6 +1,6 @@
 package herald_test
 
-// Who may do what with status callbacks (migration 00012): a producer
+// Who may do what with status callbacks: a producer
 // manages only its own subscription and never reads a secret, operators and
 // auditors read subscriptions without secrets, and no producer can submit
 // on herald's own callback channel. The SQL here is the test's own: the
@@ -121,4 +121,35 @@ func TestClient_SubmitRefusesCallbackChannel(t *testing.T) {
 		max_attempts, next_attempt_at, created_at, updated_at)
 		VALUES ($1, 'callback:000000000000', 'callback', 'user:42', 'pending', 0, now(), now(), now())`, r.NotificationID)
 	requireSQLState(t, err, insufficientPrivilege)
+}
+
+// herald.callback_subscription_get answers a producer's login its own
+// subscription and which kind of credential signs it, never the
+// credential; operators and auditors, who read the table's other columns,
+// may not call it.
+func TestCallbackSubscriptionGet_OwnKindNeverTheSecret(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	require.NoError(t, b.clientA.SetCallbackSubscription(ctx, herald.CallbackSubscription{
+		URL: "https://a.example.com/herald", Secret: callbackSecret}))
+	require.NoError(t, b.clientB.SetCallbackSubscription(ctx, herald.CallbackSubscription{
+		URL: "https://b.example.com/herald", BearerToken: "b-token-0123456789abcdef"}))
+	for _, c := range []struct {
+		db                  *pgxpool.Pool
+		producer, url, auth string
+	}{
+		{b.asA, b.nameA, "https://a.example.com/herald", "secret"},
+		{b.asB, b.nameB, "https://b.example.com/herald", "bearer_token"},
+	} {
+		rows, err := c.db.Query(ctx, `SELECT producer, url, auth FROM herald.callback_subscription_get()`)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Producer, URL, Auth string }])
+		require.NoError(t, err)
+		require.Equal(t, []struct{ Producer, URL, Auth string }{{c.producer, c.url, c.auth}}, got)
+	}
+	for _, db := range []*pgxpool.Pool{b.asOp, b.asAud} {
+		_, err := db.Exec(ctx, `SELECT * FROM herald.callback_subscription_get()`)
+		requireSQLState(t, err, insufficientPrivilege)
+	}
 }
