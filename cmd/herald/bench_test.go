@@ -71,7 +71,7 @@ func TestBenchCmd_RetentionDeletesHistory(t *testing.T) {
 	require.Equal(t, "500ms", rep.Window)
 	// One record in a hundred is dead-lettered and stays; so do the
 	// routes that finished in a week that ended less than the retention
-	// (7 days) ago, with their records (migration 00025). Whatever went,
+	// (7 days) ago, with their records. Whatever went,
 	// went whole, and the report counts it.
 	require.Equal(t, int64(30), rep.After.DeadLetters)
 	require.Positive(t, rep.RoutesDeleted)

@@ -121,7 +121,7 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 	require.Equal(t, sum.DeadLettered, routes("dead_letter"))
 	require.Equal(t, sum.Skipped, routes("skipped"))
 	require.Equal(t, sum.Routes, sum.Published+sum.DeadLettered+sum.Skipped+sum.Canceled)
-	// Where they are (migration 00025): the dead letters in routes_live,
+	// Where they are: the dead letters in routes_live,
 	// every finished route in its week's partition, which the summary
 	// names among the weeks made.
 	var stored int64
@@ -138,7 +138,7 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 		require.NotContains(t, p.Statuses, "dead_letter")
 	}
 	require.Equal(t, sum.Routes, stored)
-	// And the records (migration 00027): each in the partition of the week
+	// And the records: each in the partition of the week
 	// it was accepted in, which the summary names among the weeks made,
 	// each holding its idempotency key (00026), in a table of their own.
 	var records, keys int64

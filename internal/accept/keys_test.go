@@ -13,7 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// A key is reserved for its window (migration 00026): within it the same
+// A key is reserved for its window: within it the same
 // key is the first notification's duplicate (or conflict); after it the
 // key is free, and the next accept of it is a new notification, which
 // holds the key for a window of its own. The old notification stays.

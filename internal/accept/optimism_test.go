@@ -174,7 +174,7 @@ func TestOptimism_ReturnsOtherUniqueViolation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtemp.NewPool(t)
-	// Records are partitioned by id (migration 00027), and a unique index
+	// Records are partitioned by id, and a unique index
 	// of a partitioned table must hold its key: a unique index of the
 	// routes in flight instead, which both intents' routes share.
 	_, err := pool.Exec(ctx, `CREATE UNIQUE INDEX routes_one_recipient ON herald.routes_live (channel, recipient_ref)`)

@@ -183,7 +183,7 @@ func joinValues[T ~string](vs []T) string {
 }
 
 // encodeCursor and decodeCursor: a position in the list, opaque to clients.
-// The list pages by notification id (migration 00024); the accepted_at a
+// The list pages by notification id; the accepted_at a
 // cursor also carries is no longer read, and stays in it so that a cursor
 // handed out before that migration still reads as one.
 func encodeCursor(at time.Time, id string) string {

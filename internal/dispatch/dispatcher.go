@@ -13,7 +13,7 @@
 // dispatcher dies therefore comes due again when its lease ends. No
 // indexed column changes, so the claim is a HOT update: the route keeps
 // its place in routes_due_idx, and claims step over the routes in flight
-// at the head of that index (migration 00019). The claim
+// at the head of that index. The claim
 // commits asynchronously (it does not wait for its WAL to reach disk):
 // nothing outside the database has acted on it yet, and a claim lost in a
 // database crash only makes its routes due again, to be delivered again

@@ -13,7 +13,7 @@ import (
 	"github.com/heraldhq/herald/internal/store"
 )
 
-// The claim changes no column an index holds (migration 00019): Postgres
+// The claim changes no column an index holds: Postgres
 // writes it as a HOT update, and the route keeps its place in
 // routes_due_idx. Read from the claim's own transaction, whose counters
 // pg_stat_xact_user_tables shows before anything is flushed.
@@ -184,7 +184,7 @@ func partitionOf(t *testing.T, b *testBundle, k routeKey) string {
 }
 
 // A route that finishes moves to the partition of the week it finished
-// in, with finished_at set (migration 00025); a failed one stays in
+// in, with finished_at set; a failed one stays in
 // routes_live, due again.
 func TestComplete_FinishedMovesToItsWeek(t *testing.T) {
 	t.Parallel()

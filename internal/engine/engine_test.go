@@ -428,7 +428,7 @@ func TestConfigurePool_ClaimPlanOnEmptyTables(t *testing.T) {
 		// claim joined to records in its UPDATE merged full scans. Then
 		// records analysed while empty too, or alone (autovacuum after
 		// retention emptied it): the state in which the claim's probe of
-		// records costed records_listing_idx (dropped by migration 00024),
+		// records costed records_listing_idx (an index since dropped),
 		// whose second column is the id, level with records_pkey.
 		for _, analyze := range []string{"", "ANALYZE herald.routes", "ANALYZE herald.records",
 			"ANALYZE herald.routes; ANALYZE herald.records"} {
@@ -445,8 +445,8 @@ func TestConfigurePool_ClaimPlanOnEmptyTables(t *testing.T) {
 }
 
 // Retention and the API's list walk records in id order through their
-// partitions' primary keys (migration 00024 dropped records_listing_idx;
-// 00027 partitioned records by week), in the engine pool's generic plans:
+// partitions' primary keys (records are partitioned by the week they
+// were accepted in), in the engine pool's generic plans:
 // over a month of finished history, a retention batch reads records_pkey
 // from its cursor in order to the batch's LIMIT, with no sort and no scan
 // of the table, reads each candidate again and deletes it by its tuple
@@ -481,7 +481,7 @@ func TestConfigurePool_RetentionWalksByID(t *testing.T) {
 	cut := time.Now().Add(-7 * day)
 	// The history is older than every week made (the migration's, from
 	// this week on): it is in records_default, walked row by row below the
-	// weeks (migration 00027).
+	// weeks.
 	below, err := store.New().RecordWeeksFloor(ctx, fill, "g")
 	require.NoError(t, err)
 	// Each prepared by a run that finds nothing (the cursor is past every
@@ -509,7 +509,7 @@ func TestConfigurePool_RetentionWalksByID(t *testing.T) {
 			// unfinished: the range in every partition.
 			`Index Scan using routes_f\d{8}_pkey on routes_f\d{8} rt_1\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
 			`Index Scan using routes_pkey on routes_live rt_\d+\n\s+Index Cond: \(\(notification_id >= \$\d+\) AND \(notification_id <= \$\d+\)\)`,
-			// routes_deleted: in routes_live only (migration 00025).
+			// routes_deleted: in routes_live only.
 			`Delete on routes rt_\d+\n\s+Delete on routes_live rt_\d+\n`,
 		},
 		tids: 1,
@@ -585,10 +585,10 @@ func requireClaimPlan(t *testing.T, dbURL, mode string, batch int) {
 	require.Contains(t, plan, "Tid Scan on routes_live r", mode)
 	require.Contains(t, plan, "TID Cond: (ctid = ANY", mode)
 	// Pruned to routes_live when planned, generic plan included: no other
-	// partition is set up, locked or read (migration 00025).
+	// partition is set up, locked or read.
 	require.NotContains(t, plan, "routes_f", mode)
 	// Each claimed route's record: a probe of the primary key of the one
-	// partition its id falls in (migration 00027), chosen per route as the
+	// partition its id falls in, chosen per route as the
 	// claim runs; every partition read through its primary key.
 	require.Regexp(t, `Index Scan using records_w\d{8}_pkey on records_w\d{8} x_\d+\n\s+Index Cond: \(notification_id = c\.notification_id\)`, plan, mode)
 	require.Equal(t, strings.Count(plan, " on records_"), strings.Count(plan, "Index Cond: (notification_id = c.notification_id)"), mode)
@@ -654,7 +654,7 @@ func requireCompletionPlan(t *testing.T, dbURL string) {
 	require.Contains(t, plan, "Nested Loop")
 	require.Contains(t, plan, "Tid Scan on routes_live r")
 	require.Contains(t, plan, "TID Cond: (ctid = d.tid)")
-	require.NotContains(t, done+plan, "routes_f", "pruned to routes_live (migration 00025)")
+	require.NotContains(t, done+plan, "routes_f", "pruned to routes_live")
 	require.NotContains(t, plan, "routes_pkey")
 	require.NotContains(t, plan, "Seq Scan")
 	require.NotContains(t, plan, "Hash Join")

@@ -68,7 +68,7 @@ func TestDeleteFinished_TakesLeftoverDeadLetter(t *testing.T) {
 	// A route of "finished" was dead-lettered, then published, its dead
 	// letter left behind (replay deletes it; an operator by hand may not).
 	// No foreign key cascades from routes to dead letters any more
-	// (migration 00021): retention deletes them itself.
+	//: retention deletes them itself.
 	b.setRouteStatus(t, "finished", "r0", "published", t0)
 	require.Equal(t, 2, b.count(t, "dead_letters"))
 
@@ -85,7 +85,7 @@ func TestDeleteFinished_NeverFreesKeyEarly(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	// An id of the week before t0's: the runs below make t0's week and
-	// later ones (migration 00027), so this record is walked row by row
+	// later ones, so this record is walked row by row
 	// (a week's records wait for the week, TestRecordWeeks...).
 	b.seed(t, seedSpec{rawID: idPrefixAt(t0.Add(-7*day)) + "6e31", window: 3 * day, statuses: []string{"published"}, changed: t0})
 

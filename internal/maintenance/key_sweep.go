@@ -17,9 +17,9 @@ type keySweep struct {
 	done      time.Time
 }
 
-// SweepKeys deletes the idempotency keys whose window is over
-// (migration 00026): when no sweep is in progress and the last finished
-// Config.KeySweepEvery ago or more (or none has run in this process), it
+// SweepKeys deletes the idempotency keys whose window is over: when no
+// sweep is in progress and the last finished Config.KeySweepEvery ago or
+// more (or none has run in this process), it
 // starts one over the keys table as long as it is now, and goes on with
 // the one in progress, Config.KeySweepBlocks blocks a statement, until the
 // end. A sweep cut short (ctx, a failure) goes on from where it stood at

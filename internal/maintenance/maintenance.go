@@ -103,7 +103,7 @@ type Config struct {
 	KeySweepBlocks int
 	// KeptMergeRows: a retired week's kept records are merged with the
 	// kept partition below them when that holds fewer rows than this, or
-	// no more than twice as many as the week keeps (migration 00027): kept
+	// no more than twice as many as the week keeps: kept
 	// partitions grow geometrically, stay few, and a kept row is copied a
 	// few times at most. Defaults to DefaultKeptMergeRows.
 	KeptMergeRows int64

@@ -31,7 +31,7 @@ var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // idPrefix is how the id of every notification accepted at t0 begins: a
 // notification id is a UUIDv7, whose first 48 bits are the milliseconds it
 // was made at, and retention walks records in id order up to the ids of
-// its cut-off (migration 00024).
+// its cut-off.
 var idPrefix = idPrefixAt(t0)
 
 // idPrefixAt is how a UUIDv7 made at t begins.

@@ -25,7 +25,7 @@ const RecordRetireGap = 7 * 24 * time.Hour
 // RecordWeeks makes the record partitions of the weeks from now to
 // WeeksAhead that do not exist yet, then retires, one at a time, the
 // weeks that ended more than Config.FinishedRetention plus
-// RecordRetireGap ago (migration 00027): a week's records that must stay
+// RecordRetireGap ago: a week's records that must stay
 // are copied into a kept partition (staged), which takes the week's place
 // (swapped), and the week's table is dropped whole.
 // It returns how many weeks it made, how many records the retired weeks

@@ -51,7 +51,7 @@ func (b *testBundle) finishRouteID(t *testing.T, id, routeID string, at time.Tim
 // idAt is a UUIDv7-shaped id made at t, ending in suffix (hex).
 func idAt(t time.Time, suffix string) string { return idPrefixAt(t) + "7000-8000-0000000000" + suffix }
 
-// Records go with the week they were accepted in (migration 00027): a week
+// Records go with the week they were accepted in: a week
 // that ended more than the retention and a week ago is retired whole,
 // keeping in a kept partition the records that must stay (a route left
 // anywhere: dead-lettered, in flight, or finished in a week not dropped

@@ -11,7 +11,7 @@ import (
 )
 
 // WeeksAhead is how far ahead of now the finished-route partitions are
-// made (migration 00025): a route that finishes in a week without one is
+// made: a route that finishes in a week without one is
 // refused, so maintenance may be down this long before completions fail.
 const WeeksAhead = 14 * 24 * time.Hour
 

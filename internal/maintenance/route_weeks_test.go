@@ -14,7 +14,7 @@ import (
 )
 
 // finishRoute makes a route of the notification seeded as name terminal
-// at `at`, as a completion does (migration 00025): finished_at set, which
+// at `at`, as a completion does: finished_at set, which
 // moves it to the partition of at's week.
 func (b *testBundle) finishRoute(t *testing.T, name, routeID, status string, at time.Time) error {
 	t.Helper()
@@ -39,7 +39,7 @@ func (b *testBundle) weeks(t *testing.T) []string {
 	return out
 }
 
-// Finished routes go with their week (migration 00025): maintenance makes
+// Finished routes go with their week: maintenance makes
 // the weeks two ahead, drops whole the weeks that ended more than the
 // retention ago, and then deletes the records left with no route; a
 // record with a route of a week not dropped yet, or a dead letter, stays.

@@ -27,7 +27,7 @@ const (
 )
 
 // NotifyTopic is the NOTIFY topic the inbox's insert trigger wakes the
-// matcher on (migration 00009).
+// matcher on.
 const NotifyTopic = "herald_receipts"
 
 // MatcherConfig configures a Matcher.

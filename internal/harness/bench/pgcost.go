@@ -159,9 +159,8 @@ func takeSnapshot(ctx context.Context, pool *pgxpool.Pool) (snapshot, error) {
 }
 
 // table returns name's counters and sizes; for routes and records, the
-// sum over their partitions (routes_live and the finished weeks',
-// migration 00025; the accepted weeks', the kept ones' and
-// records_default, migration 00027).
+// sum over their partitions (routes_live and the finished weeks'; the
+// accepted weeks', the kept ones' and records_default).
 func (s snapshot) table(name string) TableCost {
 	var part func(string) bool
 	switch name {

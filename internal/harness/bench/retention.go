@@ -34,9 +34,9 @@ const (
 // record in historyDeadEvery dead-lettered and kept, as dead letters are
 // until an operator acts. 22 days: past maintenance's default seven days
 // of finished retention, counted from the end of the week a route
-// finished in (routes go by that week, whole, migration 00025), and the
+// finished in (routes go by that week, whole), and the
 // seven more after which the records of the week they were accepted in
-// are retired (migration 00027), and the 48-hour idempotency window.
+// are retired, and the 48-hour idempotency window.
 const (
 	historyProducer  = "herald-bench-history"
 	historyAge       = 52 * 24 * time.Hour
@@ -77,7 +77,7 @@ type RetentionPhase struct {
 // HistoryCount is the history's rows at one moment, counted with SQL.
 type HistoryCount struct {
 	Records int64 `json:"records"`
-	// Keys are the history's idempotency keys (migration 00026).
+	// Keys are the history's idempotency keys.
 	Keys        int64 `json:"keys"`
 	Routes      int64 `json:"routes"`
 	Published   int64 `json:"published"`
@@ -394,9 +394,8 @@ func fillHistory(ctx context.Context, db *Database, c *Config, n int64, oldest t
 		arg.RouteIds = append(arg.RouteIds, r.RouteID)
 		arg.RecipientRefs = append(arg.RecipientRefs, r.RecipientRef)
 	}
-	// The finished weeks' partitions the history's published routes go to
-	// (migration 00025), and the accepted weeks' its records go to
-	// (migration 00027), as maintenance makes them ahead of time on a
+	// The finished weeks' partitions the history's published routes go to,
+	// and the accepted weeks' its records go to, as maintenance makes them ahead of time on a
 	// live system.
 	first := pgtype.Date{Time: oldest.UTC(), Valid: true}
 	last := pgtype.Date{Time: oldest.Add(historySpan + 24*time.Hour).UTC(), Valid: true}

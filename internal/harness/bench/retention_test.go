@@ -41,9 +41,8 @@ func TestRetention_ReportAgreesWithSQL(t *testing.T) {
 				WHERE NOT EXISTS (SELECT 1 FROM herald.records r WHERE r.notification_id = rt.notification_id))`,
 		historyProducer).Scan(&records, &keys, &routes, &published, &deadLetters, &stray))
 	require.Equal(t, HistoryCount{Records: records, Keys: keys, Routes: routes, Published: published, DeadLetters: deadLetters}, rep.After)
-	// The published history went with the weeks it finished in (migration
-	// 00025), and its records with the weeks they were accepted in
-	// (migration 00027), all past retention; the dead-lettered history
+	// The published history went with the weeks it finished in, and its
+	// records with the weeks they were accepted in, all past retention; the dead-lettered history
 	// stays, its records kept from their retired weeks. Every history
 	// key's window ended long ago: the sweep took them all. No route lost
 	// its record.

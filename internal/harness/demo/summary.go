@@ -73,13 +73,13 @@ type Summary struct {
 	MalformedByCode []Count  `json:"malformed_by_code"`
 	Commands        []string `json:"commands"`
 	// RouteStorage is where this run's routes are stored: per partition of
-	// routes (migration 00025).
+	// routes.
 	RouteStorage []RouteStorage `json:"route_storage"`
 	// Weeks are the finished routes' week partitions that exist, by their
 	// Monday (YYYYMMDD).
 	Weeks []string `json:"weeks"`
 	// RecordStorage is where this run's records are stored: per partition
-	// of records (migration 00027), with their idempotency keys (00026).
+	// of records, with their idempotency keys (00026).
 	RecordStorage []RecordStorage `json:"record_storage"`
 	// RecordWeeks are records' week partitions that exist, by their Monday
 	// (YYYYMMDD).
