@@ -692,6 +692,9 @@ func TestClient_SubmitManyForbidsOthersNames(t *testing.T) {
 	require.ErrorIs(t, res[1].Err, herald.ErrForbidden)
 	var fe *herald.ForbiddenError
 	require.ErrorAs(t, res[1].Err, &fe)
+	require.Equal(t, b.nameB, fe.Producer)
+	require.Contains(t, fe.Error(), "a producer login submits only as itself")
+	require.Contains(t, fe.Error(), "herald_relay")
 	require.Nil(t, res[1].Receipt)
 	require.NoError(t, res[2].Err)
 	var verr *herald.ValidationError
@@ -705,6 +708,7 @@ func TestClient_SubmitManyForbidsOthersNames(t *testing.T) {
 	// Submit alone, and SubmitTx (whose transaction can then only roll back).
 	_, err = c.Submit(ctx, emailIntent(b.nameB, "4"))
 	require.ErrorIs(t, err, herald.ErrForbidden)
+	require.ErrorContains(t, err, fmt.Sprintf("the intent names producer %q", b.nameB))
 	err = pgx.BeginFunc(ctx, b.asA, func(tx pgx.Tx) error {
 		_, err := c.SubmitTx(ctx, tx, emailIntent(b.nameB, "5"))
 		return err
