@@ -1,0 +1,151 @@
+package guide
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestTopics_EachHasAFileAndEachFileATopic(t *testing.T) {
+	t.Parallel()
+	entries, err := files.ReadDir(".")
+	require.NoError(t, err)
+	var embedded []string
+	for _, e := range entries {
+		embedded = append(embedded, strings.TrimSuffix(e.Name(), ".md"))
+	}
+	onDisk, err := filepath.Glob("*.md")
+	require.NoError(t, err)
+	for i, f := range onDisk {
+		onDisk[i] = strings.TrimSuffix(f, ".md")
+	}
+	names := Names()
+	slices.Sort(names)
+	require.Equal(t, names, embedded, "every topic has a file NAME.md, and every file is a topic")
+	require.Equal(t, names, onDisk)
+	for _, tp := range Topics() {
+		require.NotEmpty(t, tp.Summary, tp.Name)
+		require.NotContains(t, tp.Summary, "\n", tp.Name)
+		text, err := Text(tp.Name)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(text, "# "), "%s.md starts with its title", tp.Name)
+	}
+}
+
+func TestText_UnknownTopicNamesEveryTopic(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	err := Write(&b, "nosuchtopic")
+	require.ErrorIs(t, err, ErrUnknownTopic)
+	require.Empty(t, b.String())
+	require.NotContains(t, err.Error(), "\n")
+	require.Contains(t, err.Error(), `"nosuchtopic"`)
+	for _, n := range Names() {
+		require.Contains(t, err.Error(), n)
+	}
+	require.NoError(t, Write(&b, "producers"))
+	want, err := os.ReadFile("producers.md")
+	require.NoError(t, err)
+	require.Equal(t, string(want), b.String())
+}
+
+func TestWriteTopics_ListsEachTopicWithItsSummary(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	WriteTopics(&b)
+	for _, tp := range Topics() {
+		require.Regexp(t, `(?m)^  `+regexp.QuoteMeta(tp.Name)+` +`+regexp.QuoteMeta(tp.Summary)+`$`, b.String())
+	}
+}
+
+func TestREADME_LinksEveryGuide(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for _, n := range Names() {
+		require.Contains(t, string(readme), "](internal/guide/"+n+".md)", "README links to the %s guide", n)
+	}
+}
+
+// link is a Markdown link's target: [text](target).
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// heading is a Markdown heading line.
+var heading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+
+// anchors returns the anchors GitHub makes of md's headings: lower case,
+// punctuation but hyphens and underscores dropped, spaces made hyphens.
+func anchors(md string) map[string]bool {
+	md = fenced.ReplaceAllString(md, "")
+	out := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(md, -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(strings.TrimSpace(m[1])) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127:
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
+}
+
+// fenced matches a fenced code block.
+var fenced = regexp.MustCompile("(?ms)^```.*?^```")
+
+// TestLinks_EveryRelativeLinkResolves checks each link of the guides and
+// the README to a file of the repository, and to a heading when it names
+// one.
+func TestLinks_EveryRelativeLinkResolves(t *testing.T) {
+	t.Parallel()
+	docs := []string{"../../README.md"}
+	for _, n := range Names() {
+		docs = append(docs, n+".md")
+	}
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		text := fenced.ReplaceAllString(string(b), "")
+		for _, m := range link.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+			}
+			body, err := os.ReadFile(path)
+			require.NoError(t, err, "%s links to %s", doc, target)
+			if anchor != "" {
+				require.True(t, anchors(string(body))[anchor], "%s links to %s: %s has no heading #%s", doc, target, path, anchor)
+			}
+		}
+	}
+}
+
+// history are phrasings of a document that tells the story of its own
+// making instead of what is.
+var history = regexp.MustCompile(`(?i)\bissue \d|\bmigrations? 000\d\d|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|thirteenth|fourteenth|fifteenth|previous|earlier) (round|session)s?\b|\btried and not kept\b|\bthe build before\b|\bseed 00\d`)
+
+func TestGuides_SayWhatIsNotHowItCameToBe(t *testing.T) {
+	t.Parallel()
+	for _, doc := range append(Names(), "../../README") {
+		b, err := os.ReadFile(doc + ".md")
+		require.NoError(t, err)
+		require.Empty(t, history.FindAllString(string(b), -1), "%s.md tells its history: say what is", doc)
+	}
+	require.True(t, history.MatchString("as issue 14 found"), "the check catches what it is for")
+	require.True(t, history.MatchString("since the thirteenth round"))
+	require.False(t, history.MatchString("one round trip per claim, in this session's transaction"))
+}
