@@ -37,9 +37,21 @@ var topics = []Topic{
 	{"performance", "what herald delivers on a 2-core machine, and the commands that measure it"},
 }
 
-// ErrUnknownTopic is returned (wrapped, with the topic and the valid
-// ones) by Text and Write for a name that is no topic.
+// ErrUnknownTopic is matched (with errors.Is) by the *UnknownTopicError
+// that Text and Write return for a name that is no topic.
 var ErrUnknownTopic = errors.New("no such guide topic")
+
+// UnknownTopicError reports a name that is no topic; its message names
+// the topics. `herald help NAME` shows it when NAME is no command either,
+// so it says both.
+type UnknownTopicError struct{ Name string }
+
+func (e *UnknownTopicError) Error() string {
+	return fmt.Sprintf("unknown command %q, nor a guide topic: the topics are %s", e.Name, strings.Join(Names(), ", "))
+}
+
+// Is reports whether target is ErrUnknownTopic.
+func (e *UnknownTopicError) Is(target error) bool { return target == ErrUnknownTopic }
 
 // Topics returns the guides in reading order.
 func Topics() []Topic { return append([]Topic(nil), topics...) }
@@ -54,8 +66,7 @@ func Names() []string {
 }
 
 // Text returns the guide named name, as Markdown. For a name that is no
-// topic it returns an error wrapping ErrUnknownTopic that names the valid
-// topics; `herald help` shows it when name is no command either.
+// topic it returns an *UnknownTopicError.
 func Text(name string) (string, error) {
 	for _, t := range topics {
 		if t.Name == name {
@@ -66,8 +77,7 @@ func Text(name string) (string, error) {
 			return string(b), nil
 		}
 	}
-	return "", fmt.Errorf("unknown command %q, nor a guide topic (%w): the topics are %s",
-		name, ErrUnknownTopic, strings.Join(Names(), ", "))
+	return "", &UnknownTopicError{Name: name}
 }
 
 // Write writes the guide named name to w, as Markdown; for a name that is
