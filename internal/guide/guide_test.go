@@ -2,6 +2,8 @@ package guide
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 )
 
 func TestTopics_EachHasAFileAndEachFileATopic(t *testing.T) {
@@ -149,3 +155,80 @@ func TestGuides_SayWhatIsNotHowItCameToBe(t *testing.T) {
 	require.True(t, history.MatchString("since the thirteenth round"))
 	require.False(t, history.MatchString("one round trip per claim, in this session's transaction"))
 }
+
+// sqlBlock matches a fenced SQL block (indented in a list item or not).
+var sqlBlock = regexp.MustCompile("(?ms)^[ \t]*```sql\n(.*?)^[ \t]*```")
+
+// statements returns the statements of the README's and the guides' SQL
+// blocks that run as they are shown: SELECTs and INSERTs without a
+// placeholder ("...", "…"). The others need a login, a notification or a
+// connection outside a transaction that a test cannot guess.
+func statements(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, doc := range append(Names(), "../../README") {
+		b, err := os.ReadFile(doc + ".md")
+		require.NoError(t, err)
+		for _, m := range sqlBlock.FindAllStringSubmatch(string(b), -1) {
+			var lines []string
+			for _, l := range strings.Split(m[1], "\n") {
+				if c := strings.Index(l, "--"); c >= 0 && !strings.Contains(l[:c], "'") {
+					l = l[:c]
+				}
+				lines = append(lines, l)
+			}
+			for _, st := range strings.Split(strings.Join(lines, "\n"), ";") {
+				st = strings.TrimSpace(st)
+				upper := strings.ToUpper(st)
+				if !(strings.HasPrefix(upper, "SELECT") || strings.HasPrefix(upper, "INSERT")) ||
+					strings.Contains(st, "...") || strings.Contains(st, "…") {
+					continue
+				}
+				out[doc] = append(out[doc], st)
+			}
+		}
+	}
+	return out
+}
+
+// TestSQL_EveryRunnableStatementRuns runs the SQL the documents show on a
+// migrated database, as the engine's login, each statement in a
+// transaction rolled back: a view, column or function renamed fails here.
+func TestSQL_EveryRunnableStatementRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtemp.NewDatabase(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	n := 0
+	for doc, sts := range statements(t) {
+		for _, st := range sts {
+			n++
+			require.NoError(t, runRolledBack(ctx, pool, st), "%s.md: %s", doc, st)
+		}
+	}
+	require.Greater(t, n, 15, "the guides show SQL")
+	require.Error(t, runRolledBack(ctx, pool, "SELECT no_such_column FROM herald.dead_letter_view"), "the check fails for what a document could get wrong")
+}
+
+// runRolledBack runs st in a transaction it rolls back, reading every row.
+func runRolledBack(ctx context.Context, pool *pgxpool.Pool, st string) error {
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, st)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if errors.Is(err, errRollback) {
+		return nil
+	}
+	return err
+}
+
+// errRollback ends a transaction that must leave nothing behind.
+var errRollback = errors.New("rolled back")
