@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/harness/pgtemp"
+	"github.com/heraldhq/herald/internal/routing"
 )
 
 func TestTopics_EachHasAFileAndEachFileATopic(t *testing.T) {
@@ -232,3 +234,59 @@ func runRolledBack(ctx context.Context, pool *pgxpool.Pool, st string) error {
 
 // errRollback ends a transaction that must leave nothing behind.
 var errRollback = errors.New("rolled back")
+
+// yamlBlock matches a fenced YAML block, indented in a list item or not.
+var yamlBlock = regexp.MustCompile("(?ms)^([ \t]*)```yaml\n(.*?)^[ \t]*```")
+
+// yamlBlocks returns the YAML blocks of the guides that start with key,
+// unindented.
+func yamlBlocks(t *testing.T, key string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, n := range Names() {
+		text, err := Text(n)
+		require.NoError(t, err)
+		for _, m := range yamlBlock.FindAllStringSubmatch(text, -1) {
+			var lines []string
+			for _, l := range strings.Split(m[2], "\n") {
+				lines = append(lines, strings.TrimPrefix(l, m[1]))
+			}
+			block := strings.Join(lines, "\n")
+			if strings.HasPrefix(block, key) {
+				out[n] = append(out[n], block)
+			}
+		}
+	}
+	return out
+}
+
+// TestYAML_ProvidersFilesParse parses each providers file the guides show
+// as herald providers apply does.
+func TestYAML_ProvidersFilesParse(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for doc, blocks := range yamlBlocks(t, "providers:") {
+		for _, b := range blocks {
+			n++
+			_, err := routing.Parse([]byte(b))
+			require.NoError(t, err, "%s.md:\n%s", doc, b)
+		}
+	}
+	require.GreaterOrEqual(t, n, 3, "providers and rules, SMPP, receipts")
+}
+
+// TestYAML_AlertRulesCheck checks the production guide's alerting rules
+// with promtool, where it is installed.
+func TestYAML_AlertRulesCheck(t *testing.T) {
+	t.Parallel()
+	blocks := yamlBlocks(t, "# up")["production"]
+	require.Len(t, blocks, 1, "the production guide's alerting rules")
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed")
+	}
+	file := filepath.Join(t.TempDir(), "rules.yml")
+	require.NoError(t, os.WriteFile(file, []byte(blocks[0]), 0o600))
+	out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput()
+	require.NoError(t, err, string(out))
+}
