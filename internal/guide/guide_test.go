@@ -290,3 +290,28 @@ func TestYAML_AlertRulesCheck(t *testing.T) {
 	out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput()
 	require.NoError(t, err, string(out))
 }
+
+// TestREADME_TestCommandsAreCIs checks the README's commands for the tests
+// against their one definition: the command .ci/run executes, and the
+// Taskfile's test task.
+func TestREADME_TestCommandsAreCIs(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	flat := strings.Join(strings.Fields(string(readme)), " ")
+
+	ci, err := os.ReadFile("../../.ci/run")
+	require.NoError(t, err)
+	ciCmd := regexp.MustCompile(`(?m)^exec (.+)$`).FindStringSubmatch(string(ci))
+	require.NotNil(t, ciCmd, ".ci/run ends by exec-ing CI's command")
+	require.Contains(t, string(readme), "```sh\n"+ciCmd[1]+"\n```", "the README shows the command .ci/run runs")
+	require.Contains(t, flat, "go run ./cmd/herald demo")
+
+	taskfile, err := os.ReadFile("../../Taskfile.yml")
+	require.NoError(t, err)
+	withpg := regexp.MustCompile(`(?m)^  WITHPG: (.+)$`).FindStringSubmatch(string(taskfile))
+	require.NotNil(t, withpg)
+	test := regexp.MustCompile(`(?m)^  test:\n(?:    .*\n)*?      - "\{\{\.WITHPG\}\} (.+?) \{\{\.CLI_ARGS\}\}"`).FindStringSubmatch(string(taskfile))
+	require.NotNil(t, test, "the Taskfile's test task")
+	require.Contains(t, flat, withpg[1]+" "+test[1], "the README's tests alone are the test task's command")
+}
