@@ -317,6 +317,6 @@
 // intent in [Client.SubmitMany]. The roles herald_relay (SQL-door entries
 // in any producer's name), herald_directory (the shared directory),
 // herald_operator and herald_auditor complete the set. The policy, object
-// by object, is the table in README's Roles section, which the module's
-// tests check the database against.
+// by object, is the table in the operating guide's Roles section
+// (herald help operating), which the module's tests check the database against.
 package herald
