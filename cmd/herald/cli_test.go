@@ -66,9 +66,7 @@ func TestCLI_HelpPrintsUsageExitsZero(t *testing.T) {
 		for _, h := range []string{"-h", "--help", "-help"} {
 			lines = append(lines, append(append([]string{}, cl...), h))
 		}
-		if len(cl) > 1 || !isGuideTopic(cl[0]) { // "help providers" prints the providers guide
-			lines = append(lines, append([]string{"help"}, cl...))
-		}
+		lines = append(lines, append([]string{"help"}, cl...))
 	}
 	// Help wins wherever it stands, as in the flag package.
 	lines = append(lines,

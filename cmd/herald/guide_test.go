@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -15,9 +14,14 @@ import (
 	"github.com/heraldhq/herald/internal/guide"
 )
 
-// isGuideTopic reports whether name is a guide's topic, which "herald
-// help NAME" prints even when a command has the same name.
-func isGuideTopic(name string) bool { return slices.Contains(guide.Names(), name) }
+// TestHelp_TopicsAndCommandsHaveDistinctNames keeps "herald help NAME"
+// unambiguous: a guide named as a command would hide the command's usage.
+func TestHelp_TopicsAndCommandsHaveDistinctNames(t *testing.T) {
+	t.Parallel()
+	for _, cl := range commandLines() {
+		require.NotContains(t, guide.Names(), cl[0], "guide topic %q is also a command: name the guide after its job", cl[0])
+	}
+}
 
 // docs returns the README and every guide, by a name for messages.
 func docs(t *testing.T) map[string]string {

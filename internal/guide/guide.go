@@ -29,7 +29,7 @@ type Topic struct {
 // topics are the guides, in the order a newcomer reads them.
 var topics = []Topic{
 	{"producers", "submit notifications: the Go client, the SQL door and the HTTP API"},
-	{"providers", "providers and routing rules, SMPP, senders and flash SMS"},
+	{"channels", "providers and routing rules, SMPP, senders and flash SMS"},
 	{"receipts", "delivery receipts and status callbacks to producers"},
 	{"content", "templates, the content blocklist, and campaigns"},
 	{"operating", "the CLI, psql views, roles and the access policy, metrics and traces"},

@@ -171,7 +171,7 @@ func TestReadFile_NamesTheFile(t *testing.T) {
 
 func TestParse_GuideExampleIsValid(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../guide/providers.md")
+	readme, err := os.ReadFile("../guide/channels.md")
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(readme), "# Providers and routing\n")
 	require.True(t, ok, "the providers guide has no Providers and routing section")
