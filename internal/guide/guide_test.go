@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -273,22 +272,6 @@ func TestYAML_ProvidersFilesParse(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, n, 3, "providers and rules, SMPP, receipts")
-}
-
-// TestYAML_AlertRulesCheck checks the production guide's alerting rules
-// with promtool, where it is installed.
-func TestYAML_AlertRulesCheck(t *testing.T) {
-	t.Parallel()
-	blocks := yamlBlocks(t, "# up")["production"]
-	require.Len(t, blocks, 1, "the production guide's alerting rules")
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool is not installed")
-	}
-	file := filepath.Join(t.TempDir(), "rules.yml")
-	require.NoError(t, os.WriteFile(file, []byte(blocks[0]), 0o600))
-	out, err := exec.Command(promtool, "check", "rules", file).CombinedOutput()
-	require.NoError(t, err, string(out))
 }
 
 // TestREADME_TestCommandsAreCIs checks the README's commands for the tests
