@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"os/signal"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +20,21 @@ import (
 	"github.com/heraldhq/herald/internal/intake"
 )
 
-func TestMain(m *testing.M) { pgtemp.TestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(riverWorkerEnv) != "" {
+		// A River worker process a test's River phase started (this test
+		// binary stands in for herald's, whose bench command does this).
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		err := RunRiverWorker(ctx, os.Getenv, slog.Default())
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	pgtemp.TestMain(m)
+}
 
 type testBundle struct {
 	db  *Database

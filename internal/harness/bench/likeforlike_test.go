@@ -54,9 +54,10 @@ WHERE state = 'completed' AND attempt > 1`).Scan(&retried, &errs))
 }
 
 // TestRiverPhase_WebhookWorkerSignsAsHerald runs River alone in the
-// configuration of herald's two serve processes: two clients, each
-// POSTing every job through herald's webhook driver to the sink, which
-// checks each signature and body.
+// configuration of herald's two serve processes: two River worker
+// processes (this test binary, see TestMain), each POSTing every job
+// through herald's webhook driver to the sink, which checks each
+// signature and body.
 func TestRiverPhase_WebhookWorkerSignsAsHerald(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -74,7 +75,8 @@ func TestRiverPhase_WebhookWorkerSignsAsHerald(t *testing.T) {
 	require.Zero(t, *row.HTTPRejected)
 	require.Equal(t, row.Attempts, *row.HTTPRequests)
 	require.Greater(t, row.Attempts, row.Published)
-	require.Contains(t, row.Settings, "2 working clients")
+	require.Contains(t, row.Settings, "2 River worker processes")
+	require.Len(t, row.PeakRSS, 2)
 }
 
 // TestSink_RejectsWhatHeraldWouldNotSend delivers through herald's webhook

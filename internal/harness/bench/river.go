@@ -101,19 +101,22 @@ func (p heraldBackoff) NextRetry(job *rivertype.JobRow) time.Time {
 }
 
 // riverSubject drives River on the same database: an insert-only client on
-// the producers' pool, and working clients, one per herald process, each
-// on a pool of its own.
+// the producers' pool, and working clients, each on a pool of its own: one
+// in this process when herald's engine runs in this process, else one
+// River worker process (ModeRiverWorker) per herald serve process.
 type riverSubject struct {
-	cfg        *Config
-	db         *Database
-	sink       *sink
-	work       *workload
-	prodPool   *pgxpool.Pool
-	workPools  []*pgxpool.Pool
-	inserter   *river.Client[pgx.Tx]
-	clients    []*river.Client[pgx.Tx]
-	deliverers []channel.Deliverer
-	stopSink   func()
+	cfg      *Config
+	db       *Database
+	sink     *sink
+	work     *workload
+	prodPool *pgxpool.Pool
+	inserter *river.Client[pgx.Tx]
+	// local is the working client in this process, and deliverer its
+	// driver (nil: the no-op worker); procs the worker processes.
+	local     *riverWork
+	deliverer channel.Deliverer
+	procs     *serveProcesses
+	stopSink  func()
 }
 
 func newRiverSubject(cfg *Config, db *Database, sk *sink, w *workload) *riverSubject {
@@ -122,9 +125,15 @@ func newRiverSubject(cfg *Config, db *Database, sk *sink, w *workload) *riverSub
 
 func (r *riverSubject) name() string { return "river" }
 
+// inProcesses reports whether River works in worker processes, as herald
+// does in serve processes.
+func (r *riverSubject) inProcesses() bool { return r.cfg.Processes > 1 || r.cfg.Serve }
+
 func (r *riverSubject) settings() string {
 	worker := "worker noop: the bench channel in memory, as herald's in-process engine"
 	switch {
+	case r.cfg.ServeDiscard:
+		worker = "worker noop: it does nothing, as serve's discard driver"
 	case r.cfg.riverWorkerMode() == riverWorkerNoop:
 	case r.cfg.Provider:
 		worker = "worker http: each job sent through sms/bench's sms-http driver, built as herald's engine builds it, to the loopback sink"
@@ -135,18 +144,14 @@ func (r *riverSubject) settings() string {
 	if r.cfg.riverWorkerMode() == riverWorkerHTTP {
 		retry = "herald's default backoff as its retry policy (exponential from 1s, full jitter)"
 	}
-	clients := "one working client"
-	if n := r.clientCount(); n > 1 {
-		clients = fmt.Sprintf("%d working clients (one per herald process), each with its own pool and driver", n)
+	where := "one working client in this process"
+	if r.inProcesses() {
+		where = fmt.Sprintf("%d River worker processes (herald bench -mode %s), one per herald serve process, each one working client with its own pool and driver", r.cfg.Processes, ModeRiverWorker)
 	}
 	return fmt.Sprintf("River %s: %s; FetchCooldown %s and FetchPollInterval %s as in River's own riverbench, "+
-		"MaxWorkers %d per client (riverbench uses 2,000), %s, %s, InsertMany batches of %d from %d producers, in this process",
-		riverVersion(), worker, riverFetchCooldown, riverFetchPollInterval, r.cfg.Concurrency, clients, retry, r.cfg.Batch, r.cfg.Producers)
+		"MaxWorkers %d per client (riverbench uses 2,000), %s, %s, InsertMany batches of %d from %d producers in this process",
+		riverVersion(), worker, riverFetchCooldown, riverFetchPollInterval, r.cfg.Concurrency, where, retry, r.cfg.Batch, r.cfg.Producers)
 }
-
-// clientCount is the working clients River gets: as many as herald has
-// engine processes.
-func (r *riverSubject) clientCount() int { return max(r.cfg.Processes, 1) }
 
 // The statements below touch River's tables, which River's migrator
 // creates and sqlc does not know: the commented exception to "SQL lives in
@@ -176,20 +181,29 @@ func (r *riverSubject) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	quiet := slog.New(warnOnly{r.cfg.Logger.Handler()})
 	r.inserter, err = river.NewClient(riverpgxv5.New(r.prodPool), &river.Config{
 		Schema: schema.Name,
-		Logger: quiet,
+		Logger: slog.New(warnOnly{r.cfg.Logger.Handler()}),
 	})
 	if err != nil {
 		return fmt.Errorf("create river inserter: %w", err)
 	}
+	conns := engineConns(r.cfg.Concurrency)
 	// In herald's HTTP modes the worker delivers to the sink as herald
-	// does: the sink's server, and one driver per client, as each herald
+	// does: through the same driver, one per process, as each herald
 	// process has its own.
-	newDeliverer := func() (channel.Deliverer, error) { return nil, nil }
 	switch {
-	case r.cfg.riverWorkerMode() == riverWorkerNoop:
+	case r.inProcesses():
+		worker := "discard"
+		if !r.cfg.ServeDiscard {
+			worker = "webhook"
+			if r.work.dest, r.stopSink, err = r.sink.serveHTTP(); err != nil {
+				return fmt.Errorf("start webhook sink: %w", err)
+			}
+		}
+		r.procs, err = startRiverProcesses(r.cfg.Processes, r.cfg.ServeBinary, r.db.URL, worker,
+			r.cfg.Concurrency, conns, r.cfg.ServeOutput)
+		return err
 	case r.cfg.Provider:
 		r.work.sms = true
 		url, stop, err := r.sink.serveProvider(nil)
@@ -197,50 +211,12 @@ func (r *riverSubject) start(ctx context.Context) error {
 			return fmt.Errorf("start provider sink: %w", err)
 		}
 		r.stopSink = stop
-		newDeliverer = func() (channel.Deliverer, error) { return newProviderDeliverer(url) }
-	default:
-		r.work.dest, r.stopSink, err = r.sink.serveHTTP()
-		if err != nil {
-			return fmt.Errorf("start webhook sink: %w", err)
-		}
-		newDeliverer = newWebhookDeliverer
-	}
-	for range r.clientCount() {
-		d, err := newDeliverer()
-		if err != nil {
+		if r.deliverer, err = newProviderDeliverer(url); err != nil {
 			return fmt.Errorf("river worker's driver: %w", err)
 		}
-		if d != nil {
-			r.deliverers = append(r.deliverers, d)
-		}
-		pool, err := r.newPool(ctx, engineConns(r.cfg.Concurrency))
-		if err != nil {
-			return err
-		}
-		r.workPools = append(r.workPools, pool)
-		workers := river.NewWorkers()
-		river.AddWorker(workers, &riverWorker{sink: r.sink, deliver: d})
-		rc := &river.Config{
-			Schema:            schema.Name,
-			FetchCooldown:     riverFetchCooldown,
-			FetchPollInterval: riverFetchPollInterval,
-			Queues:            map[string]river.QueueConfig{riverQueue: {MaxWorkers: r.cfg.Concurrency}},
-			Workers:           workers,
-			Logger:            quiet,
-		}
-		if d != nil {
-			rc.RetryPolicy = newHeraldBackoff()
-		}
-		client, err := river.NewClient(riverpgxv5.New(pool), rc)
-		if err != nil {
-			return fmt.Errorf("create river client: %w", err)
-		}
-		if err := client.Start(ctx); err != nil {
-			return fmt.Errorf("start river client: %w", err)
-		}
-		r.clients = append(r.clients, client)
 	}
-	return nil
+	r.local, err = startRiverWorker(ctx, r.db.URL, r.cfg.Concurrency, conns, r.deliverer, r.sink, r.cfg.Logger)
+	return err
 }
 
 func (r *riverSubject) newPool(ctx context.Context, conns int32) (*pgxpool.Pool, error) {
@@ -299,26 +275,31 @@ func (r *riverSubject) summarize(ctx context.Context) (summary, error) {
 	return s, nil
 }
 
-func (r *riverSubject) peakRSS() []int64 { return []int64{PeakRSS(0)} }
+func (r *riverSubject) peakRSS() []int64 {
+	if r.procs != nil {
+		return r.procs.PeakRSS()
+	}
+	return []int64{PeakRSS(0)}
+}
 
 func (r *riverSubject) stop() error {
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, c := range r.clients {
-		errs = append(errs, c.Stop(ctx))
+	if r.local != nil {
+		errs = append(errs, r.local.stop())
+		r.local = nil
 	}
-	r.clients = nil
-	for _, d := range r.deliverers {
-		closeDeliverer(d)
+	if r.procs != nil {
+		errs = append(errs, r.procs.Stop())
+		r.procs = nil
 	}
-	r.deliverers = nil
-	for _, p := range append(r.workPools, r.prodPool) {
-		if p != nil {
-			p.Close()
-		}
+	if r.deliverer != nil {
+		closeDeliverer(r.deliverer)
+		r.deliverer = nil
 	}
-	r.prodPool, r.workPools = nil, nil
+	if r.prodPool != nil {
+		r.prodPool.Close()
+		r.prodPool = nil
+	}
 	if r.stopSink != nil {
 		r.stopSink()
 		r.stopSink = nil
