@@ -16,7 +16,7 @@ import (
 // The CLI tests (cli_test.go) learn these commands' subcommands here, so
 // that each gets its help and mistyped-flag checks.
 func init() {
-	subcommands["providers"] = []string{"apply", "list"}
+	subcommands["providers"] = []string{"apply", "list", "export", "health", "disable", "drain", "enable"}
 	subcommands["routing"] = []string{"list", "test"}
 }
 
