@@ -131,15 +131,17 @@ func TestOnCall_StagedOutageAnsweredOneCommandEach(t *testing.T) {
 	file := writeProviders(t, fmt.Sprintf(outageProviders, primary.URL+"/send", backup.URL+"/send"))
 	_, stderr, code := execute(t, b.env, "providers", "apply", "-f", file, "-reason", "setup")
 	require.Zero(t, code, stderr)
+	// Dead letters of earlier attempts at the primary (seeded before the
+	// engine runs, which would otherwise deliver the seed's routes).
+	deadLetters(t, b, 3, "billing", "sms/primary", "http_500")
+	deadLetters(t, b, 2, "billing", "sms/primary", "invalid_destination")
+	deadLetters(t, b, 1, "shop", "sms/primary", "timeout")
 	logs := startEngine(t, b, map[string]string{"PRIMARY_KEY": "k1", "BACKUP_KEY": "k2"})
 
 	keys := []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6"}
 	submitSMS(t, b, "shop", keys...)
 	_, err := benchstore.New().IntakeInsertReturning(context.Background(), b.pool, []string{`{"producer": "shop", "channels": "sms"`})
 	require.NoError(t, err)
-	deadLetters(t, b, 3, "billing", "sms/primary", "http_500")
-	deadLetters(t, b, 2, "billing", "sms/primary", "invalid_destination")
-	deadLetters(t, b, 1, "shop", "sms/primary", "timeout")
 
 	// Every intent is published by the backup, most (if not all) after
 	// the primary failed them.
