@@ -216,6 +216,10 @@ var ownFlags = map[string]string{
 	"templates show":        "json producer version",
 	"templates render":      "data json locale producer version",
 	"version":               "json",
+
+	// Commands that print a file and need no database.
+	"observability alerts":    "backlog dead-letters job lag malformed output unmatched-receipts",
+	"observability dashboard": "output",
 }
 
 func TestUsage_EachSubcommandListsOnlyItsFlags(t *testing.T) {

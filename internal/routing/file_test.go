@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 
-// exampleFile is a file using every feature: README's example.
+// exampleFile is a file using every feature: the providers guide's example.
 const exampleFile = `
 providers:
   - name: sms/acme
@@ -170,12 +170,12 @@ func TestReadFile_NamesTheFile(t *testing.T) {
 	require.False(t, strings.Contains(err.Error(), "\n"))
 }
 
-func TestParse_READMEExampleIsValid(t *testing.T) {
+func TestParse_GuideExampleIsValid(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../guide/channels.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "## Providers and routing")
-	require.True(t, ok, "README has no Providers and routing section")
+	_, section, ok := strings.Cut(string(readme), "# Providers and routing\n")
+	require.True(t, ok, "the providers guide has no Providers and routing section")
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	require.True(t, ok)
 	block, _, _ = strings.Cut(block, "```")
