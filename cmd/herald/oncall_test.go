@@ -137,6 +137,9 @@ func TestOnCall_StagedOutageAnsweredOneCommandEach(t *testing.T) {
 	deadLetters(t, b, 2, "billing", "sms/primary", "invalid_destination")
 	deadLetters(t, b, 1, "shop", "sms/primary", "timeout")
 	logs := startEngine(t, b, map[string]string{"PRIMARY_KEY": "k1", "BACKUP_KEY": "k2"})
+	// A circuit counts the attempts of the two-second health buckets after
+	// the one it was created in: fail the primary's in the next one.
+	time.Sleep(2100 * time.Millisecond)
 
 	keys := []string{"t-1", "t-2", "t-3", "t-4", "t-5", "t-6"}
 	submitSMS(t, b, "shop", keys...)
@@ -191,8 +194,11 @@ func TestOnCall_StagedOutageAnsweredOneCommandEach(t *testing.T) {
 	// 3 and 4. When the primary started failing, its circuit as it
 	// behaves, its outcomes over fifteen minutes.
 	var health []operator.ProviderHealth
-	runJSON(t, b.env, &health, "providers", "health", "-window", "15m")
-	require.Len(t, health, 2)
+	require.Eventually(t, func() bool {
+		o, _, err := run(t, b.env, "providers", "health", "-window", "15m", "--json")
+		health = nil
+		return err == nil && json.Unmarshal([]byte(o), &health) == nil && len(health) == 2 && health[1].Circuit != "closed"
+	}, 30*time.Second, 100*time.Millisecond, "the primary's circuit opens")
 	p := health[1]
 	require.Equal(t, "sms/primary", p.Provider)
 	require.NotNil(t, p.FailingSince, "the primary has failed since its first error")
