@@ -56,6 +56,10 @@ type Main struct {
 	// Nil: none.
 	Username func() string
 
+	// watched, when set, is called after each answer --watch prints: how
+	// tests stop a watch after the answers they want.
+	watched func()
+
 	closers []func()
 	// current is the command (or subcommand) running.
 	current *command

@@ -66,6 +66,7 @@ func TestParse_ReadsEveryField(t *testing.T) {
 		Timeout: 10 * time.Second,
 		Circuit: routing.Circuit{FailureRatio: 0.5, MinAttempts: 20, Cooldown: 30 * time.Second},
 		SMSHTTP: config.SMSHTTPDriver{URL: "https://api.acme.example/v1/sms", APIKey: config.Secret{Env: "ACME_KEY"}, From: "HERALD"},
+		State:   routing.StateEnabled,
 	}, acme)
 	require.Equal(t, routing.Circuit{FailureRatio: 0.5, MinAttempts: 20, Cooldown: time.Minute}, tab.Providers["sms/backup"].Circuit,
 		"a circuit field left out takes the default")
