@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -126,6 +127,7 @@ func ConnectRead(ctx context.Context, primary string, r Read, tune func(*pgxpool
 		return nil, nil, fmt.Errorf("read the primary's WAL position: %w", err)
 	}
 	fallback := func(lag *float64, why string) (*pgxpool.Pool, *ReadSource, error) {
+		why = strings.Join(strings.Fields(why), " ") // one line
 		return ppool, &ReadSource{From: FromPrimary, LagSeconds: lag, Why: why}, nil
 	}
 	rpool, err := Connect(ctx, r.URL, func(c *pgxpool.Config) {
