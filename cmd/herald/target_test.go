@@ -46,7 +46,15 @@ func TestReadDatabaseURL_ReadsGoToAFreshReplicaWritesToThePrimary(t *testing.T) 
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	operatortest.Seed(t, pool, operatortest.Spec{N: 2, Dead: true})
+	ops, _ := pgtemp.Login(t, pool, "ops", "herald_operator")
 	require.NoError(t, replica.WaitReplayed(ctx, primary))
+	// as returns u, a URL of the test's database, for login.
+	as := func(u, login string) string {
+		v, err := url.Parse(u)
+		require.NoError(t, err)
+		v.User = url.User(login)
+		return v.String()
+	}
 
 	env := map[string]string{"DATABASE_URL": dbURL, "HERALD_READ_DATABASE_URL": replicaURL, "USER": "tester"}
 	// answer runs a command with --json and returns its answer, where it
@@ -82,8 +90,23 @@ func TestReadDatabaseURL_ReadsGoToAFreshReplicaWritesToThePrimary(t *testing.T) 
 		require.Equal(t, "replica", rf.ReadFrom)
 		require.NotNil(t, list.Items)
 
+		// An operator's login reads on the replica as on the primary: the
+		// commands, and the views from psql.
+		stdout, stderr, code := execute(t, map[string]string{
+			"DATABASE_URL": as(dbURL, ops), "HERALD_READ_DATABASE_URL": as(replicaURL, ops),
+		}, "dead-letters", "list", "--json")
+		require.Equal(t, 0, code, stderr)
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rf))
+		require.Equal(t, "replica", rf.ReadFrom)
+		opsReplica, err := pgx.Connect(ctx, as(replicaURL, ops))
+		require.NoError(t, err)
+		defer opsReplica.Close(ctx)
+		var views int
+		require.NoError(t, opsReplica.QueryRow(ctx, "SELECT count(*) FROM herald.dead_letter_view").Scan(&views))
+		require.Equal(t, 2, views)
+
 		// Text answers are as ever.
-		stdout, stderr, code := execute(t, env, "stats")
+		stdout, stderr, code = execute(t, env, "stats")
 		require.Equal(t, 0, code, stderr)
 		require.Empty(t, stderr)
 		require.Contains(t, stdout, "permanent")
