@@ -106,9 +106,9 @@ type ReadSource struct {
 // everything the primary had committed by then (waiting up to r.CatchUp
 // for it, unless its replay is paused) is read from; one still behind is
 // read from when the last transaction it replayed was committed no more
-// than r.MaxLag ago, a bound on how stale it is. Otherwise, and when the replica does not
-// answer or is not a standby, the read goes to the primary, and the
-// ReadSource says why. Judging the replica against the primary's
+// than r.MaxLag ago, a bound on how stale it is. Otherwise, and when the
+// replica does not answer or is not a standby, the read goes to the
+// primary, and the ReadSource says why. Judging the replica against the primary's
 // position, not by the age of its last replayed commit alone, keeps an
 // idle primary from making a caught-up replica look stale.
 //
