@@ -14,9 +14,9 @@ func init() {
 		name:    "campaigns",
 		summary: "list, show or cancel campaigns: intents grouped under a producer's campaign id",
 		subs: []*command{
-			{name: "list", summary: "list the campaigns, newest first", run: campaignsList, readOnly: true,
+			{name: "list", summary: "list the campaigns, newest first", run: campaignsList, readOnly: true, replicaReads: true,
 				example: "herald campaigns list -producer shop"},
-			{name: "show", summary: "show one campaign's counts", run: campaignsShow, readOnly: true,
+			{name: "show", summary: "show one campaign's counts", run: campaignsShow, readOnly: true, replicaReads: true,
 				example: "herald campaigns show shop black-friday"},
 			{name: "cancel", summary: "cancel every route of a campaign not delivered yet (audited, resumable)", run: campaignsCancel,
 				example: "herald campaigns cancel -reason 'sale postponed' shop black-friday"},

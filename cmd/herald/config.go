@@ -25,6 +25,8 @@ type globalFlags struct {
 	LogFormat   string
 	LogLevel    string
 	JSON        bool
+	// Read is where a replicaReads command may read instead.
+	Read connstr.Read
 }
 
 // newFlagSet returns a FlagSet for a command with the global flags bound,
@@ -42,6 +44,9 @@ func (m *Main) newFlagSet(name string, g *globalFlags) *flag.FlagSet {
 		"log format: auto (colour on a terminal, JSON otherwise), text or json (env HERALD_LOG_FORMAT)")
 	fs.StringVar(&g.LogLevel, "log-level", cmp.Or(m.Getenv("HERALD_LOG_LEVEL"), "info"),
 		"log level: debug, info, warn or error (env HERALD_LOG_LEVEL)")
+	if m.current != nil && m.current.replicaReads {
+		g.Read.Bind(fs, m.Getenv)
+	}
 	return fs
 }
 
@@ -129,6 +134,9 @@ func (m *Main) parseWithArgs(fs *flag.FlagSet, g *globalFlags, args []string, ar
 			return usageError{fmt.Errorf("invalid -database-url: %s", connstr.RedactErr(err, g.DatabaseURL))}
 		}
 	}
+	if err := g.Read.Validate(); err != nil {
+		return usageError{err}
+	}
 	return nil
 }
 
@@ -193,7 +201,7 @@ func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.C
 	if !m.hasTarget(g) {
 		return nil, errNoTarget
 	}
-	pool, err := connstr.Connect(ctx, g.DatabaseURL, tune)
+	pool, err := m.connectFor(ctx, g, tune)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +213,7 @@ func (m *Main) connect(ctx context.Context, g *globalFlags, tune func(*pgxpool.C
 // writes it (one of package render's writers).
 func output[T any](m *Main, asJSON bool, v T, text func(io.Writer, T) error) error {
 	if asJSON {
-		return render.JSON(m.Stdout, v)
+		return render.JSON(m.Stdout, m.withReadSource(v))
 	}
 	return text(m.Stdout, v)
 }

@@ -19,9 +19,9 @@ func init() {
 		name:    "dead-letters",
 		summary: "list, show, replay dead letters, or follow a bulk replay's progress",
 		subs: []*command{
-			{name: "list", summary: "list dead letters, newest first, filtered", run: deadLettersList, readOnly: true,
+			{name: "list", summary: "list dead letters, newest first, filtered", run: deadLettersList, readOnly: true, replicaReads: true,
 				example: "herald dead-letters list -channel webhook -classification transient -since 24h"},
-			{name: "show", summary: "show one notification's dead letters, or one route's", run: deadLettersShow, readOnly: true,
+			{name: "show", summary: "show one notification's dead letters, or one route's", run: deadLettersShow, readOnly: true, replicaReads: true,
 				example: "herald dead-letters show 0192f1c2-3b4a-7d5e-8f60-123456789abc"},
 			{name: "replay", summary: "move dead letters back to be delivered again (audited)", run: deadLettersReplay,
 				example: "herald dead-letters replay -channel webhook -since 2h -reason 'endpoint fixed'"},

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heraldhq/herald/internal/connstr"
 	"github.com/heraldhq/herald/internal/guide"
 	"github.com/heraldhq/herald/internal/render"
 )
@@ -63,6 +64,8 @@ type Main struct {
 	closers []func()
 	// current is the command (or subcommand) running.
 	current *command
+	// read says where a replicaReads command read, once connected.
+	read *connstr.ReadSource
 }
 
 // NewMain returns a Main wired to the process's streams and environment.
@@ -91,6 +94,9 @@ type command struct {
 	// on a database whose schema is newer than the binary knows, where a
 	// command that writes refuses (see checkSchema).
 	readOnly bool
+	// replicaReads says a readOnly command's reads may go to a streaming
+	// replica (--read-database-url; see connectFor).
+	replicaReads bool
 	// run runs the command with the arguments after its name; nil for a
 	// command with subs, which runs the one named first.
 	run  func(ctx context.Context, m *Main, args []string) error

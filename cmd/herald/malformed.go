@@ -15,9 +15,9 @@ func init() {
 		name:    "malformed",
 		summary: "list or show the intake entries the validator refused",
 		subs: []*command{
-			{name: "list", summary: "list the refused entries, newest first", run: malformedList, readOnly: true,
+			{name: "list", summary: "list the refused entries, newest first", run: malformedList, readOnly: true, replicaReads: true,
 				example: "herald malformed list -code not_json -since 24h"},
-			{name: "show", summary: "show one refused entry and why it was refused", run: malformedShow, readOnly: true,
+			{name: "show", summary: "show one refused entry and why it was refused", run: malformedShow, readOnly: true, replicaReads: true,
 				example: "herald malformed show intake:42"},
 		},
 	})

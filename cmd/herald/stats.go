@@ -15,8 +15,8 @@ func init() {
 		name:     "stats",
 		summary:  "show backlog, lag, recent throughput and dead letters per channel, and provider health",
 		example:  "herald stats -window 15m --watch",
-		readOnly: true,
-		run:      runStats,
+		readOnly: true, replicaReads: true,
+		run: runStats,
 	})
 }
 

@@ -13,8 +13,8 @@ func init() {
 		name:     "status",
 		summary:  "show one notification: its record, routes and timeline",
 		example:  "herald status 0192f1c2-3b4a-7d5e-8f60-123456789abc",
-		readOnly: true,
-		run:      runStatus,
+		readOnly: true, replicaReads: true,
+		run: runStatus,
 	})
 }
 

@@ -37,3 +37,36 @@ func (m *Main) checkSchema(ctx context.Context, g *globalFlags, pool *pgxpool.Po
 	}
 	return err
 }
+
+// connectFor connects for the command running: a replicaReads command
+// given --read-database-url reads from that replica, or from the primary
+// when the replica lags past --read-max-lag or does not answer
+// (connstr.ConnectRead), which it says in one line on Stderr; every
+// other command, and every write, connects to the primary.
+func (m *Main) connectFor(ctx context.Context, g *globalFlags, tune func(*pgxpool.Config)) (*pgxpool.Pool, error) {
+	if m.current == nil || !m.current.replicaReads || g.Read.URL == "" {
+		return connstr.Connect(ctx, g.DatabaseURL, tune)
+	}
+	pool, src, err := connstr.ConnectRead(ctx, g.DatabaseURL, g.Read, tune)
+	if err != nil {
+		return nil, err
+	}
+	if src.Why != "" {
+		fmt.Fprintln(m.Stderr, "herald: read from the primary: "+src.Why)
+	}
+	m.read = src
+	return pool, nil
+}
+
+// withReadSource returns v as --json prints it: with where it was read
+// (connstr.ReadSource.Annotate) when the command could read from a
+// replica.
+func (m *Main) withReadSource(v any) any {
+	if m.read == nil {
+		return v
+	}
+	if raw, err := m.read.Annotate(v); err == nil {
+		return raw
+	}
+	return v // render.JSON reports what would not marshal
+}

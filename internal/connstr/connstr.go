@@ -1,7 +1,9 @@
 // Package connstr masks the passwords of PostgreSQL connection strings, URL
 // and keyword/value forms alike, wherever herald prints one: flag defaults,
 // summaries, error messages; and connects with one (Connect), its errors
-// masked alike.
+// masked alike, or, for a read that may be served by a streaming replica,
+// with the replica or the primary, whichever is fresh enough
+// (ConnectRead).
 package connstr
 
 import (
