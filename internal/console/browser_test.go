@@ -148,7 +148,9 @@ func (p *page) fetchStatus(path, form string) int {
 		jsString(form)+`}).then(r => r.status)`, chromedp.EvalAwaitPromise))
 }
 
-func jsString(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"` }
+func jsString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
 
 // TestConsole_InBrowser walks the console in headless Chromium through
 // an outage: a provider answering 500 dead-letters its routes; the

@@ -40,14 +40,16 @@ var pageNames = []string{"login", "message", "overview", "providers", "dead_lett
 	"notification", "held", "held_one", "campaigns", "malformed", "malformed_one", "audit"}
 
 var funcs = template.FuncMap{
-	"when":     when,
-	"ago":      ago,
-	"pct":      func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"secs":     func(f float64) string { return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String() },
-	"redact":   redactJSON,
-	"safeURL":  safeURL,
-	"spark":    spark,
-	"routeRef": func(nid, rid string) string { return nid + "/" + rid },
+	"when": when,
+	"ago":  ago,
+	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+	"secs": func(f float64) string {
+		return (time.Duration(f * float64(time.Second))).Round(time.Millisecond).String()
+	},
+	"redact":    redactJSON,
+	"safeURL":   safeURL,
+	"spark":     spark,
+	"routeRef":  func(nid, rid string) string { return nid + "/" + rid },
 	"highlight": highlight,
 }
 
