@@ -62,7 +62,7 @@ func browser(t *testing.T) context.Context {
 	// Start the browser on a context without a timeout (a timeout on the
 	// first call would stop the browser), then bound every later step.
 	require.NoError(t, chromedp.Do(ctx))
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -128,11 +128,13 @@ func (p *page) shot(name string) {
 	require.NoError(p.t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
-func (p *page) signIn(user, password string) {
+// signIn signs in and waits for then: "#who" once signed in, "#error"
+// for a refusal.
+func (p *page) signIn(user, password, then string) {
 	p.t.Helper()
 	p.open("/login", "#user")
 	p.run(chromedp.SetValue(chromedp.CSS("#user"), user), chromedp.SetValue(chromedp.CSS("#password"), password),
-		chromedp.Click(chromedp.CSS("#signin")), chromedp.WaitReady(chromedp.CSS("main")))
+		chromedp.Click(chromedp.CSS("#signin")), chromedp.WaitVisible(chromedp.CSS(then)))
 }
 
 func (p *page) signOut() {
@@ -168,15 +170,15 @@ func TestConsole_InBrowser(t *testing.T) {
 		secrets: []string{flakyKey, steadyKey, operatorPW, auditorPW, producerPW}}
 
 	t.Run("WrongPasswordRefused", func(t *testing.T) {
-		p.signIn(b.operator, "not-the-password")
+		p.signIn(b.operator, "not-the-password", "#error")
 		require.Contains(t, p.text("#error"), "Wrong login or password.")
 	})
 	t.Run("ProducerRefused", func(t *testing.T) {
-		p.signIn(b.producer, producerPW)
+		p.signIn(b.producer, producerPW, "#error")
 		require.Contains(t, p.text("#error"), "is neither an operator's (herald_operator) nor an auditor's")
 	})
 
-	p.signIn(b.operator, operatorPW)
+	p.signIn(b.operator, operatorPW, "#who")
 	t.Run("Overview", func(t *testing.T) {
 		p.open("/", "#dead")
 		require.Contains(t, p.text("#who"), "operator")
@@ -214,7 +216,7 @@ func TestConsole_InBrowser(t *testing.T) {
 	})
 	t.Run("AuditorRefusedReplay", func(t *testing.T) {
 		p.signOut()
-		p.signIn(b.auditor, auditorPW)
+		p.signIn(b.auditor, auditorPW, "#who")
 		require.Contains(t, p.text("#who"), "auditor")
 		p.open("/dead-letters?producer=shop", "#dry-run")
 		p.run(chromedp.Click(chromedp.CSS("#dry-run")), chromedp.WaitVisible(chromedp.CSS("#reason")),
@@ -224,7 +226,7 @@ func TestConsole_InBrowser(t *testing.T) {
 		require.Equal(t, 6, b.count(t, `SELECT count(*) FROM herald.dead_letters`))
 		p.shot("auditor-refused")
 		p.signOut()
-		p.signIn(b.operator, operatorPW)
+		p.signIn(b.operator, operatorPW, "#who")
 	})
 	t.Run("FormWithoutTokenRefused", func(t *testing.T) {
 		p.open("/", "#dead")

@@ -133,11 +133,16 @@ func redactJSON(s string) string {
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return s
 	}
-	b, err := json.MarshalIndent(mask(v), "", "  ")
-	if err != nil {
+	// The template escapes the text; JSON's own escaping of <, > and &
+	// would only hide what the entry held.
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(mask(v)); err != nil {
 		return s
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func mask(v any) any {
