@@ -76,8 +76,8 @@ type Config struct {
 	// Listen is the address to serve on, e.g. "127.0.0.1:8089". Required.
 	Listen string
 	// DatabaseURL says where sign-ins connect: host, port, database and
-	// TLS settings. Its user and password are ignored: each person
-	// connects as the login they sign in with. Required.
+	// TLS settings ("" for the libpq PG* variables). Its user and password
+	// are ignored: each person connects as the login they sign in with.
 	DatabaseURL string
 	// Server bounds the listener (timeouts, open connections), as for
 	// herald's other listeners.
@@ -108,8 +108,6 @@ func (c *Config) validate() error {
 	switch {
 	case c.Listen == "":
 		return errors.New("Listen must be set")
-	case c.DatabaseURL == "":
-		return errors.New("DatabaseURL must be set")
 	case c.SessionIdle < 0:
 		return errors.New("SessionIdle must not be negative")
 	case c.MaxSessions < 0:
