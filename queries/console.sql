@@ -45,28 +45,40 @@ LEFT JOIN herald.content_rules cr ON cr.id = h.rule_id
 WHERE h.id = @id::bigint;
 
 -- name: ConsoleDeadLetterGroups :many
--- Dead letters grouped by producer, channel, provider and classification,
--- largest group first, under the dead-letter filter (channel, producer,
--- classification, since, until). since and until bound the scan to a range
--- of dead_letters_listing_idx; without them every dead letter is counted
--- (a hundred thousand in tens of milliseconds), joined to its record for
--- the producer.
+-- The newest @scan dead letters matching the dead-letter filter (channel,
+-- producer, classification, since, until) grouped by producer, channel,
+-- provider and classification, largest group first. Bounded whatever the
+-- dead letters' number: a walk down dead_letters_listing_idx, each dead
+-- letter's producer read from its record by primary key (the LATERAL
+-- subquery with LIMIT keeps that a nested loop, never a scan of every
+-- record), stopping after @scan matches.
+WITH newest AS (
+    SELECT rec.producer, d.channel, d.provider, d.failure_classification, d.created_at
+    FROM herald.dead_letters d
+    JOIN LATERAL (
+        SELECT r.producer
+        FROM herald.records r
+        WHERE r.notification_id = d.notification_id
+        LIMIT 1
+    ) AS rec ON true
+    WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
+        AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
+        AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
+        AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
+        AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
+    ORDER BY d.created_at DESC, d.notification_id DESC, d.route_id DESC
+    LIMIT @scan::integer
+)
 SELECT
-    rec.producer,
-    d.channel,
-    d.provider,
-    d.failure_classification AS classification,
+    producer,
+    channel,
+    provider,
+    failure_classification AS classification,
     count(*)::bigint AS dead_letters,
-    max(d.created_at)::timestamptz AS newest_at
-FROM herald.dead_letters d
-JOIN herald.records rec ON rec.notification_id = d.notification_id
-WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
-    AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
-    AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
-    AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
-    AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
-GROUP BY rec.producer, d.channel, d.provider, d.failure_classification
-ORDER BY dead_letters DESC, rec.producer, d.channel, d.provider, d.failure_classification
+    max(created_at)::timestamptz AS newest_at
+FROM newest
+GROUP BY producer, channel, provider, failure_classification
+ORDER BY dead_letters DESC, producer, channel, provider, failure_classification
 LIMIT @max::integer;
 
 -- name: ConsoleMalformedCountByCode :many

@@ -71,7 +71,7 @@ type testBundle struct {
 	producer string
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t testing.TB) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	cluster.once.Do(func() {
@@ -112,7 +112,7 @@ func setup(t *testing.T) *testBundle {
 
 // login creates a LOGIN role with password, member of roles, dropped when
 // the test ends (logins are the cluster's, not the database's).
-func (b *testBundle) login(t *testing.T, prefix, password string, roles ...string) string {
+func (b *testBundle) login(t testing.TB, prefix, password string, roles ...string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1e9)
 	// DDL: the rare SQL that has no place in queries/.
@@ -212,7 +212,7 @@ func smsIntent(key, phone, text string, extra string) string {
 }
 
 // count runs a count query as the superuser.
-func (b *testBundle) count(t *testing.T, sql string, args ...any) int {
+func (b *testBundle) count(t testing.TB, sql string, args ...any) int {
 	t.Helper()
 	var n int
 	require.NoError(t, b.admin.QueryRow(context.Background(), sql, args...).Scan(&n))
@@ -258,12 +258,12 @@ func (b *testBundle) stageStory(t *testing.T) *outage {
 // client is a person's HTTP client of the console (no browser), with a
 // cookie jar.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	http *http.Client
 }
 
-func (b *testBundle) client(t *testing.T) *client {
+func (b *testBundle) client(t testing.TB) *client {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	return &client{t: t, base: b.console.URL(), http: &http.Client{Jar: jar, Timeout: 30 * time.Second,

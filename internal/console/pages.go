@@ -155,16 +155,17 @@ func (f filterForm) filter(now time.Time) (operator.Filter, error) {
 }
 
 type deadLettersView struct {
-	Form    filterForm
-	Groups  []operator.DeadLetterGroup
-	Page    *operator.DeadLetterPage
-	Classes string
+	Form      filterForm
+	GroupScan int
+	Groups    []operator.DeadLetterGroup
+	Page      *operator.DeadLetterPage
+	Classes   string
 }
 
 func (c *Console) deadLetters(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	form := readFilterForm(q.Get, nil)
-	v := &deadLettersView{Form: form, Classes: operator.ClassificationHelp()}
+	v := &deadLettersView{Form: form, GroupScan: operator.DeadLetterGroupScan, Classes: operator.ClassificationHelp()}
 	data := &pageData{Title: "Dead letters", Nav: "dead-letters", Page: v}
 	f, err := form.filter(time.Now())
 	if err == nil {

@@ -114,13 +114,20 @@ type DeadLetterGroup struct {
 	NewestAt       time.Time `json:"newest_at"`
 }
 
+// DeadLetterGroupScan is how many of the newest matching dead letters
+// DeadLetterGroups groups: enough to show what an outage is made of, few
+// enough that the page costs the same with a hundred thousand dead
+// letters as with a hundred. CountDeadLetters (a replay's dry run) counts
+// them all.
+const DeadLetterGroupScan = 2000
+
 // DeadLetterGroups returns at most limit (0: DefaultPageSize) groups of
-// the dead letters matching f (its IDs and NotificationType are not
-// used), largest first.
+// the newest DeadLetterGroupScan dead letters matching f (its IDs and
+// NotificationType are not used), largest first.
 func (o *Operator) DeadLetterGroups(ctx context.Context, f Filter, limit int) ([]DeadLetterGroup, error) {
 	rows, err := o.q.ConsoleDeadLetterGroups(ctx, o.pool, store.ConsoleDeadLetterGroupsParams{
 		Channel: optText(f.Channel), Producer: optText(f.Producer), Classification: optText(f.Classification),
-		Since: optTime(f.Since), Until: optTime(f.Until), Max: pageSize(limit),
+		Since: optTime(f.Since), Until: optTime(f.Until), Scan: DeadLetterGroupScan, Max: pageSize(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("group dead letters: %w", err)

@@ -80,32 +80,44 @@ func (q *Queries) ConsoleAuditList(ctx context.Context, db DBTX, arg ConsoleAudi
 }
 
 const consoleDeadLetterGroups = `-- name: ConsoleDeadLetterGroups :many
+WITH newest AS (
+    SELECT rec.producer, d.channel, d.provider, d.failure_classification, d.created_at
+    FROM herald.dead_letters d
+    JOIN LATERAL (
+        SELECT r.producer
+        FROM herald.records r
+        WHERE r.notification_id = d.notification_id
+        LIMIT 1
+    ) AS rec ON true
+    WHERE ($2::text IS NULL OR d.channel = $2::text)
+        AND ($3::text IS NULL OR rec.producer = $3::text)
+        AND ($4::text IS NULL OR d.failure_classification = ANY(string_to_array($4::text, ',')))
+        AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
+        AND ($6::timestamptz IS NULL OR d.created_at <= $6::timestamptz)
+    ORDER BY d.created_at DESC, d.notification_id DESC, d.route_id DESC
+    LIMIT $7::integer
+)
 SELECT
-    rec.producer,
-    d.channel,
-    d.provider,
-    d.failure_classification AS classification,
+    producer,
+    channel,
+    provider,
+    failure_classification AS classification,
     count(*)::bigint AS dead_letters,
-    max(d.created_at)::timestamptz AS newest_at
-FROM herald.dead_letters d
-JOIN herald.records rec ON rec.notification_id = d.notification_id
-WHERE ($1::text IS NULL OR d.channel = $1::text)
-    AND ($2::text IS NULL OR rec.producer = $2::text)
-    AND ($3::text IS NULL OR d.failure_classification = ANY(string_to_array($3::text, ',')))
-    AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
-    AND ($5::timestamptz IS NULL OR d.created_at <= $5::timestamptz)
-GROUP BY rec.producer, d.channel, d.provider, d.failure_classification
-ORDER BY dead_letters DESC, rec.producer, d.channel, d.provider, d.failure_classification
-LIMIT $6::integer
+    max(created_at)::timestamptz AS newest_at
+FROM newest
+GROUP BY producer, channel, provider, failure_classification
+ORDER BY dead_letters DESC, producer, channel, provider, failure_classification
+LIMIT $1::integer
 `
 
 type ConsoleDeadLetterGroupsParams struct {
+	Max            int32
 	Channel        *string
 	Producer       *string
 	Classification *string
 	Since          *time.Time
 	Until          *time.Time
-	Max            int32
+	Scan           int32
 }
 
 type ConsoleDeadLetterGroupsRow struct {
@@ -117,20 +129,22 @@ type ConsoleDeadLetterGroupsRow struct {
 	NewestAt       time.Time
 }
 
-// Dead letters grouped by producer, channel, provider and classification,
-// largest group first, under the dead-letter filter (channel, producer,
-// classification, since, until). since and until bound the scan to a range
-// of dead_letters_listing_idx; without them every dead letter is counted
-// (a hundred thousand in tens of milliseconds), joined to its record for
-// the producer.
+// The newest @scan dead letters matching the dead-letter filter (channel,
+// producer, classification, since, until) grouped by producer, channel,
+// provider and classification, largest group first. Bounded whatever the
+// dead letters' number: a walk down dead_letters_listing_idx, each dead
+// letter's producer read from its record by primary key (the LATERAL
+// subquery with LIMIT keeps that a nested loop, never a scan of every
+// record), stopping after @scan matches.
 func (q *Queries) ConsoleDeadLetterGroups(ctx context.Context, db DBTX, arg ConsoleDeadLetterGroupsParams) ([]ConsoleDeadLetterGroupsRow, error) {
 	rows, err := db.Query(ctx, consoleDeadLetterGroups,
+		arg.Max,
 		arg.Channel,
 		arg.Producer,
 		arg.Classification,
 		arg.Since,
 		arg.Until,
-		arg.Max,
+		arg.Scan,
 	)
 	if err != nil {
 		return nil, err
