@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/internal/console"
+	"github.com/heraldhq/herald/internal/harness/operatortest"
 )
 
 // TestConsole_AccessPolicy takes every action the console offers as an
@@ -133,4 +136,28 @@ func cloneWith(v url.Values, k, val string) url.Values {
 	}
 	out.Set(k, val)
 	return out
+}
+
+// TestConsole_BulkReplayQueuedAndFollowed proves a replay of more dead
+// letters than the console's threshold is handed to a River job and its
+// page follows it: queued until a serve's maintenance works it.
+func TestConsole_BulkReplayQueuedAndFollowed(t *testing.T) {
+	b := setup(t, func(c *console.Config) { c.AsyncThreshold = 1 })
+	operatortest.Seed(t, b.admin, operatortest.Spec{N: 3, Producer: "shop", Dead: true})
+	c := b.client(t)
+	require.Equal(t, http.StatusSeeOther, c.signIn(b.operator, operatorPW))
+	req, err := http.NewRequest(http.MethodPost, c.base+"/dead-letters/replay",
+		strings.NewReader(url.Values{"csrf": {c.token()}, "mode": {"run"}, "producer": {"shop"}, "reason": {"bulk"}}.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	res, err := c.http.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	where := res.Header.Get("Location")
+	require.True(t, strings.HasPrefix(where, "/replays/rpl_"), where)
+	status, body := c.get(where)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Contains(t, body, "queued, not started yet")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.audit_log WHERE action = 'dead_letter_replay_queued' AND login = $1`, b.operator))
 }

@@ -71,7 +71,7 @@ type testBundle struct {
 	producer string
 }
 
-func setup(t testing.TB) *testBundle {
+func setup(t testing.TB, tune ...func(*console.Config)) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	cluster.once.Do(func() {
@@ -98,8 +98,11 @@ func setup(t testing.TB) *testBundle {
 	require.NoError(t, err)
 	u.User = nil
 	cctx, cancel := context.WithCancel(ctx)
-	b.console, err = console.New(cctx, &console.Config{Listen: "127.0.0.1:0", DatabaseURL: u.String(),
-		Logger: slog.New(slog.DiscardHandler), LoginBurst: 50})
+	cfg := &console.Config{Listen: "127.0.0.1:0", DatabaseURL: u.String(), Logger: slog.New(slog.DiscardHandler), LoginBurst: 50}
+	for _, f := range tune {
+		f(cfg)
+	}
+	b.console, err = console.New(cctx, cfg)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- b.console.Run(cctx) }()
