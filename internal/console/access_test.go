@@ -18,6 +18,7 @@ import (
 // one (the page says so, nothing changes, no audit row is written) and
 // lets the operator do it (audited under the operator's login).
 func TestConsole_AccessPolicy(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	o := b.stageStory(t)
 	o.failing.Store(false) // replayed routes go out this time
@@ -81,6 +82,7 @@ func TestConsole_AccessPolicy(t *testing.T) {
 // form token, another site's Origin, a wrong password and a producer's
 // login are each refused, and sign-in attempts are limited.
 func TestConsole_RefusesForgedAndStrangers(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	c := b.client(t)
 
@@ -142,6 +144,7 @@ func cloneWith(v url.Values, k, val string) url.Values {
 // letters than the console's threshold is handed to a River job and its
 // page follows it: queued until a serve's maintenance works it.
 func TestConsole_BulkReplayQueuedAndFollowed(t *testing.T) {
+	t.Parallel()
 	b := setup(t, func(c *console.Config) { c.AsyncThreshold = 1 })
 	operatortest.Seed(t, b.admin, operatortest.Spec{N: 3, Producer: "shop", Dead: true})
 	c := b.client(t)

@@ -164,6 +164,7 @@ func jsString(s string) string {
 // a producer's login and a form without its token are refused; no page
 // holds a secret.
 func TestConsole_InBrowser(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	o := b.stageStory(t)
 	p := &page{t: t, ctx: browser(t), base: b.console.URL(),
