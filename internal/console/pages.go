@@ -157,7 +157,7 @@ func (f filterForm) filter(now time.Time) (operator.Filter, error) {
 type deadLettersView struct {
 	Form      filterForm
 	GroupScan int
-	Groups    []operator.DeadLetterGroup
+	Groups    []operator.RecentDeadLetterGroup
 	Page      *operator.DeadLetterPage
 	Classes   string
 }

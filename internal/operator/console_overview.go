@@ -125,9 +125,13 @@ func (o *Operator) Providers(ctx context.Context, window time.Duration) (*Provid
 	if err != nil {
 		return nil, fmt.Errorf("read database clock: %w", err)
 	}
-	var st Stats
-	if err := o.providerStats(ctx, &st); err != nil {
-		return nil, err
+	health, err := o.q.ProviderHealthViewList(ctx, o.pool)
+	if err != nil {
+		return nil, fmt.Errorf("read provider health: %w", err)
+	}
+	events, err := o.q.ProviderEventList(ctx, o.pool, store.ProviderEventListParams{Max: CircuitEventsShown})
+	if err != nil {
+		return nil, fmt.Errorf("read circuit events: %w", err)
 	}
 	rows, err := o.q.ConsoleProviderWindow(ctx, o.pool, now.Add(-window))
 	if err != nil {
@@ -137,9 +141,20 @@ func (o *Operator) Providers(ctx context.Context, window time.Duration) (*Provid
 	for _, r := range rows {
 		byName[r.Provider] = r
 	}
-	rep := &ProviderReport{At: now, CircuitEvents: st.CircuitEvents, Providers: make([]ProviderWindow, len(st.Providers))}
-	for i, p := range st.Providers {
-		w := ProviderWindow{ProviderHealth: p, WindowSeconds: window.Seconds()}
+	rep := &ProviderReport{At: now, CircuitEvents: make([]CircuitEvent, len(events)), Providers: make([]ProviderWindow, len(health))}
+	for i, e := range events {
+		rep.CircuitEvents[i] = CircuitEvent{At: e.At, Provider: e.Provider, Event: e.Event, Detail: e.Detail}
+	}
+	for i, p := range health {
+		w := ProviderWindow{WindowSeconds: window.Seconds(), ProviderHealth: ProviderHealth{
+			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
+			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
+			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
+			Unavailable: p.Unavailable5m, UnavailableReason: p.UnavailableReason,
+		}}
+		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
+			w.MeanLatencySeconds, w.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m
+		}
 		if r, ok := byName[p.Provider]; ok {
 			w.WDelivered, w.WTransient, w.WPermanent, w.WThrottled, w.WUnavailable = r.Delivered, r.Transient, r.Permanent, r.Throttled, r.Unavailable
 			if n := r.Delivered + r.Transient + r.Permanent; n > 0 {

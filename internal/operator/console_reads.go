@@ -103,9 +103,9 @@ func (o *Operator) HeldIntent(ctx context.Context, id int64) (*HeldDetail, error
 	}, nil
 }
 
-// DeadLetterGroup is how many dead letters one producer, channel, provider
-// and classification have.
-type DeadLetterGroup struct {
+// RecentDeadLetterGroup is how many of the newest dead letters one
+// producer, channel, provider and classification have.
+type RecentDeadLetterGroup struct {
 	Producer       string    `json:"producer"`
 	Channel        string    `json:"channel"`
 	Provider       string    `json:"provider"`
@@ -124,7 +124,7 @@ const DeadLetterGroupScan = 2000
 // DeadLetterGroups returns at most limit (0: DefaultPageSize) groups of
 // the newest DeadLetterGroupScan dead letters matching f (its IDs and
 // NotificationType are not used), largest first.
-func (o *Operator) DeadLetterGroups(ctx context.Context, f Filter, limit int) ([]DeadLetterGroup, error) {
+func (o *Operator) DeadLetterGroups(ctx context.Context, f Filter, limit int) ([]RecentDeadLetterGroup, error) {
 	rows, err := o.q.ConsoleDeadLetterGroups(ctx, o.pool, store.ConsoleDeadLetterGroupsParams{
 		Channel: optText(f.Channel), Producer: optText(f.Producer), Classification: optText(f.Classification),
 		Since: optTime(f.Since), Until: optTime(f.Until), Scan: DeadLetterGroupScan, Max: pageSize(limit),
@@ -132,9 +132,9 @@ func (o *Operator) DeadLetterGroups(ctx context.Context, f Filter, limit int) ([
 	if err != nil {
 		return nil, fmt.Errorf("group dead letters: %w", err)
 	}
-	out := make([]DeadLetterGroup, len(rows))
+	out := make([]RecentDeadLetterGroup, len(rows))
 	for i, r := range rows {
-		out[i] = DeadLetterGroup{r.Producer, r.Channel, r.Provider, r.Classification, r.DeadLetters, r.NewestAt}
+		out[i] = RecentDeadLetterGroup{r.Producer, r.Channel, r.Provider, r.Classification, r.DeadLetters, r.NewestAt}
 	}
 	return out, nil
 }
