@@ -1,6 +1,7 @@
 package herald_test
 
-// The access policy, checked. README's Roles section holds the policy table
+// The access policy, checked. The operating guide's Roles section
+// (internal/guide/operating.md) holds the policy table
 // (between the access-policy markers); the first test reads it and checks
 // every table, view, sequence and function of schema herald against it, as
 // each role, so an object added without a row fails here. The tests after
@@ -35,22 +36,22 @@ import (
 // policyRoles are the policy table's role columns, in order.
 var policyRoles = []string{"herald_producer", "herald_relay", "herald_directory", "herald_operator", "herald_auditor"}
 
-// policyRow is one row of README's policy table: an object name (maybe a
+// policyRow is one row of the guide's policy table: an object name (maybe a
 // glob), its kind, and per role the privileges, as written ("read own").
 type policyRow struct {
 	name, kind string
 	cells      map[string][]string
 }
 
-// readPolicy parses the policy table out of README.md.
+// readPolicy parses the policy table out of the operating guide.
 func readPolicy(t *testing.T) []policyRow {
 	t.Helper()
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("internal/guide/operating.md")
 	require.NoError(t, err)
 	_, rest, ok := strings.Cut(string(readme), "<!-- access-policy:begin -->")
-	require.True(t, ok, "README.md has no access-policy:begin marker")
+	require.True(t, ok, "the operating guide has no access-policy:begin marker")
 	table, _, ok := strings.Cut(rest, "<!-- access-policy:end -->")
-	require.True(t, ok, "README.md has no access-policy:end marker")
+	require.True(t, ok, "the operating guide has no access-policy:end marker")
 	var rows []policyRow
 	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
 		cols := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
@@ -175,7 +176,7 @@ func TestAccessPolicy_MatchesTheDatabase(t *testing.T) {
 			return err == nil && ok && r.kind == o.kind
 		})
 		if i < 0 {
-			t.Errorf("herald.%s (%s) has no row in README's access policy: add one, and the grants it says", o.name, o.kind)
+			t.Errorf("herald.%s (%s) has no row in the access policy (internal/guide/operating.md): add one, and the grants it says", o.name, o.kind)
 			continue
 		}
 		used[i] = true
@@ -207,7 +208,7 @@ func TestAccessPolicy_MatchesTheDatabase(t *testing.T) {
 		}
 	}
 	for i, r := range policy {
-		require.True(t, used[i], "README's access policy names %s (%s), which the database does not have", r.name, r.kind)
+		require.True(t, used[i], "the access policy (internal/guide/operating.md) names %s (%s), which the database does not have", r.name, r.kind)
 	}
 }
 
@@ -216,7 +217,7 @@ func TestAccessPolicy_NoProducerLockBlocksEngine(t *testing.T) {
 	pool := pgtemp.NewPool(t)
 	// Every lock mode above ROW EXCLUSIVE needs table-level UPDATE, DELETE
 	// or TRUNCATE; row locks need UPDATE of a column. Checked on the
-	// database itself, whatever README says.
+	// database itself, whatever the guide says.
 	for _, o := range schemaObjects(t, pool) {
 		if o.kind != "table" {
 			continue
@@ -692,6 +693,9 @@ func TestClient_SubmitManyForbidsOthersNames(t *testing.T) {
 	require.ErrorIs(t, res[1].Err, herald.ErrForbidden)
 	var fe *herald.ForbiddenError
 	require.ErrorAs(t, res[1].Err, &fe)
+	require.Equal(t, b.nameB, fe.Producer)
+	require.Contains(t, fe.Error(), "a producer login submits only as itself")
+	require.Contains(t, fe.Error(), "herald_relay")
 	require.Nil(t, res[1].Receipt)
 	require.NoError(t, res[2].Err)
 	var verr *herald.ValidationError
@@ -705,6 +709,7 @@ func TestClient_SubmitManyForbidsOthersNames(t *testing.T) {
 	// Submit alone, and SubmitTx (whose transaction can then only roll back).
 	_, err = c.Submit(ctx, emailIntent(b.nameB, "4"))
 	require.ErrorIs(t, err, herald.ErrForbidden)
+	require.ErrorContains(t, err, fmt.Sprintf("the intent names producer %q", b.nameB))
 	err = pgx.BeginFunc(ctx, b.asA, func(tx pgx.Tx) error {
 		_, err := c.SubmitTx(ctx, tx, emailIntent(b.nameB, "5"))
 		return err

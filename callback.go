@@ -34,8 +34,8 @@ const (
 // CallbackSubscription is a producer's subscription to the status
 // callbacks of its notifications' routes: herald POSTs one callback per
 // route and event to URL (or to an intent's CallbackURL), through its own
-// engine: durable, retried, dead-lettered and replayable. README's "Status
-// callbacks" section gives the payload.
+// engine: durable, retried, dead-lettered and replayable. The receipts
+// guide's "Status callbacks" section (herald help receipts) gives the payload.
 type CallbackSubscription struct {
 	// URL receives the callbacks: an absolute http or https URL without
 	// userinfo, at most 2048 bytes. Required.

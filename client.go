@@ -308,7 +308,12 @@ func (c *Client) submitResult(ctx context.Context, r accept.Result) SubmitResult
 		}
 		return SubmitResult{Err: r.Err}
 	case accept.KindForbidden:
-		return SubmitResult{Err: forbidden(r.Err)}
+		err := forbidden(r.Err)
+		var f *ForbiddenError
+		if errors.As(err, &f) && r.Validated != nil {
+			f.Producer = r.Validated.Intent.Producer
+		}
+		return SubmitResult{Err: err}
 	case accept.KindConflict:
 		c.logger.DebugContext(ctx, "intent refused: idempotency conflict", slog.String("notification_id", r.NotificationID))
 		return SubmitResult{Err: &ConflictError{

@@ -10,9 +10,14 @@
 // This package is the Go door in: [NewClient] on a pgx pool of a database
 // migrated with `herald migrate`, then [Client.Submit], [Client.SubmitTx]
 // (inside the caller's own transaction), [Client.SubmitMany], [Client.Get],
-// [Client.Cancel] and [Client.UpsertRecipient]. Importing it pulls in pgx
-// and libphonenumber, and nothing of the engine (no River, no channel
-// adapters, no Prometheus).
+// [Client.Cancel] and [Client.UpsertRecipient]. Importing it pulls in pgx,
+// libphonenumber (github.com/nyaruka/phonenumbers, with protobuf), the
+// OpenTelemetry API (go.opentelemetry.io/otel and its trace, metric and log
+// API modules: the client's spans join the caller's trace, and cost nothing
+// until the program installs an SDK), confusables (the content blocklist's
+// look-alike folding), uuid, and golang.org/x/text; nothing of the engine
+// (no River, no channel adapters, no Prometheus, no OpenTelemetry SDK or
+// exporter).
 //
 // # The intent
 //
@@ -312,6 +317,6 @@
 // intent in [Client.SubmitMany]. The roles herald_relay (SQL-door entries
 // in any producer's name), herald_directory (the shared directory),
 // herald_operator and herald_auditor complete the set. The policy, object
-// by object, is the table in README's Roles section, which the module's
-// tests check the database against.
+// by object, is the table in the operating guide's Roles section
+// (herald help operating), which the module's tests check the database against.
 package herald

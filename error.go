@@ -30,11 +30,20 @@ var (
 // policy). errors.Is(err, ErrForbidden) is true for it; Unwrap returns the
 // database's error.
 type ForbiddenError struct {
-	err error
+	// Producer is the producer the refused intent names; "" when the
+	// refusal is not of an intent (a directory entry, a hold).
+	Producer string
+	err      error
 }
 
-// Error says what the database refused.
+// Error says what the database refused and, for an intent, the rule it
+// broke: the row-level policy's own words name a table, not the rule.
 func (e *ForbiddenError) Error() string {
+	if e.Producer != "" {
+		return fmt.Sprintf("herald: forbidden for this database login: the intent names producer %q, and a producer login "+
+			"submits only as itself (a service submitting for several producers logs in with the herald_relay role): %v",
+			e.Producer, e.err)
+	}
 	return "herald: forbidden for this database login: " + e.err.Error()
 }
 

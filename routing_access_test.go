@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/routing"
@@ -68,4 +69,35 @@ func TestRoutingTables_OnlyOperatorsApply(t *testing.T) {
 	open, err := routing.OpenCircuits(ctx, b.asAud, time.Time{})
 	require.NoError(t, err)
 	require.Empty(t, open)
+}
+
+// A provider's state is set through herald.provider_state_set only:
+// operators may, audited in their login's name; auditors, producers, the
+// relay and the directory may not, nor write the column directly.
+func TestProviderStateSet_OnlyOperators(t *testing.T) {
+	t.Parallel()
+	b := accessSetup(t)
+	ctx := context.Background()
+	f, err := routing.Parse([]byte(accessProvidersFile))
+	require.NoError(t, err)
+	_, err = routing.Apply(ctx, b.asOp, f, "ann", nil)
+	require.NoError(t, err)
+
+	const set = `SELECT * FROM herald.provider_state_set('sms/acme', 'disabled', 'eve', 'outage')`
+	for _, db := range []interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}{b.asAud, b.asA, b.asRelay, b.asDir} {
+		_, err = db.Exec(ctx, set)
+		requireSQLState(t, err, insufficientPrivilege)
+	}
+	_, err = b.asOp.Exec(ctx, `UPDATE herald.providers SET state = 'disabled' WHERE name = 'sms/acme'`)
+	requireSQLState(t, err, insufficientPrivilege)
+
+	_, err = b.asOp.Exec(ctx, `SELECT * FROM herald.provider_state_set('sms/acme', 'disabled', 'ann', 'outage')`)
+	require.NoError(t, err)
+	require.Equal(t, 1, countAs(t, b.admin, `SELECT count(*) FROM herald.audit_log
+		WHERE action = 'provider_state' AND actor = 'ann' AND login = $1`, b.opName))
+	tab, err := routing.Load(ctx, b.asAud)
+	require.NoError(t, err)
+	require.Equal(t, routing.StateDisabled, tab.Providers["sms/acme"].State, "the auditor reads the state")
 }

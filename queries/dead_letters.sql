@@ -10,7 +10,7 @@
 -- a restart never picks up routes that died after its request;
 -- classification is one classification or several, comma-separated (a
 -- class of outcomes, as `herald dead-letters -classification transient`
--- gives it).
+-- gives it); provider is the provider of the route's last attempt.
 --
 -- The filter is written out in DeadLetterList, DeadLetterCount and
 -- DeadLetterReplay alike (sqlc has no macros); keep the three in step. It is
@@ -35,6 +35,7 @@ FROM herald.dead_letter_view v
 WHERE (sqlc.narg('channel')::text IS NULL OR v.channel = sqlc.narg('channel')::text)
     AND (sqlc.narg('producer')::text IS NULL OR v.producer = sqlc.narg('producer')::text)
     AND (sqlc.narg('notification_type')::text IS NULL OR v.notification_type = sqlc.narg('notification_type')::text)
+    AND (sqlc.narg('provider')::text IS NULL OR v.provider = sqlc.narg('provider')::text)
     AND (sqlc.narg('classification')::text IS NULL OR v.classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
     AND (sqlc.narg('since')::timestamptz IS NULL OR v.dead_lettered_at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR v.dead_lettered_at <= sqlc.narg('until')::timestamptz)
@@ -63,6 +64,7 @@ JOIN herald.records rec ON rec.notification_id = d.notification_id
 WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
     AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
     AND (sqlc.narg('notification_type')::text IS NULL OR rec.notification_type = sqlc.narg('notification_type')::text)
+    AND (sqlc.narg('provider')::text IS NULL OR d.provider = sqlc.narg('provider')::text)
     AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
     AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
@@ -109,6 +111,7 @@ WITH picked AS (
     WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
         AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
         AND (sqlc.narg('notification_type')::text IS NULL OR rec.notification_type = sqlc.narg('notification_type')::text)
+        AND (sqlc.narg('provider')::text IS NULL OR d.provider = sqlc.narg('provider')::text)
         AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
         AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
         AND (sqlc.narg('until')::timestamptz IS NULL OR d.created_at <= sqlc.narg('until')::timestamptz)
@@ -185,3 +188,28 @@ SELECT
 FROM herald.dead_letters
 GROUP BY channel, failure_classification
 ORDER BY channel, failure_classification;
+
+-- name: DeadLetterCountGrouped :many
+-- Dead letters matching the filter (as DeadLetterCount's, without ids),
+-- counted per producer, channel, provider and classification, with the
+-- newest of each: `herald dead-letters count` adds these up by what it is
+-- asked to group by, and `herald stats` by producer. One row per
+-- combination present, which stays small however many dead letters there
+-- are.
+SELECT
+    rec.producer,
+    d.channel,
+    d.provider,
+    d.failure_classification AS classification,
+    count(*)::bigint AS dead_letters,
+    max(d.created_at)::timestamptz AS newest_at
+FROM herald.dead_letters d
+JOIN herald.records rec ON rec.notification_id = d.notification_id
+WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::text)
+    AND (sqlc.narg('producer')::text IS NULL OR rec.producer = sqlc.narg('producer')::text)
+    AND (sqlc.narg('notification_type')::text IS NULL OR rec.notification_type = sqlc.narg('notification_type')::text)
+    AND (sqlc.narg('provider')::text IS NULL OR d.provider = sqlc.narg('provider')::text)
+    AND (sqlc.narg('classification')::text IS NULL OR d.failure_classification = ANY(string_to_array(sqlc.narg('classification')::text, ',')))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
+GROUP BY rec.producer, d.channel, d.provider, d.failure_classification
+ORDER BY rec.producer, d.channel, d.provider, d.failure_classification;

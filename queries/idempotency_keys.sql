@@ -21,3 +21,12 @@ DELETE FROM herald.idempotency_keys k
 WHERE k.ctid >= format('(%s,0)', @from_block::bigint)::tid
     AND k.ctid < format('(%s,0)', @to_block::bigint)::tid
     AND k.expires_at <= @now::timestamptz;
+
+-- name: IdempotencyKeyFind :one
+-- The notification that holds a producer's idempotency key, along the
+-- table's primary key, for `herald find`: keys are held for their whole
+-- window, so a support ticket's key finds its notification as long as the
+-- producer could not reuse it.
+SELECT k.notification_id, k.expires_at
+FROM herald.idempotency_keys k
+WHERE k.producer = @producer AND k.idempotency_key = @idempotency_key;

@@ -19,3 +19,10 @@ FROM herald.provider_circuits c
 WHERE c.state = 'open'
     AND c.open_until > coalesce(sqlc.narg('now')::timestamptz, now())
 ORDER BY c.provider;
+
+-- name: ProviderStateSet :one
+-- Sets a provider's state (herald.provider_state_set: audited, the
+-- routing version bumped, serve processes told).
+SELECT s.name::text AS name, s.new_state::text AS state, s.previous_state::text AS previous_state,
+    s.changed::boolean AS changed, s.changed_at::timestamptz AS changed_at
+FROM herald.provider_state_set(@provider::text, @state::text, @actor::text, @reason::text) AS s;

@@ -50,7 +50,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&cfg.IdleSamples, "idle-samples", bench.DefaultIdleSamples, "one-at-a-time pick-up probes on the idle engine (negative: none)")
 	vs := fs.String("vs", "", `compare with: "river"`)
 	durable := fs.Bool("durable", true, "throwaway cluster with fsync and synchronous_commit on (ignored with -database-url)")
-	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run), soak (memory over a long steady run) or retention (a finished history deleted while the engine delivers)")
+	mode := fs.String("mode", "compare", "compare (the workload), scale (claim throughput at a 10k and a 1M backlog), xmin (an old snapshot held mid-run), soak (memory over a long steady run) or retention (a finished history deleted while the engine delivers); river-worker is a River worker process the bench starts itself beside herald serve processes")
 	var mp bench.ModeParams
 	fs.DurationVar(&mp.Duration, "duration", 10*time.Minute, "soak mode: how long to run")
 	fs.IntVar(&mp.Backlog, "backlog", 1_000_000, "scale mode: the large backlog of due routes")
@@ -63,6 +63,9 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write this process's CPU profile (engine in-process, producers, River) to this file")
 	if err := m.parse(fs, &g, args); err != nil {
 		return err
+	}
+	if *mode == bench.ModeRiverWorker {
+		return bench.RunRiverWorker(ctx, m.Getenv, m.logger(&g))
 	}
 	cfg.Vs = *vs
 	if err := bench.CheckCommandLine(&cfg, *mode, *traceSample, mp); err != nil {

@@ -80,3 +80,11 @@ func TestBenchCmd_RetentionDeletesHistory(t *testing.T) {
 	require.Equal(t, rep.After.Routes-30, rep.After.Published)
 	require.Equal(t, rep.After.Routes, rep.After.Records, "one route per record")
 }
+
+func TestBenchCmd_RiverWorkerNeedsItsEnvironment(t *testing.T) {
+	t.Parallel()
+	// The bench starts its River worker processes with their settings in
+	// the environment; without them the mode refuses to start.
+	_, _, err := run(t, nil, "bench", "-mode", "river-worker")
+	require.ErrorContains(t, err, "HERALD_BENCH_RIVER_CONCURRENCY")
+}

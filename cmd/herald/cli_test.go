@@ -26,7 +26,7 @@ func execute(t *testing.T, env map[string]string, args ...string) (stdout, stder
 var subcommands = map[string][]string{
 	"api-keys":     {"create", "list", "revoke"},
 	"campaigns":    {"list", "show", "cancel"},
-	"dead-letters": {"list", "show", "replay", "progress"},
+	"dead-letters": {"list", "show", "replay", "progress", "count"},
 	"malformed":    {"list", "show"},
 	"templates":    {"apply", "list", "show", "render"},
 	"held":         {"list", "release", "reject"},

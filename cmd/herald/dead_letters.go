@@ -26,7 +26,9 @@ func init() {
 			{name: "replay", summary: "move dead letters back to be delivered again (audited)", run: deadLettersReplay,
 				example: "herald dead-letters replay -channel webhook -since 2h -reason 'endpoint fixed'"},
 			{name: "progress", summary: "follow a bulk replay that runs as a River job", run: deadLettersProgress, readOnly: true,
-				example: "herald dead-letters progress rpl_0123456789abcdef"},
+				example: "herald dead-letters progress rpl_0123456789abcdef --watch"},
+			{name: "count", summary: "count dead letters by producer, channel, provider or classification", run: deadLettersCount, readOnly: true,
+				example: "herald dead-letters count -by producer,classification -since 1h --watch"},
 		},
 	})
 }
@@ -36,7 +38,11 @@ func bindFilter(fs *flag.FlagSet, a *operator.DeadLetterArgs) {
 	fs.StringVar(&a.Filter.Channel, "channel", "", "only this channel: "+strings.Join(intake.RouteChannels(), ", "))
 	fs.StringVar(&a.Filter.Producer, "producer", "", "only this producer")
 	fs.StringVar(&a.Filter.NotificationType, "type", "", "only this notification type")
-	fs.StringVar(&a.Filter.Classification, "classification", "", operator.ClassificationHelp())
+	fs.StringVar(&a.Filter.Provider, "provider", "", "only those whose last attempt was this provider's")
+	fs.Func("classification", operator.ClassificationHelp()+"; several comma-separated or repeated", func(v string) error {
+		a.Filter.Classification = strings.Trim(a.Filter.Classification+","+v, ",")
+		return nil
+	})
 	fs.StringVar(&a.Since, "since", "", "only dead letters from this long ago (30m, 24h) or since this time (RFC 3339)")
 }
 
@@ -166,7 +172,7 @@ func (m *Main) operatorFor(ctx context.Context, g *globalFlags, batchSize int) (
 // cliError turns the operator's sentinel errors into what a person reads:
 // a bad cursor is a usage error.
 func cliError(err error) error {
-	if errors.Is(err, operator.ErrBadCursor) || errors.Is(err, operator.ErrBadRouteRef) {
+	if errors.Is(err, operator.ErrBadCursor) || errors.Is(err, operator.ErrBadRouteRef) || errors.Is(err, operator.ErrBadProviderState) {
 		return usageError{err}
 	}
 	return err
@@ -208,6 +214,7 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 	async := fs.Bool("async", false, "queue a River job that replays in the background (herald serve works it)")
 	fs.Int64Var(&d.AsyncThreshold, "async-threshold", operator.DefaultAsyncThreshold, "queue a River job when more dead letters than this match (0 or more)")
 	fs.IntVar(&d.BatchSize, "batch-size", operator.DefaultBatchSize, fmt.Sprintf("dead letters moved per statement, 1 to %d", operator.MaxBatchSize))
+	includePermanent := fs.Bool("include-permanent", false, "without -classification, replay the permanent failures too (left out by default: they would fail again)")
 	var err error
 	if d.IDs, err = m.parseArgs(fs, &g, args, "[NOTIFICATION_ID[/ROUTE_ID] ...]"); err != nil {
 		return err
@@ -224,11 +231,67 @@ func deadLettersReplay(ctx context.Context, m *Main, args []string) error {
 		if err := op.ExpandClassification(ctx, &f); err != nil {
 			return nil, err
 		}
-		return op.ReplayOrQueue(ctx, f, opts, *async, d.AsyncThreshold)
+		var left int64
+		if !*includePermanent && len(f.IDs) == 0 {
+			if left, err = op.LeavePermanentOut(ctx, &f); err != nil {
+				return nil, err
+			}
+		}
+		out, err := op.ReplayOrQueue(ctx, f, opts, *async, d.AsyncThreshold)
+		if out != nil {
+			out.LeftOutPermanent = left
+		}
+		return out, err
 	}, render.ReplayOutcome)
 }
 
 func deadLettersProgress(ctx context.Context, m *Main, args []string) error {
-	return runShow(ctx, m, "dead-letters progress", "REPLAY_ID", args, parseReplayID, (*operator.Operator).ReplayStatus,
-		func(w io.Writer, p *operator.ReplayProgress, _ string) error { return render.ReplayProgress(w, p) })
+	var g globalFlags
+	var w watchFlags
+	fs := m.newJSONFlagSet("dead-letters progress", &g)
+	w.bind(fs)
+	arg, err := m.parseOneArg(fs, &g, args, "progress", "REPLAY_ID")
+	if err != nil {
+		return err
+	}
+	id, err := parseReplayID(arg)
+	if err != nil {
+		return err
+	}
+	if err := w.check(); err != nil {
+		return err
+	}
+	return answerWatch(ctx, m, &g, w, func(op *operator.Operator) (*operator.ReplayProgress, error) { return op.ReplayStatus(ctx, id) },
+		render.ReplayProgress)
+}
+
+func deadLettersCount(ctx context.Context, m *Main, args []string) error {
+	var g globalFlags
+	var d operator.DeadLetterArgs
+	var w watchFlags
+	fs := m.newJSONFlagSet("dead-letters count", &g)
+	bindFilter(fs, &d)
+	byFlag := fs.String("by", operator.GroupProducer, "count per these, comma-separated: "+strings.Join(operator.Groups, ", "))
+	w.bind(fs)
+	if err := m.noArgs(fs, &g, args); err != nil {
+		return err
+	}
+	by, err := operator.ParseGroups(*byFlag)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := w.check(); err != nil {
+		return err
+	}
+	f, err := usage(d.ListFilter(time.Now()))
+	if err != nil {
+		return err
+	}
+	return answerWatch(ctx, m, &g, w, func(op *operator.Operator) (*render.DeadLetterCounts, error) {
+		if err := op.ExpandClassification(ctx, &f); err != nil {
+			return nil, err
+		}
+		groups, err := op.DeadLetterCounts(ctx, f, by)
+		return &render.DeadLetterCounts{By: by, Groups: groups}, err
+	}, render.DeadLetterGroups)
 }

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/heraldhq/herald/internal/guide"
 	"github.com/heraldhq/herald/internal/render"
 )
 
@@ -54,6 +55,10 @@ type Main struct {
 	// the command: the last default of -actor, after $USER and $LOGNAME.
 	// Nil: none.
 	Username func() string
+
+	// watched, when set, is called after each answer --watch prints: how
+	// tests stop a watch after the answers they want.
+	watched func()
 
 	closers []func()
 	// current is the command (or subcommand) running.
@@ -134,7 +139,7 @@ func (m *Main) Execute(ctx context.Context, args []string) int {
 
 // Run runs the command named by args[0] with the rest of args. A request
 // for help (-h, -help, --help or "help [COMMAND]") prints the usage on
-// Stdout and returns nil.
+// Stdout and returns nil; "help TOPIC" prints that guide (package guide).
 func (m *Main) Run(ctx context.Context, args []string) error {
 	err := m.run(ctx, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -149,6 +154,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	if isHelp(args[0]) || args[0] == "help" {
 		if args[0] == "help" && len(args) > 1 {
+			if _, isCmd := commands[args[1]]; len(args) == 2 && (!isCmd || slices.Contains(guide.Names(), args[1])) {
+				if err := guide.Write(m.Stdout, args[1]); err != nil { // "herald help producers": a guide
+					return usageError{err}
+				}
+				return nil
+			}
 			// "herald help dead-letters replay" is "herald dead-letters replay -h".
 			return m.run(ctx, append(slices.Clone(args[1:]), "-h"))
 		}
@@ -196,6 +207,7 @@ func (m *Main) usage(w io.Writer) {
 		summaries[n] = c.summary
 	}
 	render.Usage(w, summaries)
+	guide.WriteTopics(w)
 }
 
 // usageError marks a mistake in the command line: exit status 2.

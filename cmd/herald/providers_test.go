@@ -16,7 +16,7 @@ import (
 // The CLI tests (cli_test.go) learn these commands' subcommands here, so
 // that each gets its help and mistyped-flag checks.
 func init() {
-	subcommands["providers"] = []string{"apply", "list"}
+	subcommands["providers"] = []string{"apply", "list", "export", "health", "disable", "drain", "enable"}
 	subcommands["routing"] = []string{"list", "test"}
 }
 
@@ -172,4 +172,28 @@ providers:
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "smpp://smsc.example:2776")
 	require.Contains(t, out, "system_id herald, password env SMSC_PASSWORD")
+}
+
+func TestProvidersCmd_DisableDrainEnableRoutePast(t *testing.T) {
+	t.Parallel()
+	b := opSetup(t)
+	_, stderr, code := execute(t, b.env, "providers", "apply", "-f", writeProviders(t, providersFile), "-reason", "setup")
+	require.Zero(t, code, stderr)
+
+	_, stderr, code = execute(t, b.env, "providers", "disable", "sms/acme")
+	require.Equal(t, 2, code, "taking a provider out needs a reason")
+	require.Contains(t, stderr, "-reason")
+	out, stderr, code := execute(t, b.env, "providers", "drain", "sms/acme", "-reason", "maintenance")
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "sms/acme: enabled -> draining")
+	// herald routing test routes past it, as the dispatcher does.
+	out, stderr, code = execute(t, b.env, "routing", "test", "-producer", "shop", "+254712345678")
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "sms/backup")
+	_, stderr, code = execute(t, b.env, "providers", "disable", "sms/nope", "-reason", "x")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "unknown provider")
+	out, stderr, code = execute(t, b.env, "providers", "enable", "sms/acme")
+	require.Zero(t, code, stderr)
+	require.Contains(t, out, "draining -> enabled")
 }

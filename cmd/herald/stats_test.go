@@ -56,7 +56,7 @@ func TestStatsCmd_ShowsProviderHealth(t *testing.T) {
 		Providers: []string{"sms/acme"}, Now: &now,
 		Delivered: []int64{5}, Transient: []int64{25}, Permanent: []int64{1}, Throttled: []int64{7},
 		LatencySums: []float64{6.2}, LatencyMaxes: []float64{0.9},
-		Unavailable: []int64{0}, UnavailableReasons: []string{""},
+		Unavailable: []int64{0}, UnavailableReasons: []string{""}, Failovers: [][]byte{[]byte(`{"sms/backup": 4}`)},
 	}))
 	later := now.Add(time.Second)
 	require.NoError(t, q.ProviderCircuitEvaluate(ctx, b.pool, &later))
@@ -73,17 +73,25 @@ func TestStatsCmd_ShowsProviderHealth(t *testing.T) {
 	require.Equal(t, 200, acme.CapPerSecond)
 	require.Equal(t, []int64{5, 25, 1, 7}, []int64{acme.Delivered, acme.Transient, acme.Permanent, acme.Throttled})
 	require.InDelta(t, 0.2, *acme.MeanLatencySeconds, 1e-9)
-	require.Equal(t, operator.ProviderHealth{Provider: "sms/backup", Channel: "sms", Driver: "sms-http", Circuit: "closed"}, backup,
+	require.Nil(t, acme.FailingSince, "its one bucket had deliveries too: no failing streak after them")
+	require.Equal(t, operator.ProviderOutcomes{WindowSeconds: 300, Delivered: 5, Transient: 25, Permanent: 1, Throttled: 7,
+		MeanLatencySeconds: acme.MeanLatencySeconds, MaxLatencySeconds: acme.MaxLatencySeconds, FailedOverTo: 4}, acme.Window,
+		"the window's (five minutes by default) as the view's")
+	require.Equal(t, operator.ProviderHealth{Provider: "sms/backup", Channel: "sms", Driver: "sms-http", Circuit: "closed", State: "enabled",
+		Window: operator.ProviderOutcomes{WindowSeconds: 300, FailedOverFrom: 4}}, backup,
 		"closed, uncapped, no attempt: no latency")
+	require.Len(t, st.Failovers, 1)
+	require.Equal(t, operator.Failover{From: "sms/acme", To: "sms/backup", Failovers: 4, LastAt: st.Failovers[0].LastAt}, st.Failovers[0])
 	require.Len(t, st.CircuitEvents, 1)
 	require.Equal(t, "circuit_opened", st.CircuitEvents[0].Event)
 	require.Equal(t, "sms/acme", st.CircuitEvents[0].Provider)
 
 	out, _, err = run(t, b.env, "stats")
 	require.NoError(t, err)
-	require.Regexp(t, `PROVIDER\s+CIRCUIT\s+CAP/S\s+DELIVERED\s+TRANSIENT\s+PERMANENT\s+THROTTLED\s+MEAN LATENCY`, out)
-	require.Regexp(t, `sms/acme\s+open until \S+ \S+Z\s+200\s+5\s+25\s+1\s+7\s+200ms\n`, out)
-	require.Regexp(t, `sms/backup\s+closed\s+none\s+0\s+0\s+0\s+0\s+-\n`, out)
+	require.Regexp(t, `PROVIDER\s+STATE\s+CIRCUIT\s+FAILING SINCE\s+DELIVERED\s+TRANSIENT\s+PERMANENT\s+THROTTLED\s+FAILED OVER TO/FROM\s+MEAN LATENCY\s+CAP/S`, out)
+	require.Regexp(t, `sms/acme\s+enabled\s+open until \S+ \S+Z\s+-\s+5\s+25\s+1\s+7\s+4/0\s+200ms\s+200\n`, out)
+	require.Regexp(t, `sms/backup\s+enabled\s+closed\s+-\s+0\s+0\s+0\s+0\s+0/4\s+-\s+none\n`, out)
+	require.Regexp(t, `sms/acme\s+sms/backup\s+4\s+\S+ \S+Z\n`, out)
 	require.Regexp(t, `\S+Z\s+sms/acme\s+circuit_opened\s+25 of 31 attempts failed transiently`, out)
 }
 
@@ -101,6 +109,7 @@ func TestStatsCmd_SaysWhyProviderCannotSend(t *testing.T) {
 		LatencySums: []float64{0}, LatencyMaxes: []float64{0},
 		Unavailable:        []int64{3},
 		UnavailableReasons: []string{"the SMSC refuses herald's bind: ESME_RINVPASWD (0x0000000E)"},
+		Failovers:          [][]byte{[]byte(`{}`)},
 	}))
 	var st operator.Stats
 	runJSON(t, b.env, &st, "stats")

@@ -13,15 +13,18 @@ import (
 const unavailableWait = 5 * time.Second
 
 // untilFirstClose is how long until the first open circuit of the
-// channel's providers closes, or a provider that cannot send is tried
-// again: at least a second, at most a minute.
+// channel's providers closes, or a provider that cannot send (or that the
+// operator took out of routing) is looked at again: at least a second, at
+// most a minute.
 func (l *channelLoop) untilFirstClose(p *Plane) time.Duration {
 	wait := time.Minute
 	open := *l.d.plane.open.Load()
 	for _, name := range p.channelProviders(l.name) {
 		if until, ok := open[name]; ok {
 			wait = min(wait, time.Until(until))
-		} else if l.d.unready(name) != nil {
+		} else if l.d.unready(name) != nil || !p.Providers[name].takesNew() {
+			// A provider the operator took out may come back at any
+			// moment: look again as often as at one that cannot send.
 			wait = min(wait, unavailableWait)
 		}
 	}

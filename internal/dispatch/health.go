@@ -3,6 +3,7 @@ package dispatch
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -34,6 +35,9 @@ type providerCounts struct {
 	// send at all, and reason says why (the last one seen).
 	unavailable int64
 	reason      string
+	// failovers counts the routes that failed here and that routing sent
+	// on, by the provider it sent them to.
+	failovers map[string]int64
 }
 
 // healthCounts gathers outcomes until the next flush.
@@ -98,6 +102,18 @@ func (h *healthCounts) unavailable(provider, reason string) {
 	c.reason = reason
 }
 
+// failover counts one route sent on from provider from, where its last
+// attempt failed, to provider to.
+func (h *healthCounts) failover(from, to string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.get(from)
+	if c.failovers == nil {
+		c.failovers = map[string]int64{}
+	}
+	c.failovers[to]++
+}
+
 // take returns the counts gathered and starts afresh.
 func (h *healthCounts) take() map[string]*providerCounts {
 	h.mu.Lock()
@@ -121,6 +137,12 @@ func (h *healthCounts) putBack(m map[string]*providerCounts) {
 		o.latencyMax = max(o.latencyMax, c.latencyMax)
 		o.unavailable += c.unavailable
 		o.reason = cmp.Or(o.reason, c.reason)
+		for to, n := range c.failovers {
+			if o.failovers == nil {
+				o.failovers = map[string]int64{}
+			}
+			o.failovers[to] += n
+		}
 	}
 }
 
@@ -234,6 +256,11 @@ func (d *Dispatcher) flushHealth(ctx context.Context) error {
 		p.LatencyMaxes = append(p.LatencyMaxes, c.latencyMax)
 		p.Unavailable = append(p.Unavailable, c.unavailable)
 		p.UnavailableReasons = append(p.UnavailableReasons, c.reason)
+		fo := []byte("{}")
+		if len(c.failovers) > 0 {
+			fo, _ = json.Marshal(c.failovers) // a map of counts always marshals
+		}
+		p.Failovers = append(p.Failovers, fo)
 	}
 	if err := d.q.ProviderHealthAdd(ctx, d.pool, p); err != nil {
 		d.health.putBack(counts)

@@ -54,6 +54,12 @@ type Provider struct {
 	// circuit is open, and its routes wait (unavailableWait at a time)
 	// without spending attempts; its health records why.
 	ReadyFunc func() error
+	// State is the operator's (routing.StateEnabled, "" alike;
+	// routing.StateDraining: routing passes it over as over an open
+	// circuit, while the routes already in its lane finish there;
+	// routing.StateDisabled: it gets nothing at all, and its lane's routes
+	// go back to be routed afresh).
+	State string
 
 	// sem bounds deliveries in flight (uncapped providers; a capped one's
 	// lane loop has slots of its own). Made by SetPlane.
@@ -114,15 +120,29 @@ func (d *Dispatcher) planeChanged() <-chan struct{} {
 	return d.plane.changed
 }
 
-// isOpen reports whether provider's circuit is open now, or it cannot
-// send at all (its ReadyFunc says why): either way routing passes it over.
+// isOpen reports whether routing passes provider over: its circuit is
+// open now, it cannot send at all (its ReadyFunc says why), or the
+// operator took it out of routing (draining or disabled).
 func (d *Dispatcher) isOpen(provider string) bool {
+	if pr := d.plane.cur.Load().Providers[provider]; pr != nil && !pr.takesNew() {
+		return true
+	}
+	return d.cannotSend(provider)
+}
+
+// cannotSend reports whether provider's circuit is open now, or it cannot
+// send at all: what sends the routes waiting in its lane back to be
+// routed afresh, as does its being disabled.
+func (d *Dispatcher) cannotSend(provider string) bool {
 	until, ok := (*d.plane.open.Load())[provider]
 	if ok && time.Now().Before(until) {
 		return true
 	}
 	return d.unready(provider) != nil
 }
+
+// takesNew reports whether the operator lets routing send p new attempts.
+func (p *Provider) takesNew() bool { return p.State == "" || p.State == routing.StateEnabled }
 
 // unready returns why provider cannot send at all, or nil.
 func (d *Dispatcher) unready(provider string) error {

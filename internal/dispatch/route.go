@@ -51,11 +51,12 @@ func (l *channelLoop) route(jobs []job) {
 		}
 		if l.lane != "" {
 			// A lane's routes were routed when they entered it: its provider
-			// delivers them, unless its circuit opened meanwhile or it is
-			// gone, when they go back to the channel's queue to be routed
-			// afresh.
+			// delivers them (a draining one too: they are what it holds
+			// already), unless its circuit opened meanwhile, it was
+			// disabled or it is gone, when they go back to the channel's
+			// queue to be routed afresh.
 			pr := p.Providers[l.lane]
-			if pr == nil || l.d.isOpen(pr.Name) {
+			if pr == nil || pr.State == routing.StateDisabled || l.d.cannotSend(pr.Name) {
 				j.park = &parking{}
 				if pr != nil && l.d.unready(pr.Name) != nil {
 					j.park.delay = unavailableWait
@@ -79,11 +80,21 @@ func (l *channelLoop) route(jobs []job) {
 					fmt.Sprintf("routing chose %q, which is not a provider", res.provider),
 					"fix the rules with `herald providers apply`, then replay")
 			case pr.CapPerSecond > 0:
+				l.countFailover(j, pr.Name)
 				j.park = &parking{lane: pr.Name}
 			default:
+				l.countFailover(j, pr.Name)
 				j.provider = pr
 			}
 		}
+	}
+}
+
+// countFailover counts, for provider health, a route whose last attempt
+// was another provider's and whose next one routing gave to provider.
+func (l *channelLoop) countFailover(j *job, provider string) {
+	if n := len(j.row.Providers); n > 0 && j.row.Providers[n-1] != provider {
+		l.d.health.failover(j.row.Providers[n-1], provider)
 	}
 }
 

@@ -55,7 +55,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -473,21 +472,22 @@ func (e *Engine) addMaintenance(cfg maintenance.Config) error {
 
 // addMetricsEndpoint binds the metrics listener, which serves from now on:
 // a bad address stops New. The channels are reported in the backlog gauges
-// even when empty; /readyz fails while the dispatcher reports a stall.
+// even when empty; /readyz fails, and herald_ready is 0, while the
+// dispatcher reports a stall.
 func (e *Engine) addMetricsEndpoint(reg *prometheus.Registry, addr string, cfg httpserve.Config) error {
 	logger := e.component("metrics")
-	for _, c := range []prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewBacklogCollector(e.pool, &metrics.BacklogCollectorConfig{Channels: e.channels, Logger: logger}),
-	} {
+	hcfg := &metrics.HandlerConfig{Pool: e.pool, Gatherer: reg, Logger: logger, ProgressFunc: e.disp.CheckProgress}
+	cs, err := metrics.ServeCollectors(e.pool, &metrics.BacklogCollectorConfig{Channels: e.channels, Logger: logger}, hcfg)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
 		var are prometheus.AlreadyRegisteredError
 		if err := reg.Register(c); err != nil && !errors.As(err, &are) {
 			return fmt.Errorf("register collector: %w", err)
 		}
 	}
-	h, err := metrics.NewHandler(&metrics.HandlerConfig{Pool: e.pool, Gatherer: reg, Logger: logger,
-		ProgressFunc: e.disp.CheckProgress})
+	h, err := metrics.NewHandler(hcfg)
 	if err != nil {
 		return err
 	}

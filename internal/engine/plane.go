@@ -193,7 +193,7 @@ func (w *planeWatcher) reload(ctx context.Context) error {
 		built[name] = b
 		plane.Providers[name] = &dispatch.Provider{
 			Name: name, Channel: p.Channel, Deliverer: b.deliverer, ReadyFunc: b.deliverer.ready(),
-			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout,
+			Concurrency: p.Concurrency, CapPerSecond: p.CapPerSecond, Timeout: p.Timeout, State: p.State,
 			Receipts: p.Receipts != nil || (p.Driver == config.DriverSMPP && p.SMPP.Receipts != "none"),
 		}
 	}

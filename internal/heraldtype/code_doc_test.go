@@ -15,13 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCodes_SameInDocsAndREADME checks the
+// TestCodes_SameInDocsAndGuide checks the
 // failure codes' one source, Codes and the Code constants of this package,
 // against every place that repeats it: the table in their doc comment
 // (code.go), the herald package's constants (vocabulary.go, generated from
 // code.go, which spells each value so that go doc shows it), its package
-// documentation (doc.go) and README's table. A code added to one and not the others fails here.
-func TestCodes_SameInDocsAndREADME(t *testing.T) {
+// documentation (doc.go) and the producers guide's table. A code added to one and not the others fails here.
+func TestCodes_SameInDocsAndGuide(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
 
@@ -83,13 +83,13 @@ func TestCodes_SameInDocsAndREADME(t *testing.T) {
 	list, _, _ = strings.Cut(list, "\n//\n")
 	require.Equal(t, codes, firstGroups(`(?m)^//\t([a-z_]+) `, list), "doc.go's list of codes")
 
-	// README: the rows of the table headed "| failure code | meaning |".
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	// The producers guide: the rows of the table headed "| failure code | meaning |".
+	readme, err := os.ReadFile(filepath.Join(root, "internal", "guide", "producers.md"))
 	require.NoError(t, err)
 	_, table, ok := strings.Cut(string(readme), "| failure code | meaning |\n| --- | --- |\n")
-	require.True(t, ok, "README has the failure code table")
+	require.True(t, ok, "the producers guide has the failure code table")
 	table, _, _ = strings.Cut(table, "\n\n")
-	require.Equal(t, codes, firstGroups("(?m)^\\| `([a-z_]+)` \\|", table), "README's table of codes")
+	require.Equal(t, codes, firstGroups("(?m)^\\| `([a-z_]+)` \\|", table), "the producers guide's table of codes")
 }
 
 // parseDir parses the Go files of dir that are not tests, with comments.

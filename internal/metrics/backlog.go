@@ -57,13 +57,13 @@ func NewBacklogCollector(pool *pgxpool.Pool, cfg *BacklogCollectorConfig) *Backl
 		pool:   pool,
 		cfg:    c,
 		logger: cmp.Or(c.Logger, slog.New(slog.DiscardHandler)),
-		backlog: prometheus.NewDesc("herald_backlog_routes",
+		backlog: prometheus.NewDesc(NameBacklogRoutes,
 			"Routes not yet terminal (pending, claimed or failed), by channel.", []string{"channel"}, nil),
-		lag: prometheus.NewDesc("herald_lag_seconds",
+		lag: prometheus.NewDesc(NameLagSeconds,
 			"How late the most overdue route is, by channel (0 when nothing is overdue).", []string{"channel"}, nil),
-		up: prometheus.NewDesc("herald_backlog_up",
+		up: prometheus.NewDesc(NameBacklogUp,
 			"1 when the backlog query of this scrape succeeded, 0 when it failed or timed out.", nil, nil),
-		took: prometheus.NewDesc("herald_backlog_query_seconds",
+		took: prometheus.NewDesc(NameBacklogQuerySeconds,
 			"How long the backlog query of this scrape took.", nil, nil),
 	}
 }

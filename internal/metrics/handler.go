@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/heraldhq/herald/schema"
 )
 
 // DefaultCheckTimeout bounds one /healthz or /readyz check.
@@ -106,9 +103,6 @@ func NewHandler(cfg *HandlerConfig) (http.Handler, error) {
 	}
 	c := *cfg
 	c.CheckTimeout = cmp.Or(c.CheckTimeout, DefaultCheckTimeout)
-	if c.CurrentFunc == nil {
-		c.CurrentFunc = schema.NewMigrator(c.Pool, nil).Current
-	}
 	logger := cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 
 	mux := http.NewServeMux()
@@ -127,38 +121,9 @@ func NewHandler(cfg *HandlerConfig) (http.Handler, error) {
 		}
 		writeCheck(w, logger, "healthz", chk)
 	})
+	ready := newReadiness(&c)
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), c.CheckTimeout)
-		defer cancel()
-		var chk Check
-		// The dispatcher's progress is read from memory: reported even
-		// when the database does not answer.
-		var stalled error
-		if c.ProgressFunc != nil {
-			stalled = c.ProgressFunc()
-			dispatching := stalled == nil
-			chk.Dispatching = &dispatching
-		}
-		var errs []string
-		if err := c.Pool.Ping(ctx); err != nil {
-			errs = append(errs, "database: "+err.Error())
-		} else {
-			chk.Database = true
-			current, err := c.CurrentFunc(ctx)
-			chk.SchemaCurrent = &current
-			switch {
-			case err != nil:
-				errs = append(errs, "migrations: "+err.Error())
-			case !current:
-				errs = append(errs, "migrations pending: run herald migrate up")
-			}
-		}
-		if stalled != nil {
-			errs = append(errs, stalled.Error())
-		}
-		chk.OK = len(errs) == 0
-		chk.Error = strings.Join(errs, "; ")
-		writeCheck(w, logger, "readyz", chk)
+		writeCheck(w, logger, "readyz", ready.check(r.Context()))
 	})
 	return mux, nil
 }

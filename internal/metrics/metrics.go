@@ -74,78 +74,78 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	m := &Metrics{
 		IntentsAccepted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_intents_total",
+			Name: NameIntents,
 			Help: "Intents submitted, by producer and result (accepted, duplicate, conflict, invalid, forbidden, malformed).",
 		}, []string{"producer", "result"}),
 		RouteAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_route_attempts_total",
+			Name: NameRouteAttempts,
 			Help: "Delivery attempts, by channel and outcome (delivered, transient, permanent, skip, expired, stale).",
 		}, []string{"channel", "outcome"}),
 		DeliveryLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "herald_delivery_latency_seconds",
+			Name:    NameDeliveryLatency,
 			Help:    "Time from an intent's acceptance to its route's publication, by channel.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"channel"}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_dead_letters_total",
+			Name: NameDeadLetters,
 			Help: "Routes dead-lettered, by channel and failure classification.",
 		}, []string{"channel", "classification"}),
 		MaintenanceRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_maintenance_runs_total",
+			Name: NameMaintenanceRuns,
 			Help: "Maintenance job runs, by job and result (ok, error).",
 		}, []string{"job", "result"}),
 		MaintenanceRows: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_maintenance_rows_total",
+			Name: NameMaintenanceRows,
 			Help: "Rows deleted or indexes rebuilt by maintenance jobs, by job.",
 		}, []string{"job"}),
 		RoutesInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_routes_in_flight",
+			Name: NameRoutesInFlight,
 			Help: "Routes this process has claimed whose outcome is not written yet, by channel.",
 		}, []string{"channel"}),
 		DispatchDBTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_dispatch_db_timeouts_total",
+			Name: NameDispatchDBTimeouts,
 			Help: "Dispatcher statements canceled by the database's lock_timeout (timeout=lock) or statement_timeout (timeout=statement), by op (claim, resolve, complete, release, next_due) and channel.",
 		}, []string{"op", "channel", "timeout"}),
 		ProviderAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_provider_attempts_total",
+			Name: NameProviderAttempts,
 			Help: "Delivery attempts per provider, by outcome (delivered, transient, permanent, skip).",
 		}, []string{"provider", "outcome"}),
 		ProviderLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "herald_provider_latency_seconds",
+			Name:    NameProviderLatency,
 			Help:    "How long one delivery attempt took at a provider, by provider.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"provider"}),
 		ProviderCircuitOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_provider_circuit_open",
+			Name: NameProviderCircuitOpen,
 			Help: "1 while a provider's circuit is open (its rules fail over), else 0, as this process last read it.",
 		}, []string{"provider"}),
 		ProviderUnavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_provider_unavailable",
+			Name: NameProviderUnavailable,
 			Help: "1 while a provider cannot send at all (an SMPP provider with no bind up: refused or unreachable) and its routes wait without spending attempts, else 0, as this process sees it.",
 		}, []string{"provider"}),
 		ProviderThrottledWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_provider_throttled_waits_total",
+			Name: NameProviderThrottled,
 			Help: "Routes that waited for a provider's throughput cap (moved into its paced queue), by provider.",
 		}, []string{"provider"}),
 		ReceiptsReceived: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_receipts_received_total",
+			Name: NameReceiptsReceived,
 			Help: "Delivery receipts stored in the inbox, by provider and source (http, smpp).",
 		}, []string{"provider", "source"}),
 		ReceiptsMatched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_receipts_total",
+			Name: NameReceiptsDecided,
 			Help: "Delivery receipts the matcher decided on, by provider, delivery status and result (matched, duplicate, unmatched, malformed).",
 		}, []string{"provider", "status", "result"}),
 		ReceiptLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "herald_receipt_lag_seconds",
+			Name:    NameReceiptLag,
 			Help:    "Time from a route's acceptance to the receipt that set its delivery status, by provider.",
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
 		}, []string{"provider"}),
 		APIRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_api_requests_total",
+			Name: NameAPIRequests,
 			Help: "HTTP API requests, by endpoint (method and route pattern) and status code.",
 		}, []string{"endpoint", "status"}),
 		APIRequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "herald_api_request_duration_seconds",
+			Name:    NameAPIRequestDuration,
 			Help:    "How long HTTP API requests took, from the request read to the answer written, by endpoint.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"endpoint"}),

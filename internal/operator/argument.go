@@ -166,8 +166,8 @@ func (a *DeadLetterArgs) ReplayFilter(now time.Time) (Filter, error) {
 		f.IDs = append(f.IDs, ref)
 	}
 	g := a.Filter
-	if len(f.IDs) == 0 && g.Channel == "" && g.Producer == "" && g.NotificationType == "" && g.Classification == "" && a.Since == "" && !a.All {
-		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -classification, -since) or -all")
+	if len(f.IDs) == 0 && g.Channel == "" && g.Producer == "" && g.NotificationType == "" && g.Provider == "" && g.Classification == "" && a.Since == "" && !a.All {
+		return f, errors.New("replay needs ids, a filter (-channel, -producer, -type, -provider, -classification, -since) or -all")
 	}
 	return f, checkClassification(f.Classification)
 }

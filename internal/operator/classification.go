@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -116,31 +117,98 @@ func validClassifications() string {
 	return "transient, permanent, " + strings.Join(fixed, ", ") + ", http_NNN, smtp_NNN or smpp_0xXXXXXXXX"
 }
 
-// checkClassification refuses a classification no dead letter can have.
+// checkClassification refuses a classification no dead letter can have;
+// c may list several, comma-separated.
 func checkClassification(c string) error {
-	if _, group := classificationGroups[c]; c == "" || group || len(classesOf(c)) > 0 {
+	if c == "" {
 		return nil
 	}
-	return fmt.Errorf("invalid -classification %q: want %s", c, validClassifications())
+	for one := range strings.SplitSeq(c, ",") {
+		if _, group := classificationGroups[one]; group || len(classesOf(one)) > 0 {
+			continue
+		}
+		return fmt.Errorf("invalid -classification %q: want %s (several comma-separated)", one, validClassifications())
+	}
+	return nil
 }
 
-// ExpandClassification turns f's Classification, if a group (transient,
-// permanent), into the classifications of that class the database's dead
-// letters have (see expandClassification); any other it leaves as it is.
-func (o *Operator) ExpandClassification(ctx context.Context, f *Filter) error {
-	if _, group := classificationGroups[f.Classification]; !group {
-		return nil
-	}
+// presentClassifications returns the classifications the database's dead
+// letters have.
+func (o *Operator) presentClassifications(ctx context.Context) ([]string, error) {
 	rows, err := o.q.DeadLetterCountByClassification(ctx, o.pool)
 	if err != nil {
-		return fmt.Errorf("count dead letters by classification: %w", err)
+		return nil, fmt.Errorf("count dead letters by classification: %w", err)
 	}
 	present := make([]string, len(rows))
 	for i, r := range rows {
 		present[i] = r.Classification
 	}
-	f.Classification = expandClassification(f.Classification, present)
+	return present, nil
+}
+
+// ExpandClassification turns each group (transient, permanent) among f's
+// Classification (one, or several comma-separated) into the
+// classifications of that class the database's dead letters have (see
+// expandClassification); any other it leaves as it is.
+func (o *Operator) ExpandClassification(ctx context.Context, f *Filter) error {
+	if !slices.ContainsFunc(strings.Split(f.Classification, ","), func(c string) bool {
+		_, group := classificationGroups[c]
+		return group
+	}) {
+		return nil
+	}
+	present, err := o.presentClassifications(ctx)
+	if err != nil {
+		return err
+	}
+	var all []string
+	for one := range strings.SplitSeq(f.Classification, ",") {
+		for c := range strings.SplitSeq(expandClassification(one, present), ",") {
+			if !slices.Contains(all, c) {
+				all = append(all, c)
+			}
+		}
+	}
+	f.Classification = strings.Join(all, ",")
 	return nil
+}
+
+// LeavePermanentOut narrows f, when it names no classification, to the
+// dead letters that did not fail permanently (a classification whose only
+// outcome class is permanent: an invalid number, HTTP 400), which a replay
+// would only dead-letter again; a classification it does not know stays
+// in. It returns how many dead letters it left out of f. A filter that
+// names classifications is left as asked.
+func (o *Operator) LeavePermanentOut(ctx context.Context, f *Filter) (int64, error) {
+	if f.Classification != "" {
+		return 0, nil
+	}
+	present, err := o.presentClassifications(ctx)
+	if err != nil {
+		return 0, err
+	}
+	keep := slices.DeleteFunc(slices.Clone(present), permanentOnly)
+	if len(keep) == len(present) {
+		return 0, nil
+	}
+	all, err := o.CountDeadLetters(ctx, *f)
+	if err != nil {
+		return 0, err
+	}
+	// A group name no dead letter has matches nothing.
+	f.Classification = cmp.Or(strings.Join(keep, ","), channel.Transient.String())
+	kept, err := o.CountDeadLetters(ctx, *f)
+	if err != nil {
+		return 0, err
+	}
+	return all - kept, nil
+}
+
+// permanentOnly reports whether classification c comes with a permanent
+// outcome only.
+func permanentOnly(c string) bool {
+	cl := classesOf(c)
+	return len(cl) > 0 && !slices.Contains(cl, channel.Transient)
 }
 
 // expandClassification returns the filter value for classification c: c

@@ -127,7 +127,10 @@ type Filter struct {
 	Channel          string `json:"channel,omitempty"`
 	Producer         string `json:"producer,omitempty"`
 	NotificationType string `json:"type,omitempty"`
-	Classification   string `json:"classification,omitempty"`
+	// Provider keeps the dead letters whose last attempt was this
+	// provider's.
+	Provider       string `json:"provider,omitempty"`
+	Classification string `json:"classification,omitempty"`
 	// Since keeps the dead letters that died at or after it.
 	Since time.Time `json:"since,omitzero"`
 	// Until keeps the dead letters that died at or before it. A replay sets

@@ -111,6 +111,7 @@ func (o *Operator) Replay(ctx context.Context, f Filter, opts ReplayOpts) (*Repl
 		Channel:          optText(f.Channel),
 		Producer:         optText(f.Producer),
 		NotificationType: optText(f.NotificationType),
+		Provider:         optText(f.Provider),
 		Classification:   optText(f.Classification),
 		Since:            optTime(f.Since),
 		Until:            optTime(f.Until),
@@ -301,6 +302,9 @@ func (o *Operator) EnqueueReplay(ctx context.Context, f Filter, opts ReplayOpts)
 type ReplayOutcome struct {
 	*ReplayResult
 	Queued *Queued `json:"queued,omitempty"`
+	// LeftOutPermanent is how many dead letters of the filter asked for
+	// were left out for having failed permanently (LeavePermanentOut).
+	LeftOutPermanent int64 `json:"left_out_permanent,omitempty"`
 }
 
 // ReplayOrQueue replays the dead letters matching f at once (Replay), or

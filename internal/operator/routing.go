@@ -32,7 +32,9 @@ func (o *Operator) TestRouting(ctx context.Context, in routing.PickInput) (*Rout
 	if err != nil {
 		return nil, err
 	}
-	in.IsOpenFunc = func(p string) bool { _, ok := open[p]; return ok }
+	// Routing passes over a provider the operator took out (draining,
+	// disabled) as over an open circuit, as the dispatcher does.
+	in.IsOpenFunc = func(p string) bool { _, ok := open[p]; return ok || !t.Providers[p].TakesNew() }
 	d, err := t.Pick(in)
 	rt := &RoutingTest{Channel: in.Channel, Version: t.Version, Decision: d, Open: open}
 	if errors.As(err, &rt.NoRoute) {

@@ -38,16 +38,24 @@ type DeadLetterCount struct {
 	NewestAt       time.Time `json:"newest_at"`
 }
 
-// ProviderHealth is one provider's circuit, cap and last five minutes'
-// outcomes: a row of herald.provider_health_view.
+// ProviderHealth is one provider's state, circuit, cap, last five
+// minutes' outcomes (a row of herald.provider_health_view) and outcomes
+// over a window of the caller's (Window).
 type ProviderHealth struct {
 	Provider string `json:"provider"`
 	Channel  string `json:"channel"`
 	Driver   string `json:"driver"`
 	// CapPerSecond is its throughput cap across every serve; 0 for none.
 	CapPerSecond int `json:"cap_per_second"`
-	// Circuit is "closed" or "open"; an open one is open until OpenUntil,
-	// for CircuitReason.
+	// State is ProviderEnabled, ProviderDraining or ProviderDisabled;
+	// StateReason says why it was taken out, StateChangedAt when its state
+	// last changed (nil: never).
+	State          string     `json:"state"`
+	StateReason    string     `json:"state_reason,omitempty"`
+	StateChangedAt *time.Time `json:"state_changed_at,omitempty"`
+	// Circuit is "open" (until OpenUntil, for CircuitReason), "half-open"
+	// (the cool-down is over: routing tries the provider again, and it has
+	// not delivered since) or "closed".
 	Circuit       string     `json:"circuit"`
 	OpenUntil     *time.Time `json:"open_until,omitempty"`
 	CircuitReason string     `json:"circuit_reason,omitempty"`
@@ -69,6 +77,12 @@ type ProviderHealth struct {
 	// spending no attempts.
 	Unavailable       int64  `json:"unavailable_5m"`
 	UnavailableReason string `json:"unavailable_reason,omitempty"`
+	// FailingSince is the start of the provider's current failing streak:
+	// its first two-second bucket with a transient failure (or a round it
+	// could not send) after its last delivery; nil when it is not failing.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// Window is its outcomes and failovers over the window asked for.
+	Window ProviderOutcomes `json:"window"`
 }
 
 // CircuitEvent is a circuit opening or closing (herald.provider_events).
@@ -103,6 +117,11 @@ type Stats struct {
 	// Callbacks are the status callbacks created over the window, per
 	// producer, by outcome; empty when none was.
 	Callbacks []CallbackStats `json:"callbacks"`
+	// DeadLettersByProducer are the dead letters per producer, most first.
+	DeadLettersByProducer []DeadLetterGroup `json:"dead_letters_by_producer"`
+	// Failovers are the routes that failed at one provider and went on to
+	// another over the window, most first; empty when none did.
+	Failovers []Failover `json:"failovers"`
 }
 
 // CallbackStats is one producer's status callbacks created over the stats
@@ -139,9 +158,11 @@ type ReceiptStats struct {
 
 // Stats returns the backlog and lag per channel and status, what each
 // channel published over the last window (by the database's clock), the
-// dead letters per channel and classification, each provider's circuit, cap
-// and last five minutes (whatever the window), the newest circuit events,
-// and the window's delivery receipts and status callbacks.
+// dead letters per channel and classification and per producer, each
+// provider's state, circuit and cap with its outcomes over the last five
+// minutes and over the window (ProviderHealthOver), the window's
+// failovers, the newest circuit events, and the window's delivery receipts
+// and status callbacks.
 func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, error) {
 	if window <= 0 {
 		return nil, fmt.Errorf("stats: window must be positive, got %s", window)
@@ -178,9 +199,14 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	for i, d := range dl {
 		st.DeadLetters[i] = DeadLetterCount{Channel: d.Channel, Classification: d.Classification, DeadLetters: d.DeadLetters, NewestAt: d.NewestAt}
 	}
-	if err := o.providerStats(ctx, st); err != nil {
+	if err := o.providerStats(ctx, st, window); err != nil {
 		return nil, err
 	}
+	groups, err := o.DeadLetterCounts(ctx, Filter{}, []string{GroupProducer})
+	if err != nil {
+		return nil, err
+	}
+	st.DeadLettersByProducer = groups
 	rs, err := o.q.ReceiptStatsSince(ctx, o.pool, now.Add(-window))
 	if err != nil {
 		return nil, fmt.Errorf("read receipts: %w", err)
@@ -204,25 +230,12 @@ func (o *Operator) Stats(ctx context.Context, window time.Duration) (*Stats, err
 	return st, nil
 }
 
-// providerStats reads every provider's health and the newest circuit
-// events into st.
-func (o *Operator) providerStats(ctx context.Context, st *Stats) error {
-	ph, err := o.q.ProviderHealthViewList(ctx, o.pool)
-	if err != nil {
-		return fmt.Errorf("read provider health: %w", err)
-	}
-	st.Providers = make([]ProviderHealth, len(ph))
-	for i, p := range ph {
-		h := ProviderHealth{
-			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
-			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
-			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
-			Unavailable: p.Unavailable5m, UnavailableReason: p.UnavailableReason,
-		}
-		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
-			h.MeanLatencySeconds, h.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m
-		}
-		st.Providers[i] = h
+// providerStats reads every provider's health over window, the window's
+// failovers and the newest circuit events into st.
+func (o *Operator) providerStats(ctx context.Context, st *Stats, window time.Duration) error {
+	var err error
+	if st.Providers, st.Failovers, err = o.providerHealthAt(ctx, st.At, window); err != nil {
+		return err
 	}
 	ev, err := o.q.ProviderEventList(ctx, o.pool, store.ProviderEventListParams{Max: CircuitEventsShown})
 	if err != nil {

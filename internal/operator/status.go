@@ -65,7 +65,7 @@ type Event struct {
 }
 
 // Callback is one status callback herald created about a route of the
-// notification (README "Status callbacks"): a notification of its own, to
+// notification (the receipts guide, "Status callbacks"): a notification of its own, to
 // the producer, whose route's status says whether the producer was told.
 type Callback struct {
 	// RouteID and Channel are the route the callback is about.

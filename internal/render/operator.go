@@ -72,6 +72,9 @@ func ReplayResult(w io.Writer, res *operator.ReplayResult) error {
 // ReplayOutcome writes what `herald dead-letters replay` did: its
 // ReplayResult, or the River job it queued (Queued).
 func ReplayOutcome(w io.Writer, o *operator.ReplayOutcome) error {
+	if o.LeftOutPermanent > 0 {
+		fmt.Fprintf(w, "left out %d dead letters that failed permanently (they would fail again): -include-permanent replays them too.\n", o.LeftOutPermanent)
+	}
 	if o.Queued != nil {
 		return Queued(w, o.Queued)
 	}
@@ -245,7 +248,14 @@ func Stats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := providerStats(w, st); err != nil {
+	fmt.Fprintln(w, "\ndead letters by producer:")
+	err = table(w, "PRODUCER\tDEAD LETTERS\tNEWEST", st.DeadLettersByProducer, true, func(d operator.DeadLetterGroup) string {
+		return fmt.Sprintf("%s\t%d\t%s", d.Producer, d.DeadLetters, stamp(d.NewestAt))
+	})
+	if err != nil {
+		return err
+	}
+	if err := providerStats(w, st, window); err != nil {
 		return err
 	}
 	if err := receiptStats(w, st, window); err != nil {
@@ -281,33 +291,22 @@ func receiptStats(w io.Writer, st *operator.Stats, window time.Duration) error {
 }
 
 // providerStats writes the providers part of `herald stats`: each
-// provider's circuit, cap and last five minutes' attempts, then the newest
-// circuit events. Without providers it says none is configured.
-func providerStats(w io.Writer, st *operator.Stats) error {
+// provider's health over the window (ProviderHealth), the window's
+// failovers, then the newest circuit events. Without providers it says
+// none is configured.
+func providerStats(w io.Writer, st *operator.Stats, window time.Duration) error {
 	if len(st.Providers) == 0 {
 		fmt.Fprintln(w, "\nproviders: none (each channel delivers through serve's configured driver)")
 		return nil
 	}
-	fmt.Fprintln(w, "\nproviders (attempts in the last 5 minutes):")
-	err := table(w, "PROVIDER\tCIRCUIT\tCAP/S\tDELIVERED\tTRANSIENT\tPERMANENT\tTHROTTLED\tMEAN LATENCY", st.Providers, false,
-		func(p operator.ProviderHealth) string {
-			circuit, capacity, latency := p.Circuit, "none", "-"
-			if p.OpenUntil != nil {
-				circuit = "open until " + stamp(*p.OpenUntil)
-			}
-			if p.UnavailableReason != "" {
-				circuit += "; cannot send: " + clip(p.UnavailableReason, 120)
-			}
-			if p.CapPerSecond > 0 {
-				capacity = fmt.Sprint(p.CapPerSecond)
-			}
-			if p.MeanLatencySeconds != nil {
-				latency = seconds(*p.MeanLatencySeconds)
-			}
-			return fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s", p.Provider, circuit, capacity,
-				p.Delivered, p.Transient, p.Permanent, p.Throttled, latency)
-		})
-	if err != nil {
+	fmt.Fprintf(w, "\nproviders (attempts in the last %s):\n", window)
+	if err := ProviderHealth(w, st.Providers); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nfailovers (last %s):\n", window)
+	if err := table(w, "FROM\tTO\tROUTES\tLAST AT", st.Failovers, true, func(f operator.Failover) string {
+		return fmt.Sprintf("%s\t%s\t%d\t%s", f.From, f.To, f.Failovers, stamp(f.LastAt))
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\ncircuit events (newest %d):\n", operator.CircuitEventsShown)

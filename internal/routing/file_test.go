@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { pgtemp.TestMain(m) }
 
-// exampleFile is a file using every feature: README's example.
+// exampleFile is a file using every feature: the providers guide's example.
 const exampleFile = `
 providers:
   - name: sms/acme
@@ -66,6 +66,7 @@ func TestParse_ReadsEveryField(t *testing.T) {
 		Timeout: 10 * time.Second,
 		Circuit: routing.Circuit{FailureRatio: 0.5, MinAttempts: 20, Cooldown: 30 * time.Second},
 		SMSHTTP: config.SMSHTTPDriver{URL: "https://api.acme.example/v1/sms", APIKey: config.Secret{Env: "ACME_KEY"}, From: "HERALD"},
+		State:   routing.StateEnabled,
 	}, acme)
 	require.Equal(t, routing.Circuit{FailureRatio: 0.5, MinAttempts: 20, Cooldown: time.Minute}, tab.Providers["sms/backup"].Circuit,
 		"a circuit field left out takes the default")
@@ -169,12 +170,12 @@ func TestReadFile_NamesTheFile(t *testing.T) {
 	require.False(t, strings.Contains(err.Error(), "\n"))
 }
 
-func TestParse_READMEExampleIsValid(t *testing.T) {
+func TestParse_GuideExampleIsValid(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../guide/channels.md")
 	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "## Providers and routing")
-	require.True(t, ok, "README has no Providers and routing section")
+	_, section, ok := strings.Cut(string(readme), "# Providers and routing\n")
+	require.True(t, ok, "the providers guide has no Providers and routing section")
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	require.True(t, ok)
 	block, _, _ = strings.Cut(block, "```")

@@ -38,7 +38,30 @@ type Provider struct {
 	// Receipts is how the provider sends delivery receipts; nil when it
 	// sends none.
 	Receipts *Receipts
+
+	// State is herald.providers.state: StateEnabled ("" reads the same),
+	// StateDraining or StateDisabled. It is the operator's, not the
+	// file's (herald providers disable, drain, enable), and no part of
+	// the driver's configuration: a change keeps the provider's
+	// connections.
+	State string `json:"-"`
 }
+
+// Provider states (herald.providers.state).
+const (
+	// StateEnabled: routing sends the provider new attempts.
+	StateEnabled = "enabled"
+	// StateDraining: routing sends it no new attempt; what it holds
+	// already (in flight, or waiting in its lane for its cap) finishes
+	// there.
+	StateDraining = "draining"
+	// StateDisabled: it gets nothing at all.
+	StateDisabled = "disabled"
+)
+
+// TakesNew reports whether routing may send p new attempts: its state is
+// enabled.
+func (p Provider) TakesNew() bool { return p.State == "" || p.State == StateEnabled }
 
 // Circuit is when a provider's circuit opens: when at least MinAttempts
 // attempts since it last closed failed transiently at FailureRatio or
@@ -76,6 +99,8 @@ func (s *ProviderSpec) provider() Provider {
 		CapPerSecond: s.CapPerSecond,
 		Timeout:      s.Timeout,
 		Circuit:      DefaultCircuit,
+		// A provider added by a file starts enabled (routing_apply).
+		State: StateEnabled,
 	}
 	if s.Circuit.FailureRatio != nil {
 		p.Circuit.FailureRatio = *s.Circuit.FailureRatio
@@ -199,6 +224,7 @@ func providerFromRow(r store.HeraldProvider) (Provider, error) {
 		Driver:       r.Driver,
 		Concurrency:  int(r.Concurrency),
 		CapPerSecond: int(r.CapPerSecond),
+		State:        r.State,
 		Circuit: Circuit{
 			FailureRatio: float64(r.CircuitFailureRatio),
 			MinAttempts:  int(r.CircuitMinAttempts),

@@ -17,14 +17,15 @@ JOIN herald.records rec ON rec.notification_id = d.notification_id
 WHERE ($1::text IS NULL OR d.channel = $1::text)
     AND ($2::text IS NULL OR rec.producer = $2::text)
     AND ($3::text IS NULL OR rec.notification_type = $3::text)
-    AND ($4::text IS NULL OR d.failure_classification = ANY(string_to_array($4::text, ',')))
-    AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR d.created_at <= $6::timestamptz)
-    AND ($7::text[] IS NULL OR EXISTS (
+    AND ($4::text IS NULL OR d.provider = $4::text)
+    AND ($5::text IS NULL OR d.failure_classification = ANY(string_to_array($5::text, ',')))
+    AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR d.created_at <= $7::timestamptz)
+    AND ($8::text[] IS NULL OR EXISTS (
         SELECT 1
         FROM (
-            SELECT unnest($7::text[]) AS nid,
-                unnest($8::text[]) AS rid
+            SELECT unnest($8::text[]) AS nid,
+                unnest($9::text[]) AS rid
         ) AS k
         WHERE k.nid = d.notification_id AND (k.rid = '' OR k.rid = d.route_id)
     ))
@@ -34,6 +35,7 @@ type DeadLetterCountParams struct {
 	Channel          *string
 	Producer         *string
 	NotificationType *string
+	Provider         *string
 	Classification   *string
 	Since            *time.Time
 	Until            *time.Time
@@ -48,6 +50,7 @@ func (q *Queries) DeadLetterCount(ctx context.Context, db DBTX, arg DeadLetterCo
 		arg.Channel,
 		arg.Producer,
 		arg.NotificationType,
+		arg.Provider,
 		arg.Classification,
 		arg.Since,
 		arg.Until,
@@ -90,6 +93,84 @@ func (q *Queries) DeadLetterCountByClassification(ctx context.Context, db DBTX) 
 		var i DeadLetterCountByClassificationRow
 		if err := rows.Scan(
 			&i.Channel,
+			&i.Classification,
+			&i.DeadLetters,
+			&i.NewestAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterCountGrouped = `-- name: DeadLetterCountGrouped :many
+SELECT
+    rec.producer,
+    d.channel,
+    d.provider,
+    d.failure_classification AS classification,
+    count(*)::bigint AS dead_letters,
+    max(d.created_at)::timestamptz AS newest_at
+FROM herald.dead_letters d
+JOIN herald.records rec ON rec.notification_id = d.notification_id
+WHERE ($1::text IS NULL OR d.channel = $1::text)
+    AND ($2::text IS NULL OR rec.producer = $2::text)
+    AND ($3::text IS NULL OR rec.notification_type = $3::text)
+    AND ($4::text IS NULL OR d.provider = $4::text)
+    AND ($5::text IS NULL OR d.failure_classification = ANY(string_to_array($5::text, ',')))
+    AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+GROUP BY rec.producer, d.channel, d.provider, d.failure_classification
+ORDER BY rec.producer, d.channel, d.provider, d.failure_classification
+`
+
+type DeadLetterCountGroupedParams struct {
+	Channel          *string
+	Producer         *string
+	NotificationType *string
+	Provider         *string
+	Classification   *string
+	Since            *time.Time
+}
+
+type DeadLetterCountGroupedRow struct {
+	Producer       string
+	Channel        string
+	Provider       string
+	Classification string
+	DeadLetters    int64
+	NewestAt       time.Time
+}
+
+// Dead letters matching the filter (as DeadLetterCount's, without ids),
+// counted per producer, channel, provider and classification, with the
+// newest of each: `herald dead-letters count` adds these up by what it is
+// asked to group by, and `herald stats` by producer. One row per
+// combination present, which stays small however many dead letters there
+// are.
+func (q *Queries) DeadLetterCountGrouped(ctx context.Context, db DBTX, arg DeadLetterCountGroupedParams) ([]DeadLetterCountGroupedRow, error) {
+	rows, err := db.Query(ctx, deadLetterCountGrouped,
+		arg.Channel,
+		arg.Producer,
+		arg.NotificationType,
+		arg.Provider,
+		arg.Classification,
+		arg.Since,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterCountGroupedRow{}
+	for rows.Next() {
+		var i DeadLetterCountGroupedRow
+		if err := rows.Scan(
+			&i.Producer,
+			&i.Channel,
+			&i.Provider,
 			&i.Classification,
 			&i.DeadLetters,
 			&i.NewestAt,
@@ -186,30 +267,32 @@ FROM herald.dead_letter_view v
 WHERE ($1::text IS NULL OR v.channel = $1::text)
     AND ($2::text IS NULL OR v.producer = $2::text)
     AND ($3::text IS NULL OR v.notification_type = $3::text)
-    AND ($4::text IS NULL OR v.classification = ANY(string_to_array($4::text, ',')))
-    AND ($5::timestamptz IS NULL OR v.dead_lettered_at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR v.dead_lettered_at <= $6::timestamptz)
-    AND ($7::text[] IS NULL OR EXISTS (
+    AND ($4::text IS NULL OR v.provider = $4::text)
+    AND ($5::text IS NULL OR v.classification = ANY(string_to_array($5::text, ',')))
+    AND ($6::timestamptz IS NULL OR v.dead_lettered_at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR v.dead_lettered_at <= $7::timestamptz)
+    AND ($8::text[] IS NULL OR EXISTS (
         SELECT 1
         FROM (
-            SELECT unnest($7::text[]) AS nid,
-                unnest($8::text[]) AS rid
+            SELECT unnest($8::text[]) AS nid,
+                unnest($9::text[]) AS rid
         ) AS k
         WHERE k.nid = v.notification_id AND (k.rid = '' OR k.rid = v.route_id)
     ))
-    AND ($9::timestamptz IS NULL
+    AND ($10::timestamptz IS NULL
         OR (v.dead_lettered_at, v.notification_id, v.route_id)
-            < ($9::timestamptz,
-               $10::text,
-               $11::text))
+            < ($10::timestamptz,
+               $11::text,
+               $12::text))
 ORDER BY v.dead_lettered_at DESC, v.notification_id DESC, v.route_id DESC
-LIMIT $12::integer
+LIMIT $13::integer
 `
 
 type DeadLetterListParams struct {
 	Channel             *string
 	Producer            *string
 	NotificationType    *string
+	Provider            *string
 	Classification      *string
 	Since               *time.Time
 	Until               *time.Time
@@ -251,7 +334,7 @@ type DeadLetterListRow struct {
 // a restart never picks up routes that died after its request;
 // classification is one classification or several, comma-separated (a
 // class of outcomes, as `herald dead-letters -classification transient`
-// gives it).
+// gives it); provider is the provider of the route's last attempt.
 //
 // The filter is written out in DeadLetterList, DeadLetterCount and
 // DeadLetterReplay alike (sqlc has no macros); keep the three in step. It is
@@ -271,6 +354,7 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 		arg.Channel,
 		arg.Producer,
 		arg.NotificationType,
+		arg.Provider,
 		arg.Classification,
 		arg.Since,
 		arg.Until,
@@ -323,18 +407,19 @@ WITH picked AS (
     WHERE ($1::text IS NULL OR d.channel = $1::text)
         AND ($2::text IS NULL OR rec.producer = $2::text)
         AND ($3::text IS NULL OR rec.notification_type = $3::text)
-        AND ($4::text IS NULL OR d.failure_classification = ANY(string_to_array($4::text, ',')))
-        AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
-        AND ($6::timestamptz IS NULL OR d.created_at <= $6::timestamptz)
-        AND ($7::text[] IS NULL OR EXISTS (
+        AND ($4::text IS NULL OR d.provider = $4::text)
+        AND ($5::text IS NULL OR d.failure_classification = ANY(string_to_array($5::text, ',')))
+        AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+        AND ($7::timestamptz IS NULL OR d.created_at <= $7::timestamptz)
+        AND ($8::text[] IS NULL OR EXISTS (
             SELECT 1
             FROM (
-                SELECT unnest($7::text[]) AS nid,
-                    unnest($8::text[]) AS rid
+                SELECT unnest($8::text[]) AS nid,
+                    unnest($9::text[]) AS rid
             ) AS k
             WHERE k.nid = d.notification_id AND (k.rid = '' OR k.rid = d.route_id)
         ))
-    LIMIT $9::integer
+    LIMIT $10::integer
     FOR UPDATE OF d SKIP LOCKED
 ),
 deleted AS (
@@ -347,8 +432,8 @@ moved AS (
     UPDATE herald.routes r
     SET status = 'pending',
         attempt_count = 0,
-        next_attempt_at = coalesce($10::timestamptz, now()),
-        updated_at = coalesce($10::timestamptz, now())
+        next_attempt_at = coalesce($11::timestamptz, now()),
+        updated_at = coalesce($11::timestamptz, now())
     FROM deleted
     WHERE r.notification_id = deleted.notification_id
         AND r.route_id = deleted.route_id
@@ -372,13 +457,13 @@ audited AS (
         HAVING count(*) > 0
     ) AS m
     CROSS JOIN LATERAL herald.audit_append(
-        $11::text,
-        'dead_letter_replay',
         $12::text,
-        $13::jsonb,
+        'dead_letter_replay',
+        $13::text,
+        $14::jsonb,
         m.affected,
-        $14::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', m.routes),
-        $10::timestamptz) AS a
+        $15::jsonb || jsonb_build_object('db_user', session_user::text, 'routes', m.routes),
+        $11::timestamptz) AS a
 )
 SELECT moved.notification_id, moved.route_id, moved.channel
 FROM moved LEFT JOIN audited ON true
@@ -388,6 +473,7 @@ type DeadLetterReplayParams struct {
 	Channel          *string
 	Producer         *string
 	NotificationType *string
+	Provider         *string
 	Classification   *string
 	Since            *time.Time
 	Until            *time.Time
@@ -426,6 +512,7 @@ func (q *Queries) DeadLetterReplay(ctx context.Context, db DBTX, arg DeadLetterR
 		arg.Channel,
 		arg.Producer,
 		arg.NotificationType,
+		arg.Provider,
 		arg.Classification,
 		arg.Since,
 		arg.Until,

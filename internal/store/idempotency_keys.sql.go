@@ -56,3 +56,30 @@ func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, db DBTX, arg 
 	}
 	return result.RowsAffected(), nil
 }
+
+const idempotencyKeyFind = `-- name: IdempotencyKeyFind :one
+SELECT k.notification_id, k.expires_at
+FROM herald.idempotency_keys k
+WHERE k.producer = $1 AND k.idempotency_key = $2
+`
+
+type IdempotencyKeyFindParams struct {
+	Producer       string
+	IdempotencyKey string
+}
+
+type IdempotencyKeyFindRow struct {
+	NotificationID string
+	ExpiresAt      time.Time
+}
+
+// The notification that holds a producer's idempotency key, along the
+// table's primary key, for `herald find`: keys are held for their whole
+// window, so a support ticket's key finds its notification as long as the
+// producer could not reuse it.
+func (q *Queries) IdempotencyKeyFind(ctx context.Context, db DBTX, arg IdempotencyKeyFindParams) (IdempotencyKeyFindRow, error) {
+	row := db.QueryRow(ctx, idempotencyKeyFind, arg.Producer, arg.IdempotencyKey)
+	var i IdempotencyKeyFindRow
+	err := row.Scan(&i.NotificationID, &i.ExpiresAt)
+	return i, err
+}

@@ -248,6 +248,9 @@ type HeraldProvider struct {
 	CircuitMinAttempts  int32
 	CircuitCooldown     pgtype.Interval
 	UpdatedAt           time.Time
+	State               string
+	StateReason         string
+	StateChangedAt      *time.Time
 }
 
 type HeraldProviderCircuit struct {
@@ -280,6 +283,8 @@ type HeraldProviderHealth struct {
 	Unavailable int64
 	// Why the provider could not send, as last seen in the bucket (e.g. the SMSC refused the bind: ESME_RINVPASWD).
 	UnavailableReason string
+	// Routes whose attempt at this provider failed transiently and whose next attempt routing sent to another provider, by that provider: {"sms/backup": 12}.
+	Failovers []byte
 }
 
 type HeraldProviderHealthView struct {

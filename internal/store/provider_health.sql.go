@@ -10,11 +10,56 @@ import (
 	"time"
 )
 
+const providerFailoverList = `-- name: ProviderFailoverList :many
+SELECT h.provider AS from_provider, f.k::text AS to_provider,
+    sum(f.v::bigint)::bigint AS failovers, max(h.bucket)::timestamptz AS last_at
+FROM herald.provider_health h
+CROSS JOIN LATERAL jsonb_each_text(h.failovers) AS f(k, v)
+WHERE h.bucket >= $1::timestamptz AND h.failovers <> '{}'
+GROUP BY h.provider, f.k
+ORDER BY failovers DESC, from_provider, to_provider
+`
+
+type ProviderFailoverListRow struct {
+	FromProvider string
+	ToProvider   string
+	Failovers    int64
+	LastAt       time.Time
+}
+
+// The failovers since @since, per provider that failed and provider the
+// route went on to: how many, and the start of the newest bucket that had
+// one. Most first.
+func (q *Queries) ProviderFailoverList(ctx context.Context, db DBTX, since time.Time) ([]ProviderFailoverListRow, error) {
+	rows, err := db.Query(ctx, providerFailoverList, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ProviderFailoverListRow{}
+	for rows.Next() {
+		var i ProviderFailoverListRow
+		if err := rows.Scan(
+			&i.FromProvider,
+			&i.ToProvider,
+			&i.Failovers,
+			&i.LastAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const providerHealthAdd = `-- name: ProviderHealthAdd :exec
 
 INSERT INTO herald.provider_health AS h (
     provider, bucket, delivered, transient, permanent, throttled, latency_seconds_sum, latency_seconds_max,
-    unavailable, unavailable_reason
+    unavailable, unavailable_reason, failovers
 )
 SELECT
     unnest($1::text[]),
@@ -26,7 +71,8 @@ SELECT
     unnest($7::float8[]),
     unnest($8::float8[]),
     unnest($9::bigint[]),
-    unnest($10::text[])
+    unnest($10::text[]),
+    unnest($11::jsonb[])
 ON CONFLICT (provider, bucket) DO UPDATE
 SET delivered = h.delivered + excluded.delivered,
     transient = h.transient + excluded.transient,
@@ -36,7 +82,16 @@ SET delivered = h.delivered + excluded.delivered,
     latency_seconds_max = greatest(h.latency_seconds_max, excluded.latency_seconds_max),
     unavailable = h.unavailable + excluded.unavailable,
     unavailable_reason = CASE WHEN excluded.unavailable_reason <> '' THEN excluded.unavailable_reason
-        ELSE h.unavailable_reason END
+        ELSE h.unavailable_reason END,
+    -- Failovers are counted per provider sent to: the two maps added key
+    -- by key (rare: only buckets in which routes failed over).
+    failovers = CASE WHEN excluded.failovers = '{}' THEN h.failovers
+        WHEN h.failovers = '{}' THEN excluded.failovers
+        ELSE (SELECT jsonb_object_agg(e.k, e.n) FROM (
+            SELECT a.k, sum(a.v::bigint) AS n
+            FROM (SELECT x.k, x.v FROM jsonb_each_text(h.failovers) AS x(k, v)
+                UNION ALL SELECT y.k, y.v FROM jsonb_each_text(excluded.failovers) AS y(k, v)) AS a
+            GROUP BY a.k) AS e) END
 `
 
 type ProviderHealthAddParams struct {
@@ -50,6 +105,7 @@ type ProviderHealthAddParams struct {
 	LatencyMaxes       []float64
 	Unavailable        []int64
 	UnavailableReasons []string
+	Failovers          [][]byte
 }
 
 // Queries of herald.provider_health: recent outcomes per provider, in
@@ -68,6 +124,7 @@ func (q *Queries) ProviderHealthAdd(ctx context.Context, db DBTX, arg ProviderHe
 		arg.LatencyMaxes,
 		arg.Unavailable,
 		arg.UnavailableReasons,
+		arg.Failovers,
 	)
 	return err
 }
@@ -83,6 +140,155 @@ func (q *Queries) ProviderHealthDeleteBefore(ctx context.Context, db DBTX, befor
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const providerHealthOver = `-- name: ProviderHealthOver :many
+SELECT
+    p.name AS provider, p.channel, p.driver, p.cap_per_second, p.state, p.state_reason,
+    p.state_changed_at,
+    (CASE
+        WHEN c.state = 'open' AND c.open_until > coalesce($1::timestamptz, now()) THEN 'open'
+        WHEN c.state = 'open' THEN 'half-open'
+        WHEN (SELECT e.event FROM herald.provider_events e WHERE e.provider = p.name
+                ORDER BY e.at DESC, e.id DESC LIMIT 1) = 'circuit_closed'
+            AND NOT EXISTS (SELECT 1 FROM herald.provider_health d WHERE d.provider = p.name
+                AND d.bucket >= date_bin('2 seconds', c.since, timestamptz 'epoch') AND d.delivered > 0) THEN 'half-open'
+        ELSE 'closed' END)::text AS circuit,
+    c.open_until, coalesce(c.reason, '')::text AS circuit_reason,
+    coalesce(sum(h.delivered) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::bigint AS delivered,
+    coalesce(sum(h.transient) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::bigint AS transient,
+    coalesce(sum(h.permanent) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::bigint AS permanent,
+    coalesce(sum(h.throttled) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::bigint AS throttled,
+    coalesce(sum(h.unavailable) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::bigint AS unavailable,
+    coalesce(sum(h.latency_seconds_sum) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::float8 AS latency_seconds_sum,
+    coalesce(max(h.latency_seconds_max) FILTER (WHERE h.bucket >= $2::timestamptz), 0)::float8 AS latency_seconds_max,
+    coalesce(sum(h.delivered) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::bigint AS delivered_5m,
+    coalesce(sum(h.transient) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::bigint AS transient_5m,
+    coalesce(sum(h.permanent) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::bigint AS permanent_5m,
+    coalesce(sum(h.throttled) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::bigint AS throttled_5m,
+    coalesce(sum(h.unavailable) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::bigint AS unavailable_5m,
+    coalesce(sum(h.latency_seconds_sum) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::float8 AS latency_seconds_sum_5m,
+    coalesce(max(h.latency_seconds_max) FILTER (WHERE h.bucket >= coalesce($1::timestamptz, now()) - interval '5 minutes'), 0)::float8 AS latency_seconds_max_5m,
+    coalesce((SELECT u.unavailable_reason FROM herald.provider_health u
+        WHERE u.provider = p.name AND u.unavailable_reason <> ''
+            AND u.bucket >= coalesce($1::timestamptz, now()) - interval '30 seconds'
+        ORDER BY u.bucket DESC LIMIT 1), '')::text AS unavailable_reason,
+    (fs.failing_since IS NOT NULL)::boolean AS failing,
+    coalesce(fs.failing_since, timestamptz 'epoch')::timestamptz AS failing_since
+FROM herald.providers p
+LEFT JOIN herald.provider_circuits c ON c.provider = p.name
+LEFT JOIN LATERAL (
+    SELECT min(f.bucket)::timestamptz AS failing_since
+    FROM herald.provider_health f
+    WHERE f.provider = p.name AND (f.transient > 0 OR f.unavailable > 0)
+        AND f.bucket > coalesce((SELECT max(o.bucket) FROM herald.provider_health o
+            WHERE o.provider = p.name AND o.delivered > 0), '-infinity')
+) AS fs ON true
+LEFT JOIN herald.provider_health h ON h.provider = p.name
+    AND h.bucket >= least($2::timestamptz, coalesce($1::timestamptz, now()) - interval '5 minutes')
+GROUP BY p.name, p.channel, p.driver, p.cap_per_second, p.state, p.state_reason, p.state_changed_at,
+    c.state, c.open_until, c.reason, c.since, fs.failing_since
+ORDER BY p.name
+`
+
+type ProviderHealthOverParams struct {
+	Now   *time.Time
+	Since time.Time
+}
+
+type ProviderHealthOverRow struct {
+	Provider            string
+	Channel             string
+	Driver              string
+	CapPerSecond        int32
+	State               string
+	StateReason         string
+	StateChangedAt      *time.Time
+	Circuit             string
+	OpenUntil           *time.Time
+	CircuitReason       string
+	Delivered           int64
+	Transient           int64
+	Permanent           int64
+	Throttled           int64
+	Unavailable         int64
+	LatencySecondsSum   float64
+	LatencySecondsMax   float64
+	Delivered5m         int64
+	Transient5m         int64
+	Permanent5m         int64
+	Throttled5m         int64
+	Unavailable5m       int64
+	LatencySecondsSum5m float64
+	LatencySecondsMax5m float64
+	UnavailableReason   string
+	Failing             bool
+	FailingSince        time.Time
+}
+
+// Every provider's state, circuit and outcomes over the window since
+// @since (from the two-second buckets, whatever its length), beside the
+// last five minutes' that herald.provider_health_view gives psql, for
+// herald stats -window and herald providers health.
+//
+// The circuit is told as it behaves: open while its cool-down lasts;
+// half-open once the cool-down is over and until the provider delivers
+// again (routing sends it attempts again, but nothing says it recovered):
+// an open row past its open_until that no serve closed yet, or a closed
+// circuit whose latest event is its closing with no delivery since.
+//
+// failing_since is the start of the current failing streak: the first
+// bucket with a transient failure, or a round in which the provider could
+// not send, after its last bucket with a delivery (within the buckets
+// kept, a day); failing is false (and failing_since the epoch) when none
+// followed its last delivery. Both lookups
+// walk the provider's buckets along the primary key, newest first.
+func (q *Queries) ProviderHealthOver(ctx context.Context, db DBTX, arg ProviderHealthOverParams) ([]ProviderHealthOverRow, error) {
+	rows, err := db.Query(ctx, providerHealthOver, arg.Now, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ProviderHealthOverRow{}
+	for rows.Next() {
+		var i ProviderHealthOverRow
+		if err := rows.Scan(
+			&i.Provider,
+			&i.Channel,
+			&i.Driver,
+			&i.CapPerSecond,
+			&i.State,
+			&i.StateReason,
+			&i.StateChangedAt,
+			&i.Circuit,
+			&i.OpenUntil,
+			&i.CircuitReason,
+			&i.Delivered,
+			&i.Transient,
+			&i.Permanent,
+			&i.Throttled,
+			&i.Unavailable,
+			&i.LatencySecondsSum,
+			&i.LatencySecondsMax,
+			&i.Delivered5m,
+			&i.Transient5m,
+			&i.Permanent5m,
+			&i.Throttled5m,
+			&i.Unavailable5m,
+			&i.LatencySecondsSum5m,
+			&i.LatencySecondsMax5m,
+			&i.UnavailableReason,
+			&i.Failing,
+			&i.FailingSince,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const providerHealthViewList = `-- name: ProviderHealthViewList :many

@@ -12,7 +12,7 @@ import (
 
 const providerList = `-- name: ProviderList :many
 
-SELECT name, channel, driver, settings, concurrency, cap_per_second, circuit_failure_ratio, circuit_min_attempts, circuit_cooldown, updated_at
+SELECT name, channel, driver, settings, concurrency, cap_per_second, circuit_failure_ratio, circuit_min_attempts, circuit_cooldown, updated_at, state, state_reason, state_changed_at
 FROM herald.providers
 ORDER BY name
 `
@@ -42,6 +42,9 @@ func (q *Queries) ProviderList(ctx context.Context, db DBTX) ([]HeraldProvider, 
 			&i.CircuitMinAttempts,
 			&i.CircuitCooldown,
 			&i.UpdatedAt,
+			&i.State,
+			&i.StateReason,
+			&i.StateChangedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -89,4 +92,45 @@ func (q *Queries) ProviderListOpenCircuits(ctx context.Context, db DBTX, now *ti
 		return nil, err
 	}
 	return items, nil
+}
+
+const providerStateSet = `-- name: ProviderStateSet :one
+SELECT s.name::text AS name, s.new_state::text AS state, s.previous_state::text AS previous_state,
+    s.changed::boolean AS changed, s.changed_at::timestamptz AS changed_at
+FROM herald.provider_state_set($1::text, $2::text, $3::text, $4::text) AS s
+`
+
+type ProviderStateSetParams struct {
+	Provider string
+	State    string
+	Actor    string
+	Reason   string
+}
+
+type ProviderStateSetRow struct {
+	Name          string
+	State         string
+	PreviousState string
+	Changed       bool
+	ChangedAt     time.Time
+}
+
+// Sets a provider's state (herald.provider_state_set: audited, the
+// routing version bumped, serve processes told).
+func (q *Queries) ProviderStateSet(ctx context.Context, db DBTX, arg ProviderStateSetParams) (ProviderStateSetRow, error) {
+	row := db.QueryRow(ctx, providerStateSet,
+		arg.Provider,
+		arg.State,
+		arg.Actor,
+		arg.Reason,
+	)
+	var i ProviderStateSetRow
+	err := row.Scan(
+		&i.Name,
+		&i.State,
+		&i.PreviousState,
+		&i.Changed,
+		&i.ChangedAt,
+	)
+	return i, err
 }

@@ -24,7 +24,9 @@ BEGIN
 
     CREATE TEMP TABLE new_providers ON COMMIT DROP AS
     SELECT * FROM jsonb_populate_recordset(NULL::herald.providers, coalesce(doc -> 'providers', '[]'));
-    UPDATE new_providers SET updated_at = now();
+    -- A provider's state is not the file's (provider_state_set sets it):
+    -- a new provider starts enabled, and an existing one keeps its state.
+    UPDATE new_providers SET updated_at = now(), state = 'enabled', state_reason = '', state_changed_at = NULL;
     CREATE TEMP TABLE new_rules ON COMMIT DROP AS
     SELECT * FROM jsonb_populate_recordset(NULL::herald.routing_rules, coalesce(doc -> 'rules', '[]'));
 

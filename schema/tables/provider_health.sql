@@ -13,7 +13,8 @@ CREATE TABLE herald.provider_health (
     latency_seconds_sum double precision DEFAULT 0 NOT NULL,
     latency_seconds_max double precision DEFAULT 0 NOT NULL,
     unavailable bigint DEFAULT 0 NOT NULL,
-    unavailable_reason text DEFAULT ''::text NOT NULL
+    unavailable_reason text DEFAULT ''::text NOT NULL,
+    failovers jsonb DEFAULT '{}'::jsonb NOT NULL
 );
 
 COMMENT ON COLUMN herald.provider_health.throttled IS 'Routes that waited for the provider''s cap, and attempts the provider answered with a request to slow down (SMPP ESME_RTHROTTLED or ESME_RMSGQFUL, HTTP 429): never counted as transient failures.';
@@ -21,6 +22,8 @@ COMMENT ON COLUMN herald.provider_health.throttled IS 'Routes that waited for th
 COMMENT ON COLUMN herald.provider_health.unavailable IS 'Health rounds (one a second per serve process) in which the provider could not send at all.';
 
 COMMENT ON COLUMN herald.provider_health.unavailable_reason IS 'Why the provider could not send, as last seen in the bucket (e.g. the SMSC refused the bind: ESME_RINVPASWD).';
+
+COMMENT ON COLUMN herald.provider_health.failovers IS 'Routes whose attempt at this provider failed transiently and whose next attempt routing sent to another provider, by that provider: {"sms/backup": 12}.';
 
 ALTER TABLE ONLY herald.provider_health
     ADD CONSTRAINT provider_health_pkey PRIMARY KEY (provider, bucket);

@@ -239,6 +239,13 @@ type Row struct {
 	// Receipts are the receipts mode's figures; nil without receipts (and
 	// for River, which has none).
 	Receipts *ReceiptFigures `json:"receipts,omitempty"`
+	// HTTPRequests is the requests the loopback sink received over the
+	// phase (the workload's and the probes', every attempt), and
+	// HTTPRejected those that were not the request herald's driver makes
+	// (a wrong signature, credential or body; answered 400); both nil
+	// when the engine does not deliver over HTTP.
+	HTTPRequests *int64 `json:"http_requests,omitempty"`
+	HTTPRejected *int64 `json:"http_rejected,omitempty"`
 }
 
 // ReceiptFigures are what became of a phase's delivery receipts.
@@ -272,8 +279,12 @@ type Report struct {
 		Concurrency     int     `json:"concurrency"`
 		Processes       int     `json:"processes"`
 		Provider        bool    `json:"provider"`
-		Receipts        bool    `json:"receipts"`
-		ReceiptDelay    string  `json:"receipt_delay,omitempty"`
+		// RiverWorker is what River's worker does with a job, with -vs
+		// river: "http", the delivery herald makes (same driver, request
+		// and sink), or "noop", the bench channel in memory.
+		RiverWorker  string `json:"river_worker,omitempty"`
+		Receipts     bool   `json:"receipts"`
+		ReceiptDelay string `json:"receipt_delay,omitempty"`
 		// TraceSample is the engine's sampling ratio; null with tracing off.
 		TraceSample   *float64 `json:"trace_sample"`
 		Durable       bool     `json:"durable"`

@@ -179,8 +179,8 @@ func tracerProvider(ctx context.Context, endpoint string, ratio float64) (*sdktr
 
 func (e *inProcess) PeakRSS() []int64 { return []int64{PeakRSS(0)} }
 
-// webhookSecret signs the serve processes' webhooks to the sink, which
-// does not check it.
+// webhookSecret signs the serve processes' webhooks to the sink (and River's
+// worker's, in the like-for-like modes), which checks every signature.
 const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // startServeProcesses runs p.Processes `herald serve` processes (of

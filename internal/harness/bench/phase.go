@@ -85,6 +85,8 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 	}
 	sk.attempts.Store(0)
 	sk.delivered.Store(0)
+	sk.requests.Store(0)
+	sk.rejected.Store(0)
 
 	log.Info("bench: workload", "intents", cfg.Intents, "routes", cfg.Intents*cfg.RoutesPerIntent)
 	start := time.Now()
@@ -142,6 +144,13 @@ func runPhase(ctx context.Context, db *Database, cfg *Config, s subject, sk *sin
 		row.IdleP50ms, row.IdleP95ms = ms(percentile(lat, 0.50)), ms(percentile(lat, 0.95))
 		if err := waitDone(ctx, s, sk, 0); err != nil {
 			return row, err
+		}
+	}
+	if cfg.httpDelivery() {
+		req, rej := sk.requests.Load(), sk.rejected.Load()
+		row.HTTPRequests, row.HTTPRejected = &req, &rej
+		if rej > 0 {
+			log.Warn("bench: the sink rejected requests", "rejected", rej, "last", *sk.rejection.Load())
 		}
 	}
 	row.PeakRSS = s.peakRSS()

@@ -91,8 +91,9 @@ func applyProvider(ctx context.Context, pool *pgxpool.Pool, url string, receipts
 
 // serveProvider runs the sink as sms/bench's server: it reads the
 // sms-http driver's request, answers 200 with a message id (503 for an
-// injected failure), and, with rs set, hands the id to rs, which posts
-// its receipt later. It returns the send URL and a stop function.
+// injected failure, 400 for a request that is not the driver's), and,
+// with rs set, hands the id to rs, which posts its receipt later. It
+// returns the send URL and a stop function.
 func (s *sink) serveProvider(rs *receiptSender) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,6 +102,9 @@ func (s *sink) serveProvider(rs *receiptSender) (string, func(), error) {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if !s.accept(w, r, body, checkSMS) {
+				return
+			}
 			if !s.attempt(r.Context(), bytes.Contains(body, []byte(smsProbeMarker))) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return

@@ -109,6 +109,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "workload: %d intents × %d route(s), payload %d B, batch %d, %d producers, channel latency %s, fail share %g, concurrency %d, %d process(es)\n",
 		c.Intents, c.RoutesPerIntent, c.PayloadBytes, c.Batch, c.Producers, c.Latency, c.FailShare, c.Concurrency, c.Processes)
 	fmt.Fprintf(w, "postgres: %s, fsync %s, shared_buffers %s, %d CPUs\n", c.Postgres, map[bool]string{true: "on", false: "off"}[c.Durable], c.SharedBuffers, c.CPUs)
+	if c.RiverWorker != "" {
+		fmt.Fprintf(w, "river worker: %s\n", c.RiverWorker)
+	}
 	for _, r := range rep.Rows {
 		fmt.Fprintf(w, "%s: %s\n", r.Engine, r.Settings)
 	}
@@ -161,7 +164,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintln(w)
 	for _, r := range rep.Rows {
-		fmt.Fprintf(w, "%s: %d routes, %d published, %d attempts; accept %.2fs, end to end %.2fs; tables:", r.Engine, r.Routes, r.Published, r.Attempts, r.AcceptSeconds, r.EndToEndSeconds)
+		fmt.Fprintf(w, "%s: %d routes, %d published, %d attempts; accept %.2fs, end to end %.2fs;", r.Engine, r.Routes, r.Published, r.Attempts, r.AcceptSeconds, r.EndToEndSeconds)
+		if r.HTTPRequests != nil {
+			fmt.Fprintf(w, " %d http requests to the sink (probes included), %d rejected;", *r.HTTPRequests, *r.HTTPRejected)
+		}
+		fmt.Fprint(w, " tables:")
 		for _, t := range r.Cost.Tables {
 			fmt.Fprintf(w, " %s(ins %d upd %d hot %d del %d dead %d)", t.Table, t.Inserted, t.Updated, t.HOTUpdated, t.Deleted, t.DeadTuples)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
+	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/dispatch"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -27,8 +32,8 @@ const (
 	riverKind              = "herald_bench"
 )
 
-// riverArgs is one notification as a River job: the same content as the
-// herald intent, plus its destination.
+// riverArgs is one route as a River job: the route's destination and the
+// content herald stores for it (a webhook's JSON, an SMS's {"body": …}).
 type riverArgs struct {
 	Key     string          `json:"key"`
 	Dest    string          `json:"dest"`
@@ -41,33 +46,77 @@ func (riverArgs) Kind() string { return riverKind }
 // InsertOpts puts the bench's jobs in a queue of their own.
 func (riverArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: riverQueue} }
 
-// riverWorker works a job through the same bench channel as herald's
-// deliveries; a failed attempt is an error, retried by River's default
-// policy.
+// riverWorker works a job. With deliver set (riverWorkerHTTP) it makes the
+// delivery herald's engine makes for the route, through the same driver;
+// without, it calls the bench channel in memory (riverWorkerNoop). A
+// transient failure is an error, retried by the client's retry policy
+// (heraldBackoff with deliver); a permanent one cancels the job, as herald
+// dead-letters the route.
 type riverWorker struct {
 	river.WorkerDefaults[riverArgs]
-	sink *sink
+	sink    *sink
+	deliver channel.Deliverer
 }
 
 // Work implements river.Worker.
 func (w *riverWorker) Work(ctx context.Context, j *river.Job[riverArgs]) error {
-	if !w.sink.attempt(ctx, isProbe(j.Args.Content)) {
-		return errors.New("bench: injected transient failure")
+	if w.deliver == nil {
+		if !w.sink.attempt(ctx, isProbe(j.Args.Content)) {
+			return errors.New("bench: injected transient failure")
+		}
+		return nil
 	}
-	return nil
+	out := w.deliver.Deliver(ctx, &channel.Message{
+		NotificationID:   j.Args.Key,
+		RouteID:          strconv.FormatInt(j.ID, 10),
+		NotificationType: benchType,
+		Attempt:          j.Attempt,
+		Address:          j.Args.Dest,
+		Content:          j.Args.Content,
+		AcceptedAt:       j.CreatedAt,
+	})
+	switch out.Class {
+	case channel.Delivered:
+		return nil
+	case channel.Transient:
+		return fmt.Errorf("%s: %s", out.Classification, out.Message)
+	default:
+		return river.JobCancel(fmt.Errorf("%s: %s", out.Classification, out.Message))
+	}
+}
+
+// heraldBackoff is a River retry policy that waits as herald's dispatcher
+// does after a transient failure, with its default backoff (exponential
+// from 1s, full jitter, capped at 10m): River's worker retries a failed
+// delivery when herald would retry it.
+type heraldBackoff struct{ b dispatch.BackoffConfig }
+
+func newHeraldBackoff() heraldBackoff {
+	return heraldBackoff{dispatch.BackoffConfig{Base: time.Second, Cap: 10 * time.Minute, RandFunc: rand.Float64}}
+}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (p heraldBackoff) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(p.b.Delay(job.Attempt, 0))
 }
 
 // riverSubject drives River on the same database: an insert-only client on
-// the producers' pool, and a working client on a pool of its own.
+// the producers' pool, and working clients, each on a pool of its own: one
+// in this process when herald's engine runs in this process, else one
+// River worker process (ModeRiverWorker) per herald serve process.
 type riverSubject struct {
 	cfg      *Config
 	db       *Database
 	sink     *sink
 	work     *workload
 	prodPool *pgxpool.Pool
-	workPool *pgxpool.Pool
 	inserter *river.Client[pgx.Tx]
-	client   *river.Client[pgx.Tx]
+	// local is the working client in this process, and deliverer its
+	// driver (nil: the no-op worker); procs the worker processes.
+	local     *riverWork
+	deliverer channel.Deliverer
+	procs     *serveProcesses
+	stopSink  func()
 }
 
 func newRiverSubject(cfg *Config, db *Database, sk *sink, w *workload) *riverSubject {
@@ -76,10 +125,32 @@ func newRiverSubject(cfg *Config, db *Database, sk *sink, w *workload) *riverSub
 
 func (r *riverSubject) name() string { return "river" }
 
+// inProcesses reports whether River works in worker processes, as herald
+// does in serve processes.
+func (r *riverSubject) inProcesses() bool { return r.cfg.Processes > 1 || r.cfg.Serve }
+
 func (r *riverSubject) settings() string {
-	return fmt.Sprintf("River %s: FetchCooldown %s and FetchPollInterval %s as in River's own riverbench, "+
-		"MaxWorkers %d (riverbench uses 2,000), default retry policy, InsertMany batches of %d from %d producers, in this process",
-		riverVersion(), riverFetchCooldown, riverFetchPollInterval, r.cfg.Concurrency, r.cfg.Batch, r.cfg.Producers)
+	worker := "worker noop: the bench channel in memory, as herald's in-process engine"
+	switch {
+	case r.cfg.ServeDiscard:
+		worker = "worker noop: it does nothing, as serve's discard driver"
+	case r.cfg.riverWorkerMode() == riverWorkerNoop:
+	case r.cfg.Provider:
+		worker = "worker http: each job sent through sms/bench's sms-http driver, built as herald's engine builds it, to the loopback sink"
+	default:
+		worker = "worker http: each job POSTed through herald's webhook driver, signed with the serve processes' secret, to the loopback sink"
+	}
+	retry := "default retry policy"
+	if r.cfg.riverWorkerMode() == riverWorkerHTTP {
+		retry = "herald's default backoff as its retry policy (exponential from 1s, full jitter)"
+	}
+	where := "one working client in this process"
+	if r.inProcesses() {
+		where = fmt.Sprintf("%d River worker processes (herald bench -mode %s), one per herald serve process, each one working client with its own pool and driver", r.cfg.Processes, ModeRiverWorker)
+	}
+	return fmt.Sprintf("River %s: %s; FetchCooldown %s and FetchPollInterval %s as in River's own riverbench, "+
+		"MaxWorkers %d per client (riverbench uses 2,000), %s, %s, InsertMany batches of %d from %d producers in this process",
+		riverVersion(), worker, riverFetchCooldown, riverFetchPollInterval, r.cfg.Concurrency, where, retry, r.cfg.Batch, r.cfg.Producers)
 }
 
 // The statements below touch River's tables, which River's migrator
@@ -110,35 +181,42 @@ func (r *riverSubject) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.workPool, err = r.newPool(ctx, engineConns(r.cfg.Concurrency))
-	if err != nil {
-		return err
-	}
-	quiet := slog.New(warnOnly{r.cfg.Logger.Handler()})
 	r.inserter, err = river.NewClient(riverpgxv5.New(r.prodPool), &river.Config{
 		Schema: schema.Name,
-		Logger: quiet,
+		Logger: slog.New(warnOnly{r.cfg.Logger.Handler()}),
 	})
 	if err != nil {
 		return fmt.Errorf("create river inserter: %w", err)
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &riverWorker{sink: r.sink})
-	r.client, err = river.NewClient(riverpgxv5.New(r.workPool), &river.Config{
-		Schema:            schema.Name,
-		FetchCooldown:     riverFetchCooldown,
-		FetchPollInterval: riverFetchPollInterval,
-		Queues:            map[string]river.QueueConfig{riverQueue: {MaxWorkers: r.cfg.Concurrency}},
-		Workers:           workers,
-		Logger:            quiet,
-	})
-	if err != nil {
-		return fmt.Errorf("create river client: %w", err)
+	conns := engineConns(r.cfg.Concurrency)
+	// In herald's HTTP modes the worker delivers to the sink as herald
+	// does: through the same driver, one per process, as each herald
+	// process has its own.
+	switch {
+	case r.inProcesses():
+		worker := "discard"
+		if !r.cfg.ServeDiscard {
+			worker = "webhook"
+			if r.work.dest, r.stopSink, err = r.sink.serveHTTP(); err != nil {
+				return fmt.Errorf("start webhook sink: %w", err)
+			}
+		}
+		r.procs, err = startRiverProcesses(r.cfg.Processes, r.cfg.ServeBinary, r.db.URL, worker,
+			r.cfg.Concurrency, conns, r.cfg.ServeOutput)
+		return err
+	case r.cfg.Provider:
+		r.work.sms = true
+		url, stop, err := r.sink.serveProvider(nil)
+		if err != nil {
+			return fmt.Errorf("start provider sink: %w", err)
+		}
+		r.stopSink = stop
+		if r.deliverer, err = newProviderDeliverer(url); err != nil {
+			return fmt.Errorf("river worker's driver: %w", err)
+		}
 	}
-	if err := r.client.Start(ctx); err != nil {
-		return fmt.Errorf("start river client: %w", err)
-	}
-	return nil
+	r.local, err = startRiverWorker(ctx, r.db.URL, r.cfg.Concurrency, conns, r.deliverer, r.sink, r.cfg.Logger)
+	return err
 }
 
 func (r *riverSubject) newPool(ctx context.Context, conns int32) (*pgxpool.Pool, error) {
@@ -155,16 +233,13 @@ func (r *riverSubject) newPool(ctx context.Context, conns int32) (*pgxpool.Pool,
 }
 
 func (r *riverSubject) params(prefix string, from, to int) []river.InsertManyParams {
-	content := r.work.content
-	if prefix != "" {
-		content = r.work.probe
-	}
 	ps := make([]river.InsertManyParams, 0, (to-from)*r.cfg.RoutesPerIntent)
 	for i := from; i < to; i++ {
 		for j := range r.cfg.RoutesPerIntent {
+			dest, content := r.work.routeJob(j, prefix != "")
 			ps = append(ps, river.InsertManyParams{Args: riverArgs{
 				Key:     fmt.Sprintf("%s%s-%d", prefix, r.work.runID, i),
-				Dest:    fmt.Sprintf("%s/%d", r.work.dest, j),
+				Dest:    dest,
 				Content: content,
 			}})
 		}
@@ -200,23 +275,36 @@ func (r *riverSubject) summarize(ctx context.Context) (summary, error) {
 	return s, nil
 }
 
-func (r *riverSubject) peakRSS() []int64 { return []int64{PeakRSS(0)} }
+func (r *riverSubject) peakRSS() []int64 {
+	if r.procs != nil {
+		return r.procs.PeakRSS()
+	}
+	return []int64{PeakRSS(0)}
+}
 
 func (r *riverSubject) stop() error {
-	var err error
-	if r.client != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = r.client.Stop(ctx)
-		cancel()
-		r.client = nil
+	var errs []error
+	if r.local != nil {
+		errs = append(errs, r.local.stop())
+		r.local = nil
 	}
-	for _, p := range []*pgxpool.Pool{r.prodPool, r.workPool} {
-		if p != nil {
-			p.Close()
-		}
+	if r.procs != nil {
+		errs = append(errs, r.procs.Stop())
+		r.procs = nil
 	}
-	r.prodPool, r.workPool = nil, nil
-	return err
+	if r.deliverer != nil {
+		closeDeliverer(r.deliverer)
+		r.deliverer = nil
+	}
+	if r.prodPool != nil {
+		r.prodPool.Close()
+		r.prodPool = nil
+	}
+	if r.stopSink != nil {
+		r.stopSink()
+		r.stopSink = nil
+	}
+	return errors.Join(errs...)
 }
 
 func (r *riverSubject) owns(table string) bool { return strings.HasPrefix(table, "river_") }

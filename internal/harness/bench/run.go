@@ -32,6 +32,9 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 	rc.Processes, rc.Durable, rc.Postgres, rc.CPUs = c.Processes, db.Durable, db.Version, runtime.NumCPU()
 	rc.SharedBuffers = db.SharedBuffers
 	rc.Provider, rc.Receipts = c.Provider, c.Receipts
+	if c.Vs == "river" {
+		rc.RiverWorker = c.riverWorkerMode()
+	}
 	if c.Receipts {
 		rc.ReceiptDelay = c.ReceiptDelay.String()
 	}
@@ -129,8 +132,15 @@ func Run(ctx context.Context, db *Database, cfg *Config) (*Report, error) {
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("herald delivers SMS routes (one number per route, a %d-character text) through provider %s (driver sms-http, the only provider of its routing rule) to the loopback sink, which answers each with a message id, %s", c.PayloadBytes, benchProvider, what))
 		if c.Vs == "river" {
-			rep.Notes = append(rep.Notes, "River has no providers or receipts: its jobs stay no-op jobs with the same payload, so herald does the extra work in this comparison")
+			rep.Notes = append(rep.Notes, "River's worker (river_worker http) sends each job's SMS through sms/bench's sms-http driver, built from the same provider file as herald's engine builds it (its own connection pool per client, as each herald process has), to the same loopback sink; River has no routing, circuit, caps or receipts, so herald does that extra work in this comparison")
 		}
+	} else if c.Vs == "river" && c.httpDelivery() {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("River's worker (river_worker http) POSTs each job through herald's webhook driver, built as the serve processes build theirs (the same secret, signature, headers, body and connection pool settings), to the same loopback sink, from %d River worker processes (herald bench -mode %s), one per herald serve process, each with its own pool and driver; River's producers stay in the bench process, as herald's", c.Processes, ModeRiverWorker))
+	} else if c.Vs == "river" {
+		rep.Notes = append(rep.Notes, "River's worker is a no-op (river_worker noop): it calls the bench channel in memory, as herald's in-process engine does (beside serve processes with the discard driver: it does nothing, in as many River worker processes); nothing goes over the network")
+	}
+	if c.httpDelivery() {
+		rep.Notes = append(rep.Notes, "the loopback sink checks every request as herald's driver makes it (signature or API key, headers, body) and answers one that is not with 400; http requests and rejected count them")
 	}
 	if c.Vs == "river" {
 		rep.Notes = append(rep.Notes,

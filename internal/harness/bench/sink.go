@@ -28,6 +28,27 @@ type sink struct {
 	// picked receives the start time of probe deliveries (content marked
 	// with probeMarker); sends never block.
 	picked chan time.Time
+	// requests counts the HTTP requests the sink's servers received;
+	// rejected those that were not the request herald's driver makes
+	// (checkWebhook, checkSMS), answered 400 without an attempt, and
+	// rejection says why the last one was.
+	requests, rejected atomic.Int64
+	rejection          atomic.Pointer[string]
+}
+
+// accept counts an HTTP request and checks it with check; a request that
+// fails the check is answered 400 (a permanent failure to both engines)
+// and accept returns false.
+func (s *sink) accept(w http.ResponseWriter, r *http.Request, body []byte, check func(*http.Request, []byte) error) bool {
+	s.requests.Add(1)
+	if err := check(r, body); err != nil {
+		s.rejected.Add(1)
+		why := err.Error()
+		s.rejection.Store(&why)
+		w.WriteHeader(http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 func newSink(latency time.Duration, failShare float64) *sink {
@@ -79,8 +100,9 @@ func (s *sink) Deliver(ctx context.Context, msg *channel.Message) channel.Outcom
 }
 
 // serveHTTP runs the sink as a loopback webhook receiver (2xx delivered,
-// 503 injected failure) for engines in other processes, and returns its
-// URL and a stop function.
+// 503 injected failure, 400 not herald's request) for herald's serve
+// processes and River's HTTP worker, and returns its URL and a stop
+// function.
 func (s *sink) serveHTTP() (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,6 +111,9 @@ func (s *sink) serveHTTP() (string, func(), error) {
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if !s.accept(w, r, body, checkWebhook) {
+				return
+			}
 			if !s.attempt(r.Context(), isProbe(body)) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				return

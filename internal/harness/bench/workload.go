@@ -45,6 +45,14 @@ type workload struct {
 	// smsProbe) as its text.
 	sms               bool
 	smsBody, smsProbe string
+	// smsContent is smsBody as an SMS route's content.
+	smsContent json.RawMessage
+}
+
+// smsContent returns an SMS route's content of text body.
+func smsContent(body string) json.RawMessage {
+	c, _ := json.Marshal(intake.SMSContent{Body: body}) // one string field: cannot fail
+	return c
 }
 
 // smsNumber is the phone number of an SMS intent's route j: UK mobile
@@ -64,10 +72,12 @@ const benchHookURL = "https://bench.example.com/hook"
 // newWorkload returns the workload of run id: routes webhook routes per
 // intent, content of c's payload size, a producer of its own.
 func newWorkload(c *Config, id string, routes int) *workload {
-	return &workload{runID: id, producer: benchProducer + "-" + id, routes: routes,
+	w := &workload{runID: id, producer: benchProducer + "-" + id, routes: routes,
 		content: payload(c.PayloadBytes), probe: probePayload(c.PayloadBytes), dest: benchHookURL,
 		smsBody:  strings.Repeat("x", c.PayloadBytes),
 		smsProbe: smsProbeMarker + strings.Repeat("x", max(c.PayloadBytes-len(smsProbeMarker), 0))}
+	w.smsContent = smsContent(w.smsBody)
+	return w
 }
 
 // intent returns intent number i of producer.
@@ -98,6 +108,22 @@ func (w *workload) intent(producer string, i int) intake.Intent {
 		Channels:         []string{channel.Webhook},
 		Content:          intake.Content{Webhook: w.content},
 	}
+}
+
+// routeJob returns where route j of an intent goes and the content it
+// carries, as herald stores them for the route's delivery: what River's
+// job holds. probe asks for a probe's.
+func (w *workload) routeJob(j int, probe bool) (dest string, content json.RawMessage) {
+	if w.sms {
+		if probe {
+			return smsNumber(j), smsContent(w.smsProbe)
+		}
+		return smsNumber(j), w.smsContent
+	}
+	if probe {
+		return fmt.Sprintf("%s/%d", w.dest, j), w.probe
+	}
+	return fmt.Sprintf("%s/%d", w.dest, j), w.content
 }
 
 // probeIntent returns probe intent i: marked content, its own producer.

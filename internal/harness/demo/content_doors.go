@@ -180,6 +180,13 @@ func (c *contentDemo) evasions(ctx context.Context, pool *pgxpool.Pool, client C
 	sql := DoorCount{Door: DoorSQL, Tried: len(bodies)}
 	deadline := time.Now().Add(timeout)
 	for {
+		// The intake first: the worker takes an entry off it and records its
+		// verdict in one transaction, so verdicts read after an empty intake
+		// are all of them.
+		waiting, err := benchstore.New().IntakeCount(ctx, pool)
+		if err != nil {
+			return nil, fmt.Errorf("read the intake: %w", err)
+		}
 		counts, err := benchstore.New().MalformedIntentCountByEntryIDs(ctx, pool, refs)
 		if err != nil {
 			return nil, fmt.Errorf("read the evasions' verdicts: %w", err)
@@ -191,10 +198,6 @@ func (c *contentDemo) evasions(ctx context.Context, pool *pgxpool.Pool, client C
 			if m.FailureCode == string(heraldtype.CodeContentBlocked) {
 				sql.Refused += int(m.Malformed)
 			}
-		}
-		waiting, err := benchstore.New().IntakeCount(ctx, pool)
-		if err != nil {
-			return nil, fmt.Errorf("read the intake: %w", err)
 		}
 		if done >= int64(len(refs)) || waiting == 0 || time.Now().After(deadline) {
 			break
