@@ -39,6 +39,10 @@ func TestConsole_AccessPolicy(t *testing.T) {
 			func() bool { return b.count(t, `SELECT count(*) FROM herald.dead_letters`) == 0 }},
 		{"ReleaseHeld", "/held/" + heldID + "/release", url.Values{"reason": {"reviewed: a real prize"}},
 			func() bool { return b.count(t, `SELECT count(*) FROM herald.held_intents`) == 0 }},
+		{"DrainProvider", "/providers/state", url.Values{"provider": {"sms/flaky"}, "state": {"draining"}, "reason": {"outage"}},
+			func() bool {
+				return b.count(t, `SELECT count(*) FROM herald.providers WHERE name = 'sms/flaky' AND state = 'draining'`) == 1
+			}},
 		{"CancelCampaign", "/campaigns/cancel", url.Values{"producer": {"shop"}, "campaign": {"spring"}, "reason": {"sale postponed"}},
 			func() bool {
 				return b.count(t, `SELECT count(*) FROM herald.routes r JOIN herald.records rec USING (notification_id)
@@ -75,7 +79,7 @@ func TestConsole_AccessPolicy(t *testing.T) {
 			require.True(t, a.done(), "the operator's %s did not take effect", a.name)
 		})
 	}
-	require.Equal(t, 3, b.count(t, `SELECT count(DISTINCT action) FROM herald.audit_log WHERE login = $1`, b.operator))
+	require.Equal(t, 4, b.count(t, `SELECT count(DISTINCT action) FROM herald.audit_log WHERE login = $1`, b.operator))
 }
 
 // TestConsole_RefusesForgedAndStrangers proves the doors: no session, no

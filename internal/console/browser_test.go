@@ -268,12 +268,24 @@ func TestConsole_InBrowser(t *testing.T) {
 		require.Zero(t, scripts, "the raw body's markup became part of the page")
 		p.shot("malformed")
 	})
+	t.Run("DrainProvider", func(t *testing.T) {
+		p.open("/providers", "#providers")
+		row := `tr[data-provider="sms/flaky"] `
+		p.run(chromedp.SetValue(chromedp.CSS(row+"select"), "draining"), chromedp.SetValue(chromedp.CSS(row+"input[name=reason]"), "sms/flaky outage"),
+			chromedp.Click(chromedp.CSS(row+"button")), chromedp.WaitVisible(chromedp.CSS("#message")))
+		require.Contains(t, p.text("#message"), "enabled → draining")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM herald.providers WHERE name = 'sms/flaky' AND state = 'draining'`))
+		p.open("/providers", "#providers")
+		require.Contains(t, p.text(`tr[data-provider="sms/flaky"]`), "sms/flaky outage")
+		p.shot("providers-drained")
+	})
 	t.Run("AuditLog", func(t *testing.T) {
 		p.open("/audit", "#audit")
 		h := p.text("#audit")
 		require.Contains(t, h, "dead_letter_replay")
 		require.Contains(t, h, b.operator)
 		require.Contains(t, h, "sms/flaky is back")
+		require.Contains(t, h, "provider_state")
 		p.shot("audit")
 	})
 }

@@ -210,6 +210,7 @@ func (c *Console) Handler() http.Handler {
 	mux.HandleFunc("POST /logout", c.auth(c.logout))
 	mux.HandleFunc("GET /{$}", c.auth(c.overview))
 	mux.HandleFunc("GET /providers", c.auth(c.providers))
+	mux.HandleFunc("POST /providers/state", c.auth(c.providerState))
 	mux.HandleFunc("GET /dead-letters", c.auth(c.deadLetters))
 	mux.HandleFunc("POST /dead-letters/replay", c.auth(c.replay))
 	mux.HandleFunc("GET /replays/{id}", c.auth(c.replayProgress))

@@ -103,6 +103,11 @@ type providersView struct {
 	Report  *operator.ProviderReport
 }
 
+// States are the states a provider can be set to, the way out first.
+func (providersView) States() []string {
+	return []string{operator.ProviderDraining, operator.ProviderDisabled, operator.ProviderEnabled}
+}
+
 func (c *Console) providers(w http.ResponseWriter, r *http.Request, s *session) {
 	name, d := window(r, "15m")
 	data := &pageData{Title: "Providers", Nav: "providers", Live: true}
@@ -113,6 +118,31 @@ func (c *Console) providers(w http.ResponseWriter, r *http.Request, s *session) 
 	}
 	data.Page = &providersView{Window: name, Windows: windows, Report: rep}
 	c.render(w, r, http.StatusOK, "providers", s, data)
+}
+
+// providerState enables, drains or disables a provider (audited, with
+// the reason given); every serve follows within seconds.
+func (c *Console) providerState(w http.ResponseWriter, r *http.Request, s *session) {
+	name, state := r.PostFormValue("provider"), r.PostFormValue("state")
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	data := &pageData{Title: "Providers", Nav: "providers"}
+	if reason == "" {
+		c.refuse(w, r, http.StatusBadRequest, "Say why: the reason goes into the audit log.")
+		return
+	}
+	ch, err := s.op.SetProviderState(r.Context(), name, state, s.login.Name, reason)
+	if err != nil {
+		if rep, rerr := s.op.Providers(r.Context(), 15*time.Minute); rerr == nil {
+			data.Page = &providersView{Window: "15m", Windows: windows, Report: rep}
+		}
+		c.fail(w, r, s, "providers", data, err)
+		return
+	}
+	msg := "Provider " + ch.Provider + " was already " + ch.State + "."
+	if ch.Changed {
+		msg = "Provider " + ch.Provider + ": " + ch.PreviousState + " → " + ch.State + ", audited; every serve follows within seconds."
+	}
+	c.render(w, r, http.StatusOK, "message", s, &pageData{Title: "Providers", Nav: "providers", Message: msg})
 }
 
 // filterForm is the dead-letter filter as the pages' forms carry it.

@@ -88,7 +88,7 @@ func (o *Operator) ProviderSeries(ctx context.Context, since time.Time, step tim
 }
 
 // ProviderWindow is one provider's health over a chosen window: its
-// circuit now (from Stats' provider health), its outcomes over the window,
+// state and circuit now (ProviderHealthOver), its outcomes over the window,
 // its failure rate, and since when it has been failing.
 type ProviderWindow struct {
 	ProviderHealth
@@ -125,9 +125,9 @@ func (o *Operator) Providers(ctx context.Context, window time.Duration) (*Provid
 	if err != nil {
 		return nil, fmt.Errorf("read database clock: %w", err)
 	}
-	health, err := o.q.ProviderHealthViewList(ctx, o.pool)
+	health, err := o.ProviderHealthOver(ctx, window)
 	if err != nil {
-		return nil, fmt.Errorf("read provider health: %w", err)
+		return nil, err
 	}
 	events, err := o.q.ProviderEventList(ctx, o.pool, store.ProviderEventListParams{Max: CircuitEventsShown})
 	if err != nil {
@@ -146,15 +146,7 @@ func (o *Operator) Providers(ctx context.Context, window time.Duration) (*Provid
 		rep.CircuitEvents[i] = CircuitEvent{At: e.At, Provider: e.Provider, Event: e.Event, Detail: e.Detail}
 	}
 	for i, p := range health {
-		w := ProviderWindow{WindowSeconds: window.Seconds(), ProviderHealth: ProviderHealth{
-			Provider: p.Provider, Channel: p.Channel, Driver: p.Driver, CapPerSecond: int(p.CapPerSecond),
-			Circuit: p.Circuit, OpenUntil: p.OpenUntil, CircuitReason: p.CircuitReason,
-			Delivered: p.Delivered5m, Transient: p.Transient5m, Permanent: p.Permanent5m, Throttled: p.Throttled5m,
-			Unavailable: p.Unavailable5m, UnavailableReason: p.UnavailableReason,
-		}}
-		if p.Delivered5m+p.Transient5m+p.Permanent5m > 0 {
-			w.MeanLatencySeconds, w.MaxLatencySeconds = &p.MeanLatencySeconds5m, &p.MaxLatencySeconds5m
-		}
+		w := ProviderWindow{WindowSeconds: window.Seconds(), ProviderHealth: p}
 		if r, ok := byName[p.Provider]; ok {
 			w.WDelivered, w.WTransient, w.WPermanent, w.WThrottled, w.WUnavailable = r.Delivered, r.Transient, r.Permanent, r.Throttled, r.Unavailable
 			if n := r.Delivered + r.Transient + r.Permanent; n > 0 {
