@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/internal/config"
+	"github.com/heraldhq/herald/internal/console"
 	"github.com/heraldhq/herald/internal/engine"
 )
 
@@ -90,7 +91,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	engine.LogChannels(logger, cfg)
 	logger.Info("herald serve started", "pid", os.Getpid(), "channels", strings.Join(cfg.ChannelNames(), ","),
 		"max_conns", conns)
-	if err := eng.Run(ctx); err != nil {
+	if err := console.RunBeside(ctx, console.FromConfig(cfg.Console, g.DatabaseURL, logger), eng.Run); err != nil {
 		return err
 	}
 	logger.Info("herald serve stopped")

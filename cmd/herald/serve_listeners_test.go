@@ -46,6 +46,10 @@ func TestServeCmd_BoundsEveryListener(t *testing.T) {
 		"HERALD_METRICS_ADDR":            "127.0.0.1:0",
 		"HERALD_METRICS_READ_TIMEOUT":    "300ms",
 		"HERALD_METRICS_IDLE_TIMEOUT":    "300ms",
+		"HERALD_CONSOLE_LISTEN":          "127.0.0.1:0",
+		"HERALD_CONSOLE_READ_TIMEOUT":    "300ms",
+		"HERALD_CONSOLE_WRITE_TIMEOUT":   "1m",
+		"HERALD_CONSOLE_IDLE_TIMEOUT":    "300ms",
 	})
 	logs := &lockedBuffer{}
 	m.Stderr = logs
@@ -64,7 +68,7 @@ func TestServeCmd_BoundsEveryListener(t *testing.T) {
 				addrs[strings.TrimSuffix(rec.Msg, " listening")] = rec.Addr
 			}
 		}
-		return len(addrs) == 3
+		return len(addrs) == 4
 	}, 30*time.Second, 20*time.Millisecond, "logs: %s", logs)
 
 	for _, c := range []struct {
@@ -80,6 +84,9 @@ func TestServeCmd_BoundsEveryListener(t *testing.T) {
 		{"Metrics", addrs["metrics endpoint"],
 			"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"id\"",
 			"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusMethodNotAllowed},
+		{"Console", addrs["console"], // the sign-in form never arrives: no login given
+			"POST /login HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\nuser=",
+			"GET /login HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusBadRequest},
 	} {
 		t.Run(c.name+"SlowBody", func(t *testing.T) {
 			conn, err := net.Dial("tcp", c.addr)

@@ -76,7 +76,7 @@
 //	HERALD_API_AUTH_FAILURE_ADDRS, HERALD_API_READ_TIMEOUT,
 //	HERALD_API_WRITE_TIMEOUT, HERALD_API_IDLE_TIMEOUT,
 //	HERALD_API_MAX_CLIENT_CONNS, HERALD_API_REQUEST_TIMEOUT,
-//	HERALD_API_SHUTDOWN_TIMEOUT, and per channel NAME (SMS, EMAIL, WEBHOOK):
+//	HERALD_API_SHUTDOWN_TIMEOUT, the console's (Console), and per channel NAME (SMS, EMAIL, WEBHOOK):
 //	HERALD_CHANNELS_NAME_DRIVER, _CONCURRENCY, _MAX_ATTEMPTS, _TIMEOUT,
 //	_LEASE, _BACKOFF_BASE, _BACKOFF_CAP; webhook: _ALLOW_PRIVATE,
 //	_SECRETS_ENV, _SECRETS_FILE; smtp: _HOST, _PORT, _TLS, _FROM, _USERNAME,
@@ -137,6 +137,7 @@ type Config struct {
 	Channels  map[string]Channel `yaml:"channels"`
 	Receipts  Receipts           `yaml:"receipts"`
 	Callbacks Callbacks          `yaml:"callbacks"`
+	Console   Console            `yaml:"console"`
 }
 
 // Receipts configures delivery receipts: where serve's receipts endpoint
@@ -443,12 +444,16 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		}
 		c.Channels[name] = ch
 	}
+	errs = append(errs, c.Console.applyEnv(getenv)...)
 	return errors.Join(errs...)
 }
 
 // Validate checks the whole configuration, credentials included (they are
 // resolved, and dropped). The error names the first bad field.
 func (c *Config) Validate(getenv func(string) string) error {
+	if err := c.Console.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.Dispatch.BatchSize < 0 || c.Dispatch.BatchSize > 10000:
 		return errors.New("dispatch.batch_size: must be between 1 and 10000")
