@@ -27,13 +27,6 @@ WHERE (sqlc.narg('action')::text IS NULL OR action = sqlc.narg('action')::text)
 ORDER BY id DESC
 LIMIT @max::integer;
 
--- name: ConsoleNotificationByKey :one
--- The notification holding producer's idempotency key, by the primary key
--- of idempotency_keys. No row once the key's window has passed.
-SELECT notification_id
-FROM herald.idempotency_keys
-WHERE producer = @producer::text AND idempotency_key = @idempotency_key::text;
-
 -- name: ConsoleHeldGet :one
 -- One held intent with its body and the rule that matched, for review,
 -- with the rule's kind and pattern ('' when the rule has been deleted

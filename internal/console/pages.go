@@ -276,12 +276,11 @@ func (c *Console) notification(w http.ResponseWriter, r *http.Request, s *sessio
 	v := &notificationView{ID: strings.TrimSpace(q.Get("id")), Producer: strings.TrimSpace(q.Get("producer")), Key: q.Get("key")}
 	data := &pageData{Title: "Notification", Nav: "notification", Page: v}
 	var err error
-	id := v.ID
-	if id == "" && v.Producer != "" && v.Key != "" {
-		id, err = s.op.NotificationIDByKey(r.Context(), v.Producer, v.Key)
-	}
-	if err == nil && id != "" {
-		v.Status, err = s.op.Status(r.Context(), id)
+	switch {
+	case v.ID != "":
+		v.Status, err = s.op.Status(r.Context(), v.ID)
+	case v.Producer != "" && v.Key != "":
+		v.Status, err = s.op.FindNotification(r.Context(), v.Producer, v.Key)
 	}
 	if errors.Is(err, operator.ErrNotFound) {
 		data.Message, err = "No notification found: "+err.Error(), nil

@@ -66,17 +66,6 @@ func (o *Operator) AuditEntries(ctx context.Context, f AuditFilter, limit int, b
 	return out, nil
 }
 
-// NotificationIDByKey returns the id of producer's notification holding
-// the idempotency key. It returns ErrNotFound when none holds it (never
-// submitted, or its idempotency window has passed).
-func (o *Operator) NotificationIDByKey(ctx context.Context, producer, key string) (string, error) {
-	id, err := o.q.ConsoleNotificationByKey(ctx, o.pool, store.ConsoleNotificationByKeyParams{Producer: producer, IdempotencyKey: key})
-	if err != nil {
-		return "", fmt.Errorf("notification of %s key %q: %w", producer, key, notFound(err, "read key"))
-	}
-	return id, nil
-}
-
 // HeldDetail is one held intent with the body it was submitted with and
 // the rule that held it.
 type HeldDetail struct {

@@ -282,26 +282,6 @@ func (q *Queries) ConsoleMalformedCountByCode(ctx context.Context, db DBTX, sinc
 	return items, nil
 }
 
-const consoleNotificationByKey = `-- name: ConsoleNotificationByKey :one
-SELECT notification_id
-FROM herald.idempotency_keys
-WHERE producer = $1::text AND idempotency_key = $2::text
-`
-
-type ConsoleNotificationByKeyParams struct {
-	Producer       string
-	IdempotencyKey string
-}
-
-// The notification holding producer's idempotency key, by the primary key
-// of idempotency_keys. No row once the key's window has passed.
-func (q *Queries) ConsoleNotificationByKey(ctx context.Context, db DBTX, arg ConsoleNotificationByKeyParams) (string, error) {
-	row := db.QueryRow(ctx, consoleNotificationByKey, arg.Producer, arg.IdempotencyKey)
-	var notification_id string
-	err := row.Scan(&notification_id)
-	return notification_id, err
-}
-
 const consoleProviderSeries = `-- name: ConsoleProviderSeries :many
 SELECT
     h.provider,
