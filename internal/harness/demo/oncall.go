@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,12 +48,8 @@ func startConsole(ctx context.Context, pool *pgxpool.Pool, addr string, throwawa
 	}
 	p := &ConsolePart{URL: c.URL(), Login: "a member of herald_operator"}
 	if throwaway {
-		pw := make([]byte, 12)
-		_, _ = rand.Read(pw)
-		p.Password = base64.RawURLEncoding.EncodeToString(pw)
-		// A DDL statement takes no parameters: the password is a literal,
-		// quoted as one.
-		q := "CREATE ROLE " + pgx.Identifier{ConsoleLogin}.Sanitize() + " LOGIN IN ROLE herald_operator PASSWORD '" + p.Password + "'"
+		p.Password = randomPassword()
+		q := "CREATE ROLE " + pgx.Identifier{ConsoleLogin}.Sanitize() + " LOGIN IN ROLE herald_operator PASSWORD " + quoteLiteral(p.Password)
 		if _, err := pool.Exec(ctx, q); err != nil {
 			c.Close()
 			return nil, nil, fmt.Errorf("create the console's login: %w", err)
@@ -61,6 +58,17 @@ func startConsole(ctx context.Context, pool *pgxpool.Pool, addr string, throwawa
 	}
 	return c, p, nil
 }
+
+// randomPassword returns a random password for a login the demo makes.
+func randomPassword() string {
+	pw := make([]byte, 12)
+	_, _ = rand.Read(pw)
+	return base64.RawURLEncoding.EncodeToString(pw)
+}
+
+// quoteLiteral quotes s as an SQL string literal: a DDL statement takes no
+// parameters. (randomPassword's alphabet has no quote; this is for safety.)
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // checkConsole GETs the console's sign-in page and records its status.
 func checkConsole(ctx context.Context, p *ConsolePart) error {
