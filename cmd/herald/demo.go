@@ -32,6 +32,7 @@ type demoFlags struct {
 	users   int
 	timeout time.Duration
 	metrics string
+	console string
 	otlp    string
 }
 
@@ -43,6 +44,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 	fs.IntVar(&f.users, "users", 200, "users in the demo's recipient directory (the workload scales with it)")
 	fs.DurationVar(&f.timeout, "timeout", 50*time.Second, "give up if the workload has not finished by then")
 	fs.StringVar(&f.metrics, "metrics-addr", "", "serve /metrics, /healthz and /readyz here while the demo runs, e.g. 127.0.0.1:9090")
+	fs.StringVar(&f.console, "console-addr", "127.0.0.1:0", "serve the operator console here while the demo runs (and until Ctrl-C with -keep)")
 	fs.StringVar(&f.otlp, "otlp-endpoint", "", "export every span over OTLP/HTTP to this URL, e.g. http://127.0.0.1:4318/v1/traces (without it, the OTEL_* variables decide, as for serve)")
 	if m.Getenv("HERALD_LOG_LEVEL") == "" {
 		_ = fs.Set("log-level", "error") // the progress lines are the demo's output
@@ -78,7 +80,7 @@ func runDemo(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	return demo.Run(ctx, pool, &demo.Config{
-		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, Keep: throwaway && f.keep,
+		Users: f.users, Timeout: f.timeout, MetricsAddr: f.metrics, ConsoleAddr: f.console, Keep: throwaway && f.keep,
 		DatabaseURL: connstr.Redact(f.DatabaseURL), Throwaway: throwaway, Started: start,
 		Logger: logger, Progress: m.Stderr, NewClientFunc: newDemoClient, TracerProvider: tracer,
 		ReportFunc: func(sum *demo.Summary) error { return output(m, f.JSON, sum, demo.WriteSummary) },

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,8 +36,9 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 	require.False(t, sum.Throwaway)
 
 	// What the workload was built to produce, whatever the timing.
-	require.Equal(t, int64(100+1+23+10+40+11+1+1+2), sum.Accepted,
-		"orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS, the intent with its own callback_url, two with a sender")
+	require.Equal(t, int64(100+1+23+10+40+11+1+1+2+4), sum.Accepted,
+		"orders, the newsletter, invoices, reminders, resets, over HTTP, the long SMS, the intent with its own callback_url, two with a sender, "+
+			"the SMS sent while sms/acme drained")
 	// The intent with metadata and its own callback_url: its callback
 	// reached the receiver there, signed, with the metadata.
 	require.NotNil(t, sum.DirectCallback)
@@ -199,7 +201,8 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 		WHERE providers[1] = 'sms/acme' AND providers[cardinality(providers)] = 'sms/backup'`), "each one from acme to backup")
 	require.Equal(t, p.FailedOverPublished, count(`SELECT count(*) FROM herald.routes
 		WHERE status = 'published' AND providers[1] = 'sms/acme' AND providers[cardinality(providers)] = 'sms/backup'`))
-	require.Equal(t, p.FailedOver, backup.Routes, "only failovers reach the backup")
+	require.Equal(t, p.FailedOver+int64(sum.OnCall.ToBackup), backup.Routes,
+		"only failovers reach the backup, and the SMS sent while sms/acme drained")
 	// Every SMS attempt reached a server: a provider's, or (before the
 	// engine had loaded the providers) the channel's own driver's, which
 	// is sms/acme's server.
@@ -221,6 +224,7 @@ func TestDemoCmd_SummaryMatchesDatabase(t *testing.T) {
 
 	checkDemoReceipts(t, sum.Receipts, count)
 	checkDemoCampaign(t, sum.Campaign, count)
+	checkDemoConsoleOnCall(t, &sum, count)
 	checkDemoCallbacks(t, sum.Callbacks, prefix, count)
 	checkDemoAPI(t, sum.API, sum.RunID, count)
 }
@@ -343,6 +347,8 @@ func TestDemoCmd_LeavesOwnProvidersAlone(t *testing.T) {
 	require.Contains(t, sum.Providers.Skipped, "webhook/own")
 	require.Zero(t, sum.Providers.FailedOver)
 	require.Zero(t, sum.Unfinished)
+	require.NotNil(t, sum.OnCall)
+	require.Contains(t, sum.OnCall.Skipped, "webhook/own", "no provider of the demo's to drain")
 
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbURL)
@@ -373,8 +379,15 @@ func TestDemoCmd_NoURLUsesThrowawayCluster(t *testing.T) {
 	require.True(t, sum.Throwaway)
 	require.False(t, sum.Kept)
 	require.Zero(t, sum.Unfinished)
-	require.Equal(t, int64(10+1+23+10+40+6+1+1+2), sum.Accepted,
-		"five intents over HTTP in a batch, one alone, the long SMS, the intent with its own callback_url, and two with a sender")
+	require.Equal(t, int64(10+1+23+10+40+6+1+1+2+4), sum.Accepted,
+		"five intents over HTTP in a batch, one alone, the long SMS, the intent with its own callback_url, two with a sender, "+
+			"and the SMS sent while sms/acme drained")
+	// On its own cluster the demo made the console a login, with a
+	// password of the cluster's life; the console answered.
+	require.NotNil(t, sum.Console)
+	require.Equal(t, demo.ConsoleLogin, sum.Console.Login)
+	require.NotEmpty(t, sum.Console.Password)
+	require.Equal(t, http.StatusOK, sum.Console.Status)
 	require.Equal(t, 10+5, sum.Duplicates, "the repeats never exceed the users")
 	require.NotNil(t, sum.Providers)
 	require.Empty(t, sum.Providers.Skipped)
@@ -695,4 +708,38 @@ func checkDemoLongSMS(t *testing.T, l *demo.LongSMSPart, dbURL string) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT d.provider || ' ' || d.provider_message_id FROM herald.delivery_receipts d
 		JOIN herald.routes rt USING (notification_id, route_id) WHERE rt.recipient_ref = $1 AND d.state = 'matched'`, l.To).Scan(&last))
 	require.Equal(t, parts[len(parts)-1], last, "the receipt carried the last part's id")
+}
+
+// checkDemoConsoleOnCall checks the console and on-call parts against the
+// database: the console answered at a loopback address and, on a database
+// not the demo's own, no login was made and no password shown; sms/acme
+// was drained and enabled again by the actor the summary names (two
+// audit rows, the last state the summary's), the SMS sent meanwhile went
+// to sms/backup alone, and provider health holds the failovers counted.
+func checkDemoConsoleOnCall(t *testing.T, sum *demo.Summary, count func(string, ...any) int64) {
+	t.Helper()
+	c := sum.Console
+	require.NotNil(t, c)
+	require.True(t, strings.HasPrefix(c.URL, "http://127.0.0.1:"), c.URL)
+	require.Equal(t, http.StatusOK, c.Status, "the console's sign-in page answered")
+	require.Empty(t, c.Password, "no password on a database not the demo's own")
+	require.Zero(t, count(`SELECT count(*) FROM pg_roles WHERE rolname = $1`, demo.ConsoleLogin))
+
+	o := sum.OnCall
+	require.NotNil(t, o)
+	require.Empty(t, o.Skipped)
+	require.Equal(t, "sms/acme", o.Provider)
+	require.Equal(t, "draining", o.StateDrained)
+	require.Equal(t, "enabled", o.StateNow)
+	require.Equal(t, int64(1), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'provider_state' AND actor = $1
+		AND filter ->> 'provider' = $2 AND details ->> 'state' = 'draining' AND reason = $3`, o.Actor, o.Provider, o.Reason))
+	require.Equal(t, int64(2), count(`SELECT count(*) FROM herald.audit_log WHERE action = 'provider_state' AND actor = $1`, o.Actor))
+	require.Equal(t, int64(1), count(`SELECT count(*) FROM (SELECT details ->> 'state' AS state FROM herald.audit_log
+		WHERE action = 'provider_state' AND filter ->> 'provider' = $1 ORDER BY id DESC LIMIT 1) l WHERE state = $2`, o.Provider, o.StateNow))
+	require.Equal(t, 4, o.Sent)
+	require.Equal(t, int64(o.ToBackup), count(`SELECT count(*) FROM herald.routes rt JOIN herald.records r ON r.notification_id = rt.notification_id
+		WHERE r.request_id = $1 AND rt.channel = 'sms' AND rt.providers = ARRAY['sms/backup'] AND rt.status = 'published'`, sum.RunID+":oncall"))
+	require.Positive(t, o.Failovers, "the kenya rule's routes failed over from sms/acme")
+	require.Equal(t, o.Failovers, count(`SELECT coalesce(sum(f.v::bigint), 0)::bigint FROM herald.provider_health h
+		CROSS JOIN LATERAL jsonb_each_text(h.failovers) AS f(k, v) WHERE h.provider = $1`, o.Provider))
 }

@@ -190,7 +190,7 @@ var ownFlags = map[string]string{
 	"dead-letters progress": "interval json watch",
 	"dead-letters count":    "by channel classification interval json producer provider since type watch",
 	"find":                  "json key producer",
-	"demo":                  "json keep metrics-addr otlp-endpoint timeout users",
+	"demo":                  "console-addr json keep metrics-addr otlp-endpoint timeout users",
 	"held list":             "after json limit",
 	"held release":          "actor json reason",
 	"held reject":           "actor json reason",

@@ -32,12 +32,14 @@ func CheckCommandLine(users int, timeout time.Duration, otlpEndpoint string) err
 // URL and the function that removes it, which logs a failure to logger.
 func StartThrowaway(ctx context.Context, progress io.Writer, logger *slog.Logger) (string, func(), error) {
 	fmt.Fprintln(progress, "demo: no DATABASE_URL: starting a throwaway PostgreSQL from the local binaries")
-	cluster, err := pgtemp.Start(ctx, nil)
+	// Every login but the superuser gives its password, so that the
+	// console's sign-in checks the one the summary shows.
+	cluster, stopCluster, err := pgtemp.StartWithPasswords(ctx)
 	if err != nil {
 		return "", nil, fmt.Errorf("start throwaway postgres: %w", err)
 	}
 	stop := func() {
-		if err := cluster.Stop(); err != nil {
+		if err := stopCluster(); err != nil {
 			logger.Warn("stop throwaway postgres", "err", err)
 		}
 	}

@@ -44,6 +44,15 @@
 // callback), and the summary shows that callback arriving there with the
 // intent's metadata.
 //
+// The operator console serves beside the engine (ConsoleAddr) for the
+// whole run, and with Keep until Run's context is done; on its throwaway
+// cluster the demo makes it a login (ConsoleLogin, a member of
+// herald_operator) with a random password, shown in the summary, and on
+// any other database it makes none. Once the workload is delivered, an
+// operator drains sms/acme (audited), SMS for the kenya rule then go to
+// sms/backup, and sms/acme is enabled again; the summary shows the
+// failovers provider health counted from sms/acme and its state.
+//
 // The public client is the module root, which no internal package imports
 // (see DESIGN.md), so Run reaches it through the Client interface:
 // cmd/herald adapts *herald.Client to it. The intents and recipients travel
@@ -156,6 +165,10 @@ type Config struct {
 	// MetricsAddr, if set, is where the engine serves /metrics, /healthz
 	// and /readyz while the demo runs.
 	MetricsAddr string
+	// ConsoleAddr is where the operator console listens while the demo
+	// runs (and, with Keep, until Run's context is done); "" for
+	// 127.0.0.1:0.
+	ConsoleAddr string
 	// Keep keeps the engine running after ReportFunc until Run's context is
 	// done, so that a replay from another terminal is delivered.
 	Keep bool
@@ -298,6 +311,23 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	// stop stops it); if it fails, the workload's context says why.
 	runCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
+	con, conPart, err := startConsole(ctx, pool, cmp.Or(cfg.ConsoleAddr, "127.0.0.1:0"), cfg.Throwaway)
+	if err != nil {
+		return err
+	}
+	consoleCtx, stopConsole := context.WithCancel(context.WithoutCancel(ctx))
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		if err := con.Run(consoleCtx); err != nil {
+			cfg.Logger.Error("demo console stopped", "err", err)
+		}
+	}()
+	defer func() { stopConsole(); <-consoleDone }()
+	if err := checkConsole(ctx, conPart); err != nil {
+		return err
+	}
+	say("demo: operator console at %s (sign in as %s)", conPart.URL, conPart.Login)
 	engineCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	stopped := make(chan struct{})
 	go func() {
@@ -312,7 +342,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 
 	say("demo: run %s: submitting through the Go client, the HTTP API and raw INSERTs into herald.intake", w.runID)
 	sum := &Summary{RunID: w.runID, DatabaseURL: cfg.DatabaseURL, Throwaway: cfg.Throwaway, Kept: cfg.Keep,
-		API: &APIPart{Skipped: prod.apiSkipped}}
+		API: &APIPart{Skipped: prod.apiSkipped}, Console: conPart}
 	client, err := cfg.NewClientFunc(pool, &ClientConfig{Logger: cfg.Logger, ResultFunc: eng.Metrics().Intent})
 	if err != nil {
 		return err
@@ -339,6 +369,15 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	}
 	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
 		return err
+	}
+	if pl != nil {
+		say("demo: on call: an operator drains sms/acme, sends SMS for %s (they go to sms/backup), then enables it again…", SMSDownPrefix)
+		if sum.OnCall, err = runOnCall(runCtx, pool, client, w.runID, cfg.Timeout); err != nil {
+			return err
+		}
+		sum.SubmittedClient += sum.OnCall.Sent
+	} else {
+		sum.OnCall = &OnCallPart{Skipped: skipped}
 	}
 	say("demo: a templated notification to users in pt-BR and fr, a long SMS over SMPP, intents the blocklist refuses")
 	say("      through the Go client and the SQL intake, and two hostile templates…")
@@ -392,6 +431,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		if sum.Providers, err = pl.summarize(ctx, pool, srv, w.runID); err != nil {
 			return err
 		}
+		if err := summarizeOnCall(ctx, pool, sum.OnCall, cfg.Started); err != nil {
+			return err
+		}
 		if sum.Receipts, err = pl.summarizeReceipts(ctx, pool, srv, w.runID, since); err != nil {
 			return err
 		}
@@ -425,7 +467,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 		return err
 	}
 	if cfg.Keep {
-		say("demo: PostgreSQL and the engine stay up at %s; press Ctrl-C to stop and remove them", cfg.DatabaseURL)
+		say("demo: PostgreSQL and the engine stay up at %s, the console at %s; press Ctrl-C to stop and remove them", cfg.DatabaseURL, conPart.URL)
 		<-ctx.Done()
 	}
 	return nil

@@ -111,15 +111,19 @@ func (p *producer) close(ctx context.Context, admin *pgxpool.Pool) {
 	}
 }
 
-// createLogin creates a LOGIN role name, a member of role, and returns a
-// pool of at most two connections as it.
+// createLogin creates a LOGIN role name, a member of role, with a random
+// password (a server that asks for one gets it: the throwaway cluster
+// asks every login but the superuser), and returns a pool of at most two
+// connections as it.
 func createLogin(ctx context.Context, admin *pgxpool.Pool, name, role string) (*pgxpool.Pool, error) {
-	if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE "+pgx.Identifier{role}.Sanitize()); err != nil {
+	password := randomPassword()
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+pgx.Identifier{name}.Sanitize()+" LOGIN IN ROLE "+pgx.Identifier{role}.Sanitize()+
+		" PASSWORD "+quoteLiteral(password)); err != nil {
 		return nil, err
 	}
 	cfg := admin.Config().Copy()
 	cfg.ConnConfig.User = name
-	cfg.ConnConfig.Password = ""
+	cfg.ConnConfig.Password = password
 	cfg.MaxConns = 2
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err == nil {

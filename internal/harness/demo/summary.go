@@ -68,6 +68,10 @@ type Summary struct {
 	Senders *SendersPart `json:"senders,omitempty"`
 	// Campaign is a campaign scheduled and then canceled.
 	Campaign *CampaignPart `json:"campaign"`
+	// Console is the operator console the demo serves; OnCall the drain of
+	// a provider through it.
+	Console *ConsolePart `json:"console,omitempty"`
+	OnCall  *OnCallPart  `json:"on_call,omitempty"`
 
 	DeadLetters     []Count  `json:"dead_letters_by"`
 	MalformedByCode []Count  `json:"malformed_by_code"`
@@ -290,6 +294,7 @@ func WriteSummary(out io.Writer, s *Summary) error {
 	if s.Campaign != nil {
 		writeCampaign(out, s.Campaign, row)
 	}
+	writeOnCall(out, s.Console, s.OnCall)
 	if iso := s.Isolation; iso != nil {
 		if iso.Skipped != "" {
 			fmt.Fprintf(out, "\nisolation: not probed (%s)\n", iso.Skipped)

@@ -75,3 +75,32 @@ func TestWriteSummary_ShowsTheCallbackURLWithMetadata(t *testing.T) {
 	require.NoError(t, demo.WriteSummary(&out, s))
 	require.Contains(t, out.String(), "callback_url with metadata: not shown (no producer login)\n")
 }
+
+// The summary prints the console's address and who signs in (the password
+// only when the demo holds one, on its own cluster), and the on-call
+// drain with its failovers and the provider's state.
+func TestWriteSummary_ShowsConsoleAndOnCall(t *testing.T) {
+	t.Parallel()
+	s := &demo.Summary{RunID: "demo-x",
+		Console: &demo.ConsolePart{URL: "http://127.0.0.1:8089", Login: "a member of herald_operator", Status: 200},
+		OnCall: &demo.OnCallPart{Provider: "sms/acme", Backup: "sms/backup", Actor: "demo", Reason: "acme is down",
+			DeliveredBefore: 139, Sent: 4, ToBackup: 3, StateDrained: "draining", StateNow: "enabled", Failovers: 55}}
+	var out bytes.Buffer
+	require.NoError(t, demo.WriteSummary(&out, s))
+	text := out.String()
+	for _, line := range []string{
+		"console: http://127.0.0.1:8089 (sign in as a member of herald_operator); its sign-in page answered 200\n",
+		"on call: demo set sms/acme draining (\"acme is down\", audited) after 139 deliveries; 3 of 4 SMS for +254 then went straight to sms/backup;\n",
+		"  provider health counted 55 failovers from sms/acme over the run; sms/acme is enabled again\n",
+	} {
+		require.Contains(t, text, line)
+	}
+	require.NotContains(t, text, "password")
+
+	s.Console.Login, s.Console.Password = demo.ConsoleLogin, "pw-of-the-cluster"
+	s.OnCall = &demo.OnCallPart{Skipped: "the database holds providers of its own"}
+	out.Reset()
+	require.NoError(t, demo.WriteSummary(&out, s))
+	require.Contains(t, out.String(), "(sign in as demo_operator, password pw-of-the-cluster (this throwaway cluster's only))")
+	require.Contains(t, out.String(), "on call: not shown (the database holds providers of its own)\n")
+}
