@@ -57,11 +57,13 @@ WITH rec_in AS (
         nullif(unnest(@metadatas::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
-    -- The keys, in the caller's order.
+    -- The keys, in the caller's order, read from their arrays rather than
+    -- from rec_in: a CTE that two others read is materialized (every
+    -- intent's row, its payload too, written to a tuplestore and read
+    -- back), one that only ins reads is inlined into it.
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
-    SELECT producer, idempotency_key, notification_id,
+    SELECT unnest(@producers::text[]), unnest(@idempotency_keys::text[]), unnest(@notification_ids::text[]),
         coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8)
-    FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
     RETURNING k.notification_id
 ),
@@ -193,9 +195,8 @@ WITH rec_in AS (
 ),
 keys_ins AS (
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
-    SELECT producer, idempotency_key, notification_id,
+    SELECT unnest(@producers::text[]), unnest(@idempotency_keys::text[]), unnest(@notification_ids::text[]),
         coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8)
-    FROM rec_in
 ),
 subscribed AS (
     SELECT s.producer

@@ -595,11 +595,13 @@ WITH rec_in AS (
         nullif(unnest($18::text[]), '')::jsonb AS metadata
 ),
 keys_ins AS (
-    -- The keys, in the caller's order.
+    -- The keys, in the caller's order, read from their arrays rather than
+    -- from rec_in: a CTE that two others read is materialized (every
+    -- intent's row, its payload too, written to a tuplestore and read
+    -- back), one that only ins reads is inlined into it.
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
-    SELECT producer, idempotency_key, notification_id,
+    SELECT unnest($3::text[]), unnest($7::text[]), unnest($1::text[]),
         coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8)
-    FROM rec_in
     ON CONFLICT (producer, idempotency_key) DO NOTHING
     RETURNING k.notification_id
 ),
@@ -844,9 +846,8 @@ WITH rec_in AS (
 ),
 keys_ins AS (
     INSERT INTO herald.idempotency_keys AS k (producer, idempotency_key, notification_id, expires_at)
-    SELECT producer, idempotency_key, notification_id,
+    SELECT unnest($3::text[]), unnest($7::text[]), unnest($1::text[]),
         coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8)
-    FROM rec_in
 ),
 subscribed AS (
     SELECT s.producer
