@@ -83,38 +83,6 @@ WHERE recorded_at >= @since::timestamptz
 GROUP BY failure_code
 ORDER BY entries DESC, failure_code;
 
--- name: ConsoleProviderWindow :many
--- Each provider's outcomes over the window from @since, from its
--- two-second health buckets (a range of provider_health's primary key per
--- provider), and since when it has been failing: the first bucket with a
--- failure after its last delivery in the window. Both times are the epoch
--- when there is none (no delivery; no failure since the last).
-WITH w AS (
-    SELECT h.provider, h.bucket, h.delivered, h.transient, h.permanent, h.throttled, h.unavailable
-    FROM herald.provider_health h
-    WHERE h.bucket >= @since::timestamptz
-),
-last_ok AS (
-    SELECT provider, max(bucket) AS at
-    FROM w
-    WHERE delivered > 0
-    GROUP BY provider
-)
-SELECT
-    w.provider,
-    sum(w.delivered)::bigint AS delivered,
-    sum(w.transient)::bigint AS transient,
-    sum(w.permanent)::bigint AS permanent,
-    sum(w.throttled)::bigint AS throttled,
-    sum(w.unavailable)::bigint AS unavailable,
-    coalesce(l.at, 'epoch')::timestamptz AS last_delivered_at,
-    coalesce(min(w.bucket) FILTER (WHERE (w.transient + w.permanent + w.unavailable) > 0
-        AND (l.at IS NULL OR w.bucket > l.at)), 'epoch')::timestamptz AS failing_since
-FROM w
-LEFT JOIN last_ok l ON l.provider = w.provider
-GROUP BY w.provider, l.at
-ORDER BY w.provider;
-
 -- name: ConsoleProviderSeries :many
 -- Each provider's outcomes over the window from @since in steps of
 -- @step_seconds, with its channel: what the console draws over time.

@@ -87,24 +87,14 @@ func (o *Operator) ProviderSeries(ctx context.Context, since time.Time, step tim
 	return out, nil
 }
 
-// ProviderWindow is one provider's health over a chosen window: its
-// state and circuit now (ProviderHealthOver), its outcomes over the window,
-// its failure rate, and since when it has been failing.
+// ProviderWindow is one provider's health (ProviderHealthOver: its state
+// and circuit now, its outcomes over the window) with the window's
+// failure rate.
 type ProviderWindow struct {
 	ProviderHealth
-	WindowSeconds float64 `json:"window_seconds"`
-	WDelivered    int64   `json:"delivered"`
-	WTransient    int64   `json:"transient"`
-	WPermanent    int64   `json:"permanent"`
-	WThrottled    int64   `json:"throttled"`
-	WUnavailable  int64   `json:"unavailable"`
 	// FailureRate is the failed attempts' share of the window's attempts
 	// (0 when there was none).
 	FailureRate float64 `json:"failure_rate"`
-	// FailingSince is the first failure after the last delivery in the
-	// window; nil when the provider is not failing.
-	FailingSince    *time.Time `json:"failing_since,omitempty"`
-	LastDeliveredAt *time.Time `json:"last_delivered_at,omitempty"`
 }
 
 // ProviderReport is the providers page: each provider over the window and
@@ -133,26 +123,14 @@ func (o *Operator) Providers(ctx context.Context, window time.Duration) (*Provid
 	if err != nil {
 		return nil, fmt.Errorf("read circuit events: %w", err)
 	}
-	rows, err := o.q.ConsoleProviderWindow(ctx, o.pool, now.Add(-window))
-	if err != nil {
-		return nil, fmt.Errorf("read provider window: %w", err)
-	}
-	byName := make(map[string]store.ConsoleProviderWindowRow, len(rows))
-	for _, r := range rows {
-		byName[r.Provider] = r
-	}
 	rep := &ProviderReport{At: now, CircuitEvents: make([]CircuitEvent, len(events)), Providers: make([]ProviderWindow, len(health))}
 	for i, e := range events {
 		rep.CircuitEvents[i] = CircuitEvent{At: e.At, Provider: e.Provider, Event: e.Event, Detail: e.Detail}
 	}
 	for i, p := range health {
-		w := ProviderWindow{WindowSeconds: window.Seconds(), ProviderHealth: p}
-		if r, ok := byName[p.Provider]; ok {
-			w.WDelivered, w.WTransient, w.WPermanent, w.WThrottled, w.WUnavailable = r.Delivered, r.Transient, r.Permanent, r.Throttled, r.Unavailable
-			if n := r.Delivered + r.Transient + r.Permanent; n > 0 {
-				w.FailureRate = float64(r.Transient+r.Permanent) / float64(n)
-			}
-			w.FailingSince, w.LastDeliveredAt = unlessEpoch(r.FailingSince), unlessEpoch(r.LastDeliveredAt)
+		w := ProviderWindow{ProviderHealth: p}
+		if n := p.Window.Delivered + p.Window.Transient + p.Window.Permanent; n > 0 {
+			w.FailureRate = float64(p.Window.Transient+p.Window.Permanent) / float64(n)
 		}
 		rep.Providers[i] = w
 	}

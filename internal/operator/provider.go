@@ -166,6 +166,7 @@ func (o *Operator) providerHealthAt(ctx context.Context, now time.Time, window t
 		if p.Failing {
 			h.FailingSince = &p.FailingSince
 		}
+		h.LastDeliveredAt = unlessEpoch(p.LastDeliveredAt)
 		if n := p.Delivered5m + p.Transient5m + p.Permanent5m; n > 0 {
 			mean, maxL := p.LatencySecondsSum5m/float64(n), p.LatencySecondsMax5m
 			h.MeanLatencySeconds, h.MaxLatencySeconds = &mean, &maxL

@@ -81,6 +81,9 @@ type ProviderHealth struct {
 	// its first two-second bucket with a transient failure (or a round it
 	// could not send) after its last delivery; nil when it is not failing.
 	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// LastDeliveredAt is the start of its newest two-second bucket with a
+	// delivery (within the buckets kept); nil when there is none.
+	LastDeliveredAt *time.Time `json:"last_delivered_at,omitempty"`
 	// Window is its outcomes and failovers over the window asked for.
 	Window ProviderOutcomes `json:"window"`
 }

@@ -174,20 +174,25 @@ SELECT
             AND u.bucket >= coalesce($1::timestamptz, now()) - interval '30 seconds'
         ORDER BY u.bucket DESC LIMIT 1), '')::text AS unavailable_reason,
     (fs.failing_since IS NOT NULL)::boolean AS failing,
-    coalesce(fs.failing_since, timestamptz 'epoch')::timestamptz AS failing_since
+    coalesce(fs.failing_since, timestamptz 'epoch')::timestamptz AS failing_since,
+    coalesce(ld.at, timestamptz 'epoch')::timestamptz AS last_delivered_at
 FROM herald.providers p
 LEFT JOIN herald.provider_circuits c ON c.provider = p.name
+LEFT JOIN LATERAL (
+    SELECT max(o.bucket) AS at
+    FROM herald.provider_health o
+    WHERE o.provider = p.name AND o.delivered > 0
+) AS ld ON true
 LEFT JOIN LATERAL (
     SELECT min(f.bucket)::timestamptz AS failing_since
     FROM herald.provider_health f
     WHERE f.provider = p.name AND (f.transient > 0 OR f.unavailable > 0)
-        AND f.bucket > coalesce((SELECT max(o.bucket) FROM herald.provider_health o
-            WHERE o.provider = p.name AND o.delivered > 0), '-infinity')
+        AND f.bucket > coalesce(ld.at, '-infinity')
 ) AS fs ON true
 LEFT JOIN herald.provider_health h ON h.provider = p.name
     AND h.bucket >= least($2::timestamptz, coalesce($1::timestamptz, now()) - interval '5 minutes')
 GROUP BY p.name, p.channel, p.driver, p.cap_per_second, p.state, p.state_reason, p.state_changed_at,
-    c.state, c.open_until, c.reason, c.since, fs.failing_since
+    c.state, c.open_until, c.reason, c.since, fs.failing_since, ld.at
 ORDER BY p.name
 `
 
@@ -224,6 +229,7 @@ type ProviderHealthOverRow struct {
 	UnavailableReason   string
 	Failing             bool
 	FailingSince        time.Time
+	LastDeliveredAt     time.Time
 }
 
 // Every provider's state, circuit and outcomes over the window since
@@ -241,7 +247,8 @@ type ProviderHealthOverRow struct {
 // bucket with a transient failure, or a round in which the provider could
 // not send, after its last bucket with a delivery (within the buckets
 // kept, a day); failing is false (and failing_since the epoch) when none
-// followed its last delivery. Both lookups
+// followed its last delivery, last_delivered_at (the epoch for none).
+// Both lookups
 // walk the provider's buckets along the primary key, newest first.
 func (q *Queries) ProviderHealthOver(ctx context.Context, db DBTX, arg ProviderHealthOverParams) ([]ProviderHealthOverRow, error) {
 	rows, err := db.Query(ctx, providerHealthOver, arg.Now, arg.Since)
@@ -280,6 +287,7 @@ func (q *Queries) ProviderHealthOver(ctx context.Context, db DBTX, arg ProviderH
 			&i.UnavailableReason,
 			&i.Failing,
 			&i.FailingSince,
+			&i.LastDeliveredAt,
 		); err != nil {
 			return nil, err
 		}
