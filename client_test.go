@@ -675,7 +675,9 @@ func TestClient_SubmitBurstLeadingHintPerWindow(t *testing.T) {
 func TestClient_SubmitBurstTrailingHint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = 200 * time.Millisecond })
+	// A window the five submits fit in even on a loaded machine, and short
+	// enough for hints to wait out its trailing hint.
+	b := setup(t, func(c *herald.Config) { c.NotifyDebounce = 3 * time.Second })
 	conn := listener(t, b)
 
 	_, err := b.client.Submit(ctx, smallIntent(1)) // leading: sms

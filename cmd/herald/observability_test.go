@@ -291,14 +291,18 @@ func TestObservability_AlertsFireOnAMisbehavingServe(t *testing.T) {
 
 	// sms/flaky, an SMS provider whose receipts come back within a second
 	// or never; the webhook channel's own endpoint takes one delivery at
-	// a time.
+	// a time. Its circuit counts whole two-second buckets after the
+	// provider is applied, so the healthy phase's two deliveries may count
+	// or not: at 4 attempts and 60% the first dead letter (2 failures with
+	// 0-2 deliveries) never opens it, the second (4 failures with 0-2)
+	// always does.
 	flaky, hook := newSwitchable(t), newSwitchable(t)
 	providers := writeProviders(t, fmt.Sprintf(`
 providers:
   - name: sms/flaky
     driver: sms-http
     sms_http: {url: %q, api_key: {env: FLAKY_KEY}}
-    circuit: {failure_ratio: 0.5, min_attempts: 6, cooldown: 10m}
+    circuit: {failure_ratio: 0.6, min_attempts: 4, cooldown: 10m}
     receipts: {token: {env: FLAKY_RECEIPTS}, window: 1s}
 rules:
   sms:
