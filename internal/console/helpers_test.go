@@ -85,6 +85,14 @@ func setup(t testing.TB, tune ...func(*console.Config)) *testBundle {
 	dbURL, drop, err := pgtemp.CreateDatabase(ctx, &pgtemp.DatabaseOpts{ServerURL: cluster.admin, Label: t.Name()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = drop(context.Background()) })
+	return bundleOn(t, dbURL, tune...)
+}
+
+// bundleOn is setup on a migrated database dbURL (a superuser's URL, on a
+// server that asks every other login for its password over TCP).
+func bundleOn(t testing.TB, dbURL string, tune ...func(*console.Config)) *testBundle {
+	t.Helper()
+	ctx := context.Background()
 	admin, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(admin.Close)

@@ -112,7 +112,7 @@ routes_ins AS (
         last_error_classification, last_error_message, last_error_at, finished_at
     )
     SELECT
-        s.id, r.route_id, p.channel, r.recipient_ref,
+        s.id, r.route_id, p.channel, replace(r.recipient_ref, '{g}', lpad((s.g % 1000000)::text, 6, '0')),
         CASE WHEN s.dead THEN 'dead_letter' ELSE 'published' END,
         1, 5, NULL, s.at, s.at + interval '1 second',
         CASE WHEN NOT s.dead THEN s.at + interval '1 second' END,
@@ -131,7 +131,7 @@ INSERT INTO herald.dead_letters (
     notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
     failure_classification, failure_message, recovery_hint, created_at
 )
-SELECT s.id, r.route_id, p.channel, r.recipient_ref, 1, 5,
+SELECT s.id, r.route_id, p.channel, replace(r.recipient_ref, '{g}', lpad((s.g % 1000000)::text, 6, '0')), 1, 5,
     'permanent', 'HTTP 410 Gone', 'the endpoint is gone: fix the destination and replay', s.at + interval '1 second'
 FROM src s
 CROSS JOIN p
@@ -160,7 +160,8 @@ type BenchHistoryFillParams struct {
 // notifications of @producer, with their idempotency keys, accepted evenly between @oldest and
 // @oldest + @span_seconds (record g of n at oldest + span * g / n), each
 // with one route per element of @route_ids (one channel, recipients
-// @recipient_refs), all published a second after acceptance, except every
+// @recipient_refs, in which "{g}" becomes the record's number modulo a
+// million, six digits: a history of many recipients), all published a second after acceptance, except every
 // @dead_every-th record (0: none), whose routes are dead-lettered, with
 // their dead_letters rows: what a real history keeps until an operator
 // acts. Ids have a UUIDv7's shape and order (the acceptance time's
