@@ -25,13 +25,14 @@ SET heartbeat_at = now(), stopped_at = now(), ready = false, not_ready_reason = 
 WHERE id = @id;
 
 -- name: ServeProcessList :many
--- Every process's row with its heartbeat's age and staleness by the
--- database's clock, the one that stamped heartbeat_at.
+-- Every process's row with its heartbeat's age by the database's clock,
+-- the one that stamped heartbeat_at; stale when a running process's
+-- heartbeat is older than @stale_heartbeats of its intervals.
 SELECT id, host, pid, version, started_at, heartbeat_at,
        extract(epoch FROM heartbeat_interval)::float8 AS interval_seconds,
        ready, not_ready_reason, parts, stopped_at,
        extract(epoch FROM now() - heartbeat_at)::float8 AS heartbeat_age_seconds,
-       coalesce(stopped_at IS NULL AND now() - heartbeat_at > 3 * heartbeat_interval, false)::bool AS stale
+       coalesce(stopped_at IS NULL AND now() - heartbeat_at > heartbeat_interval * sqlc.arg(stale_heartbeats)::int, false)::bool AS stale
 FROM herald.serve_processes
 ORDER BY stopped_at IS NOT NULL, host, started_at, pid;
 

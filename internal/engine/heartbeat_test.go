@@ -29,7 +29,7 @@ func processEngine(t *testing.T, b *testBundle, extra part) *Engine {
 // row reads the engine's row; ok is false while there is none.
 func row(t *testing.T, b *testBundle) (r store.ServeProcessListRow, ok bool) {
 	t.Helper()
-	rows, err := store.New().ServeProcessList(context.Background(), b.pool)
+	rows, err := store.New().ServeProcessList(context.Background(), b.pool, 3)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(rows), 1)
 	if len(rows) == 0 {

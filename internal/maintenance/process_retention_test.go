@@ -39,7 +39,7 @@ func TestDeleteGoneProcesses_DeletesOnlyThoseGoneADay(t *testing.T) {
 	n, err := m.DeleteGoneProcesses(ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
-	rows, err := q.ServeProcessList(ctx, b.pool)
+	rows, err := q.ServeProcessList(ctx, b.pool, 3)
 	require.NoError(t, err)
 	var left []string
 	for _, r := range rows {

@@ -90,7 +90,7 @@ func (o *Operator) ServeProcesses(ctx context.Context) (*ServeProcessList, error
 }
 
 func (o *Operator) serveProcesses(ctx context.Context) ([]ServeProcess, error) {
-	rows, err := o.q.ServeProcessList(ctx, o.pool)
+	rows, err := o.q.ServeProcessList(ctx, o.pool, StaleHeartbeats)
 	if err != nil {
 		return nil, fmt.Errorf("read serve processes: %w", err)
 	}

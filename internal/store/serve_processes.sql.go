@@ -50,7 +50,7 @@ SELECT id, host, pid, version, started_at, heartbeat_at,
        extract(epoch FROM heartbeat_interval)::float8 AS interval_seconds,
        ready, not_ready_reason, parts, stopped_at,
        extract(epoch FROM now() - heartbeat_at)::float8 AS heartbeat_age_seconds,
-       coalesce(stopped_at IS NULL AND now() - heartbeat_at > 3 * heartbeat_interval, false)::bool AS stale
+       coalesce(stopped_at IS NULL AND now() - heartbeat_at > heartbeat_interval * $1::int, false)::bool AS stale
 FROM herald.serve_processes
 ORDER BY stopped_at IS NOT NULL, host, started_at, pid
 `
@@ -71,10 +71,11 @@ type ServeProcessListRow struct {
 	Stale               bool
 }
 
-// Every process's row with its heartbeat's age and staleness by the
-// database's clock, the one that stamped heartbeat_at.
-func (q *Queries) ServeProcessList(ctx context.Context, db DBTX) ([]ServeProcessListRow, error) {
-	rows, err := db.Query(ctx, serveProcessList)
+// Every process's row with its heartbeat's age by the database's clock,
+// the one that stamped heartbeat_at; stale when a running process's
+// heartbeat is older than @stale_heartbeats of its intervals.
+func (q *Queries) ServeProcessList(ctx context.Context, db DBTX, staleHeartbeats int32) ([]ServeProcessListRow, error) {
+	rows, err := db.Query(ctx, serveProcessList, staleHeartbeats)
 	if err != nil {
 		return nil, err
 	}
