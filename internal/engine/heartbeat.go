@@ -173,10 +173,11 @@ func (h *heartbeat) stop(runErr error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(h.every, 5*time.Second))
 	defer cancel()
-	if !h.registered {
-		return
-	}
-	if err := h.q.ServeProcessStop(ctx, h.e.pool, store.ServeProcessStopParams{ID: h.row.ID, Reason: reason}); err != nil {
+	// Marked whether or not a beat saw its insert succeed: one cut short
+	// by the stop may have committed all the same. A process that never
+	// reached the database has no row, and nothing to warn of.
+	err := h.q.ServeProcessStop(ctx, h.e.pool, store.ServeProcessStopParams{ID: h.row.ID, Reason: reason})
+	if err != nil && h.registered {
 		h.log.Warn("could not mark this process stopped in herald.serve_processes: its row goes stale instead", "id", h.row.ID, "err", err)
 	}
 }
