@@ -3,13 +3,17 @@ package engine
 import (
 	"context"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/dispatch"
+	"github.com/heraldhq/herald/internal/harness/pgtemp"
 	"github.com/heraldhq/herald/internal/store"
 )
 
@@ -113,4 +117,52 @@ func TestHeartbeat_RowDeletedIsRecordedAgain(t *testing.T) {
 	require.Equal(t, first.ID, again.ID)
 	require.True(t, first.StartedAt.Equal(again.StartedAt))
 	require.JSONEq(t, `{"channels":["callback","sms"]}`, string(again.Parts))
+}
+
+// statementCounter counts the statements a pool sends.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// BenchmarkHeartbeat_Beat is one heartbeat: the /readyz check and the
+// row's UPDATE. It reports the statements of each, as counts say what a
+// loaded machine's timings cannot.
+func BenchmarkHeartbeat_Beat(b *testing.B) {
+	dbURL := pgtemp.NewDatabase(b)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	require.NoError(b, err)
+	c := &statementCounter{}
+	cfg.ConnConfig.Tracer = c
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(b, err)
+	b.Cleanup(pool.Close)
+	e, err := New(pool, &Config{
+		Dispatch: dispatch.Config{Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: channel.Discard}}},
+		Process:  &Process{Heartbeat: time.Hour, Version: "bench"},
+	})
+	require.NoError(b, err)
+	b.Cleanup(e.Close)
+	h := e.beat
+	h.row.ID = "bench"
+	ctx := context.Background()
+	h.beat(ctx, false) // the insert
+	require.True(b, h.registered)
+
+	var checks int64
+	b.ResetTimer()
+	for b.Loop() {
+		before := c.n.Load()
+		_ = h.check(ctx)
+		checks += c.n.Load() - before
+		h.beat(ctx, false)
+	}
+	b.StopTimer()
+	// Each loop ran the check twice: once alone, once in the beat.
+	b.ReportMetric(float64(c.n.Load())/float64(b.N)-float64(checks)/float64(b.N), "statements/beat")
+	b.ReportMetric(float64(checks)/float64(b.N), "statements/check")
 }
