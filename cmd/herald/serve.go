@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/internal/config"
 	"github.com/heraldhq/herald/internal/console"
 	"github.com/heraldhq/herald/internal/engine"
+	"github.com/heraldhq/herald/internal/render"
 )
 
 func init() {
@@ -70,6 +71,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	ecfg := engine.FromConfig(cfg)
 	ecfg.Logger, ecfg.GetenvFunc, ecfg.Registry = logger, m.Getenv, prometheus.NewRegistry()
+	ecfg.Process.Version = render.BuildVersion().Short()
 	ops.configure(ecfg)
 	apiPool, err := engine.ConnectAPI(ctx, cfg, ecfg, m.Getenv)
 	if err != nil {

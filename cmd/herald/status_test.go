@@ -46,8 +46,11 @@ func TestStatusCmd_ShowsRecordRoutesTimeline(t *testing.T) {
 	require.ErrorIs(t, err, operator.ErrNotFound)
 	_, _, err = run(t, b.env, "status", "ntf_missing")
 	require.Equal(t, 2, exitCode(err), "not a notification id")
-	_, _, err = run(t, b.env, "status")
-	require.Equal(t, 2, exitCode(err))
+	_, _, err = run(t, b.env, "status", dead[0].NotificationID, dead[0].NotificationID)
+	require.Equal(t, 2, exitCode(err), "one notification at a time")
+	out, _, err = run(t, b.env, "status")
+	require.NoError(t, err, "without an id: the serve processes")
+	require.Contains(t, out, "no serve process has recorded itself")
 }
 
 func TestStatusCmd_ShowsProvidersPerRoute(t *testing.T) {

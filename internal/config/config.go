@@ -14,6 +14,8 @@
 //	  lock_timeout: 2s         # the dispatcher's statements wait no longer for a lock
 //	  statement_timeout: 10s   # nor run longer
 //	  stall_timeout: 10s       # /readyz fails after this long without a successful claim or completion
+//	heartbeat:
+//	  interval: 5s             # how often the process records its readiness in herald.serve_processes
 //	intake:
 //	  batch_size: 500
 //	  poll_interval: 1s
@@ -62,7 +64,7 @@
 //	HERALD_DISPATCH_BATCH_SIZE, HERALD_DISPATCH_POLL_INTERVAL,
 //	HERALD_DISPATCH_SHUTDOWN_TIMEOUT, HERALD_DISPATCH_LOCK_TIMEOUT,
 //	HERALD_DISPATCH_STATEMENT_TIMEOUT, HERALD_DISPATCH_STALL_TIMEOUT,
-//	HERALD_INTAKE_BATCH_SIZE, HERALD_RECEIPTS_LISTEN,
+//	HERALD_HEARTBEAT_INTERVAL, HERALD_INTAKE_BATCH_SIZE, HERALD_RECEIPTS_LISTEN,
 //	HERALD_RECEIPTS_BATCH_SIZE, HERALD_RECEIPTS_POLL_INTERVAL,
 //	HERALD_RECEIPTS_READ_TIMEOUT, HERALD_RECEIPTS_WRITE_TIMEOUT,
 //	HERALD_RECEIPTS_IDLE_TIMEOUT, HERALD_RECEIPTS_MAX_CLIENT_CONNS,
@@ -132,6 +134,7 @@ var channelNames = []string{"email", "sms", "webhook"}
 // Config is serve's whole configuration: the file's top level.
 type Config struct {
 	Dispatch  Dispatch           `yaml:"dispatch"`
+	Heartbeat Heartbeat          `yaml:"heartbeat"`
 	Intake    Intake             `yaml:"intake"`
 	API       API                `yaml:"api"`
 	Channels  map[string]Channel `yaml:"channels"`
@@ -227,6 +230,14 @@ type Dispatch struct {
 	LockTimeout      time.Duration `yaml:"lock_timeout"`
 	StatementTimeout time.Duration `yaml:"statement_timeout"`
 	StallTimeout     time.Duration `yaml:"stall_timeout"`
+}
+
+// Heartbeat tunes the process's row in herald.serve_processes, where the
+// console and `herald status` read every serve's readiness: Interval is
+// how often the process records what /readyz would answer (zero: the
+// engine's default, 5s). A row is stale after three intervals without.
+type Heartbeat struct {
+	Interval time.Duration `yaml:"interval"`
 }
 
 // Intake tunes the SQL intake worker; zero values take its defaults. The
@@ -348,6 +359,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	setDur(&c.Dispatch.LockTimeout, "HERALD_DISPATCH_LOCK_TIMEOUT")
 	setDur(&c.Dispatch.StatementTimeout, "HERALD_DISPATCH_STATEMENT_TIMEOUT")
 	setDur(&c.Dispatch.StallTimeout, "HERALD_DISPATCH_STALL_TIMEOUT")
+	setDur(&c.Heartbeat.Interval, "HERALD_HEARTBEAT_INTERVAL")
 	setInt(&c.Intake.BatchSize, "HERALD_INTAKE_BATCH_SIZE")
 	setDur(&c.Intake.PollInterval, "HERALD_INTAKE_POLL_INTERVAL")
 	setDur(&c.Intake.IdempotencyWindow, "HERALD_INTAKE_IDEMPOTENCY_WINDOW")
@@ -467,6 +479,8 @@ func (c *Config) Validate(getenv func(string) string) error {
 		return errors.New("dispatch.statement_timeout: must be at least 1ms")
 	case c.Dispatch.StallTimeout < 0 || (c.Dispatch.StallTimeout > 0 && c.Dispatch.StallTimeout < time.Millisecond):
 		return errors.New("dispatch.stall_timeout: must be at least 1ms")
+	case c.Heartbeat.Interval < 0 || (c.Heartbeat.Interval > 0 && c.Heartbeat.Interval < 10*time.Millisecond):
+		return errors.New("heartbeat.interval: must be at least 10ms")
 	case c.Intake.BatchSize < 0 || c.Intake.BatchSize > 10000:
 		return errors.New("intake.batch_size: must be between 1 and 10000")
 	case c.Intake.PollInterval < 0 || (c.Intake.PollInterval > 0 && c.Intake.PollInterval < time.Millisecond):

@@ -79,11 +79,13 @@ func TestLoad_EnvironmentOverridesFile(t *testing.T) {
 		"HERALD_DISPATCH_STALL_TIMEOUT":       "30s",
 		"HERALD_INTAKE_IDEMPOTENCY_WINDOW":    "72h",
 		"HERALD_INTAKE_MAX_PAYLOAD_BYTES":     "1024",
+		"HERALD_HEARTBEAT_INTERVAL":           "2s",
 	}))
 	require.NoError(t, err)
 	require.Equal(t, []string{"sms", "webhook"}, c.ChannelNames())
 	require.Equal(t, 64, c.Channels["webhook"].Concurrency)
 	require.Equal(t, 2*time.Second, c.Dispatch.PollInterval)
+	require.Equal(t, 2*time.Second, c.Heartbeat.Interval)
 }
 
 func TestLoad_RefusesMistakesNamingField(t *testing.T) {
@@ -105,6 +107,7 @@ func TestLoad_RefusesMistakesNamingField(t *testing.T) {
 		"ShortWindow":    {"intake:\n  idempotency_window: 1s\nchannels:\n  sms: {driver: log}\n", nil, "intake.idempotency_window"},
 		"TinyLockWait":   {"dispatch:\n  lock_timeout: 10us\nchannels:\n  sms: {driver: log}\n", nil, "dispatch.lock_timeout: must be at least 1ms"},
 		"NegativeStall":  {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_DISPATCH_STALL_TIMEOUT": "-1s"}, "dispatch.stall_timeout"},
+		"TinyHeartbeat":  {"", map[string]string{"HERALD_CHANNELS_SMS_DRIVER": "log", "HERALD_HEARTBEAT_INTERVAL": "1ms"}, "heartbeat.interval"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -51,6 +51,7 @@ type overviewView struct {
 	Series      []seriesRow
 	DeadLetters []operator.DeadLetterCount
 	Malformed   []operator.MalformedCount
+	Processes   []operator.ServeProcess
 }
 
 // steps is how many points a series has over any window.
@@ -65,7 +66,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, s *session) {
 		c.fail(w, r, s, "overview", data, err)
 		return
 	}
-	v := &overviewView{Window: name, Windows: windows, At: ov.At, DeadLetters: ov.DeadLetters, Malformed: ov.Malformed}
+	v := &overviewView{Window: name, Windows: windows, At: ov.At, DeadLetters: ov.DeadLetters, Malformed: ov.Malformed,
+		Processes: ov.Processes}
 	for _, b := range ov.Backlog {
 		if n := len(v.Channels); n == 0 || v.Channels[n-1].Channel != b.Channel {
 			v.Channels = append(v.Channels, channelRow{Channel: b.Channel})

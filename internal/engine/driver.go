@@ -81,6 +81,7 @@ func FromConfig(c *config.Config) *Config {
 		},
 		API:     apiConfig(c),
 		APIAddr: c.API.Listen,
+		Process: &Process{Heartbeat: c.Heartbeat.Interval, Console: c.Console.Listen},
 		Intake: &sqldoor.WorkerConfig{
 			BatchSize:    c.Intake.BatchSize,
 			PollInterval: c.Intake.PollInterval,

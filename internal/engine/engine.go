@@ -16,7 +16,10 @@
 //     login, when Config.API is set;
 //   - the delivery plane's watcher, which loads providers and routing rules
 //     (internal/routing) into the dispatcher and reloads them when
-//     `herald providers apply` changes them.
+//     `herald providers apply` changes them;
+//   - the process's heartbeat, which keeps its row in
+//     herald.serve_processes (readiness, parts, version), when
+//     Config.Process is set.
 //
 // `herald serve`, `herald demo`, `herald bench` and the reliability suites
 // all run it. A new part (the receipts matcher, the HTTP API) plugs in the
@@ -158,6 +161,11 @@ type Config struct {
 	API     *api.Config
 	APIAddr string
 
+	// Process, when not nil, keeps this process's row in
+	// herald.serve_processes while Run runs (see Process): serve sets
+	// it; engines of tests, benchmarks and the demo need not.
+	Process *Process
+
 	// TracerProvider, when set, makes the spans of every part: the API's
 	// requests, the intake's batches, the dispatcher's claims, attempts and
 	// completions (callbacks among them), and the receipts matcher's
@@ -206,6 +214,7 @@ type Engine struct {
 	receiptsAddr net.Addr
 	apiAddr      net.Addr
 	watcher      *planeWatcher
+	beat         *heartbeat           // nil: no row in herald.serve_processes
 	tracer       trace.TracerProvider // nil: no spans
 	closers      []func()             // run once by Close, in reverse order
 	closeOnce    sync.Once
@@ -291,6 +300,11 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	}
 	if cfg.API != nil {
 		if err := e.addAPI(*cfg.API, cfg.APIAddr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Process != nil {
+		if err := e.addHeartbeat(*cfg.Process, cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -586,6 +600,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.watcher.check(lctx, true)
 	cancel()
 
+	if e.beat != nil {
+		e.beat.start(ctx)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		e.warnUnservedChannels(gctx)
@@ -600,7 +617,11 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		})
 	}
-	return g.Wait()
+	err := g.Wait()
+	if e.beat != nil {
+		e.beat.stop(err)
+	}
+	return err
 }
 
 // Close releases what the engine owns: the dispatcher's connections, the

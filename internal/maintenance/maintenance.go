@@ -2,7 +2,8 @@
 // run under River's leader election so that only one `herald serve` process
 // schedules them however many run, delete finished notifications once their
 // retention and idempotency windows are over, delete old malformed intents,
-// optionally delete old dead letters, and rebuild the routes due index when it
+// optionally delete old dead letters, forget serve processes gone for a
+// day, and rebuild the routes due index when it
 // is bloated.
 //
 // Each job works in bounded batches (one short statement each), logs what it
@@ -42,6 +43,9 @@ const (
 	// JobKeySweep deletes expired idempotency keys; finished retention
 	// runs it after the notifications.
 	JobKeySweep = "key_sweep"
+	// JobProcessRetention deletes the rows of serve processes gone for
+	// longer than ProcessRetention.
+	JobProcessRetention = "process_retention"
 )
 
 // Defaults for Config's zero fields.

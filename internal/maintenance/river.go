@@ -58,6 +58,10 @@ func (m *Maintenance) newRiverClient() (*river.Client[pgx.Tx], error) {
 		_, err := m.DeleteDeadLettered(ctx)
 		return err
 	}))
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[processRetentionArgs]) error {
+		_, err := m.DeleteGoneProcesses(ctx)
+		return err
+	}))
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[bloatCheckArgs]) error {
 		_, err := m.CheckBloat(ctx)
 		return err
@@ -72,6 +76,7 @@ func (m *Maintenance) newRiverClient() (*river.Client[pgx.Tx], error) {
 	periodic := []*river.PeriodicJob{
 		periodicJob(m.cfg.Interval, finishedRetentionArgs{}, opts),
 		periodicJob(m.cfg.Interval, malformedRetentionArgs{}, opts),
+		periodicJob(m.cfg.Interval, processRetentionArgs{}, opts),
 		periodicJob(m.cfg.BloatCheckInterval, bloatCheckArgs{}, opts),
 	}
 	if m.cfg.DeadLetterRetention > 0 {
@@ -118,12 +123,14 @@ type (
 	malformedRetentionArgs  struct{}
 	deadLetterRetentionArgs struct{}
 	bloatCheckArgs          struct{}
+	processRetentionArgs    struct{}
 )
 
 func (finishedRetentionArgs) Kind() string   { return "herald_" + JobFinishedRetention }
 func (malformedRetentionArgs) Kind() string  { return "herald_" + JobMalformedRetention }
 func (deadLetterRetentionArgs) Kind() string { return "herald_" + JobDeadLetterRetention }
 func (bloatCheckArgs) Kind() string          { return "herald_" + JobBloatCheck }
+func (processRetentionArgs) Kind() string    { return "herald_" + JobProcessRetention }
 
 // periodicJob schedules args every interval. A job is unique per interval,
 // so a slow run never piles up copies, and tried at most three times.

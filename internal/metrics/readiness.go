@@ -106,6 +106,17 @@ func (c *ReadinessCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v)
 }
 
+// NewReadinessCheck returns the /readyz check of cfg (its Pool, required,
+// CheckTimeout, CurrentFunc and ProgressFunc, as NewHandler uses them), for
+// a part that records the process's readiness elsewhere: the judgement
+// is the probe's and the gauge's, not a second one.
+func NewReadinessCheck(cfg *HandlerConfig) (func(context.Context) Check, error) {
+	if cfg == nil || cfg.Pool == nil {
+		return nil, errors.New("readiness check config: Pool is required")
+	}
+	return newReadiness(cfg).check, nil
+}
+
 // ServeCollectors returns the collectors `herald serve` registers on its
 // metrics endpoint beside New's families: the Go runtime and process
 // collectors, the backlog collector of pool and backlog, and the readiness

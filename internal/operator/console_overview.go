@@ -11,7 +11,8 @@ import (
 // Overview is the engine at one moment as the console's first page shows
 // it: the backlog and lag per channel, the dead letters per channel and
 // classification, the malformed entries of the window per failure code,
-// and what each provider did over the window, step by step. It leaves out
+// what each provider did over the window, step by step, and each serve
+// process's readiness (ServeProcesses). It leaves out
 // Stats' throughput per channel, which scans the routes table (no index
 // on published_at): a provider's deliveries over time come from its
 // health buckets instead.
@@ -22,6 +23,7 @@ type Overview struct {
 	DeadLetters   []DeadLetterCount `json:"dead_letters"`
 	Malformed     []MalformedCount  `json:"malformed"`
 	Series        []ProviderPoint   `json:"series"`
+	Processes     []ServeProcess    `json:"processes"`
 }
 
 // ProviderPoint is what one provider did in one step of a window.
@@ -66,6 +68,9 @@ func (o *Operator) Overview(ctx context.Context, window, step time.Duration) (*O
 		return nil, err
 	}
 	if ov.Series, err = o.ProviderSeries(ctx, now.Add(-window), step); err != nil {
+		return nil, err
+	}
+	if ov.Processes, err = o.serveProcesses(ctx); err != nil {
 		return nil, err
 	}
 	return ov, nil

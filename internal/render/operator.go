@@ -314,3 +314,17 @@ func providerStats(w io.Writer, st *operator.Stats, window time.Duration) error 
 		return fmt.Sprintf("%s\t%s\t%s\t%s", stamp(e.At), e.Provider, e.Event, clip(e.Detail, 120))
 	})
 }
+
+// ServeProcesses writes `herald status` without an argument: every serve
+// process with a row, its version, when it started, how long ago it last
+// recorded its readiness, and what that said.
+func ServeProcesses(w io.Writer, l *operator.ServeProcessList) error {
+	if len(l.Processes) == 0 {
+		fmt.Fprintln(w, "no serve process has recorded itself (herald serve records itself in herald.serve_processes while it runs)")
+		return nil
+	}
+	return table(w, "HOST\tPID\tVERSION\tUP SINCE\tHEARTBEAT\tSTATE\tPARTS", l.Processes, false, func(p operator.ServeProcess) string {
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s ago\t%s\t%s", p.Host, p.PID, clip(p.Version, 40), stamp(p.StartedAt),
+			seconds(max(p.HeartbeatAgeSeconds, 0)), clip(p.Summary(), 100), dash(p.PartsSummary()))
+	})
+}

@@ -53,6 +53,23 @@ func BuildVersion() *VersionInfo {
 	return v
 }
 
+// Short returns v in one line, as a serve process's row records it:
+// "v1.4.0 (commit 1a2b3c4d5e6f, schema 39)", "devel (commit …
+// modified, schema 39)", or without the commit when unknown.
+func (v *VersionInfo) Short() string {
+	commit := v.Commit
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if commit == "" {
+		return fmt.Sprintf("%s (schema %d)", v.Version, v.SchemaVersion)
+	}
+	if v.Modified {
+		commit += " modified"
+	}
+	return fmt.Sprintf("%s (commit %s, schema %d)", v.Version, commit, v.SchemaVersion)
+}
+
 // Version writes v as `herald version` shows it: one "name: value" line
 // each, the database's schema version only when known.
 func Version(w io.Writer, v *VersionInfo) error {

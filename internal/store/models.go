@@ -523,6 +523,21 @@ type HeraldSenderID struct {
 	CreatedAt  time.Time
 }
 
+// One row per herald serve process: its readiness at its last heartbeat. Stale when heartbeat_at is older than three heartbeat_intervals and stopped_at is null.
+type HeraldServeProcess struct {
+	ID                string
+	Host              string
+	Pid               int32
+	Version           string
+	StartedAt         time.Time
+	HeartbeatAt       time.Time
+	HeartbeatInterval pgtype.Interval
+	Ready             bool
+	NotReadyReason    string
+	Parts             []byte
+	StoppedAt         *time.Time
+}
+
 type HeraldTemplate struct {
 	Producer      string
 	Name          string
