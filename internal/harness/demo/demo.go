@@ -85,6 +85,7 @@ import (
 	"github.com/heraldhq/herald/internal/maintenance"
 	"github.com/heraldhq/herald/internal/metrics"
 	"github.com/heraldhq/herald/internal/receipt"
+	"github.com/heraldhq/herald/internal/render"
 	"github.com/heraldhq/herald/internal/sqldoor"
 	"github.com/heraldhq/herald/internal/vet"
 	"github.com/heraldhq/herald/schema"
@@ -290,6 +291,9 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 			intakeDuplicates.Add(1)
 		}
 	}
+	// The demo's engine records itself as a serve process does, so the
+	// console's overview and `herald status` list it.
+	ecfg.Process = &engine.Process{Version: render.BuildVersion().Short()}
 	eng, err := engine.New(pool, ecfg)
 	if err != nil {
 		return err
@@ -415,6 +419,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 	if d := sum.DirectCallback; d.Skipped == "" {
 		sum.SubmittedClient++ // the run's, as the workload's intents are
 		say("demo: its %s callback arrived at %s with metadata %v", d.Event, d.Path, d.Metadata)
+	}
+	// The steps after the workload sent SMS of their own (on call,
+	// senders): their receipts and callbacks settle before the summary
+	// counts them.
+	if err := w.waitPlane(runCtx, pool, providerNames, since, say); err != nil {
+		return err
 	}
 	if !cfg.Keep {
 		// Stopped before the summary so the intake worker's last results are

@@ -104,7 +104,12 @@ type OnCallPart struct {
 	StateNow     string `json:"state_now"`
 	// Failovers is what provider health counted of routes that failed at
 	// Provider and went on to another, over the run.
-	Failovers int64  `json:"failovers"`
+	Failovers int64 `json:"failovers"`
+	// Processes are the serve processes recorded in the database (the
+	// demo's engine among them), and Ready those whose last heartbeat
+	// found them ready.
+	Processes int    `json:"serve_processes"`
+	Ready     int    `json:"serve_processes_ready"`
 	Skipped   string `json:"skipped,omitempty"`
 }
 
@@ -186,6 +191,19 @@ func runOnCall(ctx context.Context, pool *pgxpool.Pool, client Client, runID str
 	if _, err := op.SetProviderState(ctx, onCallProvider, operator.ProviderEnabled, onCallActor, "on call: drained for the demo, back in service"); err != nil {
 		return nil, err
 	}
+	// Read while the engine runs: the summary comes after it stops.
+	ps, err := op.ServeProcesses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range ps.Processes {
+		if sp.StoppedAt == nil {
+			p.Processes++
+			if sp.State == operator.ProcessReady {
+				p.Ready++
+			}
+		}
+	}
 	return p, nil
 }
 
@@ -227,4 +245,5 @@ func writeOnCall(out io.Writer, c *ConsolePart, p *OnCallPart) {
 	fmt.Fprintf(out, "on call: %s set %s %s (%q, audited) after %d deliveries; %d of %d SMS for %s then went straight to %s;\n",
 		p.Actor, p.Provider, p.StateDrained, p.Reason, p.DeliveredBefore, p.ToBackup, p.Sent, SMSDownPrefix, p.Backup)
 	fmt.Fprintf(out, "  provider health counted %d failovers from %s over the run; %s is %s again\n", p.Failovers, p.Provider, p.Provider, p.StateNow)
+	fmt.Fprintf(out, "  serve processes: %d running, %d ready at their last heartbeat (`herald status`; the console's overview)\n", p.Processes, p.Ready)
 }
