@@ -273,16 +273,18 @@ type notificationView struct {
 	ID, Producer, Key string
 	Status            *operator.Status
 	// Recipient is what was typed to find notifications by recipient;
-	// Found is what that found, Next the link to its older routes.
+	// Found is what that found, Next the link to its older routes; Older
+	// says this page follows such a link.
 	Recipient string
 	Found     *operator.RecipientSearch
 	Next      string
+	Older     bool
 }
 
 func (c *Console) notification(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	v := &notificationView{ID: strings.TrimSpace(q.Get("id")), Producer: strings.TrimSpace(q.Get("producer")), Key: q.Get("key"),
-		Recipient: strings.TrimSpace(q.Get("recipient"))}
+		Recipient: strings.TrimSpace(q.Get("recipient")), Older: q.Get("after") != ""}
 	data := &pageData{Title: "Notification", Nav: "notification", Page: v}
 	var err error
 	switch {

@@ -43,6 +43,7 @@ func TestConsole_NotificationByRecipient(t *testing.T) {
 		status, body = c.get(html.UnescapeString(m[1]))
 		require.Equal(t, http.StatusOK, status, body)
 		require.Equal(t, 3, strings.Count(body, "<td>&#43;14155550123</td>"), "the rest")
+		require.Contains(t, body, "3 older ones, newest first.")
 		require.NotContains(t, body, `id="older"`)
 
 		status, body = c.get("/notification?recipient=nobody%40example.com")
