@@ -213,3 +213,31 @@ WHERE (sqlc.narg('channel')::text IS NULL OR d.channel = sqlc.narg('channel')::t
     AND (sqlc.narg('since')::timestamptz IS NULL OR d.created_at >= sqlc.narg('since')::timestamptz)
 GROUP BY rec.producer, d.channel, d.provider, d.failure_classification
 ORDER BY rec.producer, d.channel, d.provider, d.failure_classification;
+
+-- name: DeadLetterListByRecipient :many
+-- The newest @max dead letters to @recipient_ref (as RouteListByRecipient
+-- takes it, and planned as it is), newest first: read down
+-- dead_letters_recipient_idx (recipient_ref, created_at) backwards,
+-- stopped at @max and the dead letters tied with the last, each one's
+-- record (producer, type) by primary key in a nested loop.
+SELECT
+    d.notification_id, d.route_id, d.channel, d.recipient_ref,
+    d.failure_classification AS classification, d.failure_message AS message,
+    d.provider, d.created_at AS dead_lettered_at,
+    rec.producer, rec.notification_type
+FROM (
+    SELECT dl.notification_id, dl.route_id, dl.channel, dl.recipient_ref,
+        dl.failure_classification, dl.failure_message, dl.provider, dl.created_at
+    FROM herald.dead_letters dl
+    WHERE dl.recipient_ref = @recipient_ref::text
+    ORDER BY dl.created_at DESC
+    FETCH FIRST (@max::integer) ROWS WITH TIES
+) AS d
+JOIN LATERAL (
+    SELECT rc.producer, rc.notification_type
+    FROM herald.records rc
+    WHERE rc.notification_id = d.notification_id
+    LIMIT 1
+) AS rec ON true
+ORDER BY d.created_at DESC, d.notification_id DESC, d.route_id DESC
+LIMIT @max::integer;

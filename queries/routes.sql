@@ -869,3 +869,54 @@ SELECT count(*)::bigint AS moved,
     (SELECT count(pg_notify(herald.notify_topic('herald_routes'), ''))
      FROM (SELECT 1 WHERE EXISTS (SELECT 1 FROM moved AS p WHERE p.lane = '' AND p.status = 'pending')) AS passed)::bigint AS hints
 FROM moved;
+
+-- ---------------------------------------------------------------------------
+-- An operator's search by recipient (`herald find -recipient`, the
+-- console's notification page).
+-- ---------------------------------------------------------------------------
+
+-- name: RouteListByRecipient :many
+-- The newest @max routes to @recipient_ref (as stored: the normalized
+-- address, or "user:<id>"), newest first, that sort before the cursor
+-- (@before_at, @before_notification_id, @before_route_id): for the first
+-- page, a time after every route's, '', ''. It reads
+-- routes_recipient_idx (recipient_ref, created_at) in every partition.
+-- The caller has it planned for the recipient it names (not a generic
+-- plan): for a recipient of millions of routes, which the column's
+-- statistics know, Postgres then merges the partitions' backward index
+-- scans in created_at order and stops at @max, a page's cost whatever the
+-- recipient's routes; for one of a few it reads them all and sorts. The
+-- subquery orders by created_at alone, the index's order, and keeps the
+-- routes tied with its last (WITH TIES: the routes of one accept share
+-- created_at), so the outer sort on the whole key cuts the page where the
+-- cursor resumes. The created_at bound is the row comparison's leading
+-- column, written out so the index scan starts at the cursor. Each
+-- route's record (producer, type) is read by primary key (the LATERAL
+-- subquery with LIMIT keeps that a nested loop: a hash join read every
+-- record for a hot recipient's page). A producer's
+-- login sees its own routes only (row-level security), and uses the index
+-- too: texteq is leakproof, so Postgres may check it ahead of the policy.
+SELECT
+    r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status,
+    r.attempt_count, r.max_attempts, r.delivery_status, r.created_at, r.updated_at,
+    rec.producer, rec.notification_type
+FROM (
+    SELECT
+        rt.notification_id, rt.route_id, rt.channel, rt.recipient_ref, rt.status,
+        rt.attempt_count, rt.max_attempts, rt.delivery_status, rt.created_at, rt.updated_at
+    FROM herald.routes rt
+    WHERE rt.recipient_ref = @recipient_ref::text
+        AND rt.created_at <= @before_at::timestamptz
+        AND (rt.created_at, rt.notification_id, rt.route_id)
+            < (@before_at::timestamptz, @before_notification_id::text, @before_route_id::text)
+    ORDER BY rt.created_at DESC
+    FETCH FIRST (@max::integer) ROWS WITH TIES
+) AS r
+JOIN LATERAL (
+    SELECT rc.producer, rc.notification_type
+    FROM herald.records rc
+    WHERE rc.notification_id = r.notification_id
+    LIMIT 1
+) AS rec ON true
+ORDER BY r.created_at DESC, r.notification_id DESC, r.route_id DESC
+LIMIT @max::integer;

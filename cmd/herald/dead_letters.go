@@ -172,7 +172,8 @@ func (m *Main) operatorFor(ctx context.Context, g *globalFlags, batchSize int) (
 // cliError turns the operator's sentinel errors into what a person reads:
 // a bad cursor is a usage error.
 func cliError(err error) error {
-	if errors.Is(err, operator.ErrBadCursor) || errors.Is(err, operator.ErrBadRouteRef) || errors.Is(err, operator.ErrBadProviderState) {
+	if errors.Is(err, operator.ErrBadCursor) || errors.Is(err, operator.ErrBadRouteRef) || errors.Is(err, operator.ErrBadProviderState) ||
+		errors.Is(err, operator.ErrBadRecipient) {
 		return usageError{err}
 	}
 	return err

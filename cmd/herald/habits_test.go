@@ -189,7 +189,7 @@ var ownFlags = map[string]string{
 	"dead-letters replay":   "actor all async async-threshold batch-size channel classification dry-run include-permanent json producer provider reason since type",
 	"dead-letters progress": "interval json watch",
 	"dead-letters count":    "by channel classification interval json producer provider since type watch",
-	"find":                  "json key producer",
+	"find":                  "after json key limit producer recipient",
 	"demo":                  "console-addr json keep metrics-addr otlp-endpoint timeout users",
 	"held list":             "after json limit",
 	"held release":          "actor json reason",

@@ -164,6 +164,15 @@ func TestOnCall_StagedOutageAnsweredOneCommandEach(t *testing.T) {
 	require.Equal(t, "published", found.Routes[0].Status)
 	require.Equal(t, "sms/backup", found.Routes[0].Providers[len(found.Routes[0].Providers)-1])
 
+	// 5b. A customer's phone number, as they spell it: what herald sent it.
+	var sent operator.RecipientSearch
+	runJSON(t, b.env, &sent, "find", "-recipient", "+254 712 345 678")
+	require.Len(t, sent.Routes, len(keys))
+	for _, r := range sent.Routes {
+		require.Equal(t, "+254712345678", r.RecipientRef)
+		require.Equal(t, "published", r.Status)
+	}
+
 	// 1. Dead letters per producer, and per provider and classification.
 	var byProducer render.DeadLetterCounts
 	runJSON(t, b.env, &byProducer, "dead-letters", "count", "-by", "producer")

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"testing"
@@ -96,6 +97,9 @@ func timePages(b *testing.B, tb *testBundle) {
 		{"DeadLettersOfProducer", "/dead-letters?producer=shop&since=2000h"},
 		{"NotificationByID", "/notification?id=" + nid},
 		{"NotificationByKey", "/notification?producer=shop&key=history-500"},
+		// Ten routes (one each of records 500, 1,000,500, ...) and their
+		// dead letters at ten million; one at a hundred thousand.
+		{"NotificationByRecipient", "/notification?recipient=" + url.QueryEscape("https://hooks.example.com/customers/000500")},
 		{"Held", "/held"},
 		{"Campaigns", "/campaigns"},
 		{"Malformed", "/malformed"},

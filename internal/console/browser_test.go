@@ -215,6 +215,22 @@ func TestConsole_InBrowser(t *testing.T) {
 		require.Contains(t, h, "dead_letter")
 		p.shot("notification")
 	})
+	t.Run("NotificationByRecipient", func(t *testing.T) {
+		// A customer in Kenya got no text: the operator types the number
+		// as the customer spells it.
+		p.open("/notification", "#find-recipient")
+		p.run(chromedp.SetValue(chromedp.CSS("input[name=recipient]"), "+254 712 345 678"),
+			chromedp.Click(chromedp.CSS("#find-recipient")), chromedp.WaitVisible(chromedp.CSS("#by-recipient")))
+		rows := value(p, chromedp.Evaluate[int](`document.querySelectorAll("#by-recipient tr").length`))
+		require.Equal(t, 1+6, rows, "a header and the six notifications to the number")
+		require.Contains(t, p.text("#by-recipient"), "+254712345678")
+		require.Contains(t, p.text("#by-recipient"), "dead_letter")
+		dead := value(p, chromedp.Evaluate[int](`document.querySelectorAll("#recipient-dead-letters tr").length`))
+		require.Equal(t, 1+6, dead, "and its six dead letters")
+		p.shot("notification-by-recipient")
+		p.run(chromedp.Click(chromedp.CSS("#by-recipient a")), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+		require.Contains(t, p.html(), "+254712345678", "the link opens a notification to the number")
+	})
 	t.Run("AuditorRefusedReplay", func(t *testing.T) {
 		p.signOut()
 		p.signIn(b.auditor, auditorPW, "#who")

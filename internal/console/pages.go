@@ -3,6 +3,7 @@ package console
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,11 +272,19 @@ func (c *Console) replayProgress(w http.ResponseWriter, r *http.Request, s *sess
 type notificationView struct {
 	ID, Producer, Key string
 	Status            *operator.Status
+	// Recipient is what was typed to find notifications by recipient;
+	// Found is what that found, Next the link to its older routes; Older
+	// says this page follows such a link.
+	Recipient string
+	Found     *operator.RecipientSearch
+	Next      string
+	Older     bool
 }
 
 func (c *Console) notification(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
-	v := &notificationView{ID: strings.TrimSpace(q.Get("id")), Producer: strings.TrimSpace(q.Get("producer")), Key: q.Get("key")}
+	v := &notificationView{ID: strings.TrimSpace(q.Get("id")), Producer: strings.TrimSpace(q.Get("producer")), Key: q.Get("key"),
+		Recipient: strings.TrimSpace(q.Get("recipient")), Older: q.Get("after") != ""}
 	data := &pageData{Title: "Notification", Nav: "notification", Page: v}
 	var err error
 	switch {
@@ -283,9 +292,17 @@ func (c *Console) notification(w http.ResponseWriter, r *http.Request, s *sessio
 		v.Status, err = s.op.Status(r.Context(), v.ID)
 	case v.Producer != "" && v.Key != "":
 		v.Status, err = s.op.FindNotification(r.Context(), v.Producer, v.Key)
+	case v.Recipient != "":
+		v.Found, err = s.op.FindByRecipient(r.Context(), v.Recipient, operator.DefaultPageSize, q.Get("after"))
+		if err == nil && v.Found.Next != "" {
+			v.Next = "/notification?" + url.Values{"recipient": {v.Recipient}, "after": {v.Found.Next}}.Encode()
+		}
 	}
 	if errors.Is(err, operator.ErrNotFound) {
 		data.Message, err = "No notification found: "+err.Error(), nil
+	}
+	if errors.Is(err, operator.ErrBadCursor) {
+		data.Message, err = "That link to older notifications is not one this page made: search again.", nil
 	}
 	if err != nil {
 		c.fail(w, r, s, "notification", data, err)

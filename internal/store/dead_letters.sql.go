@@ -399,6 +399,84 @@ func (q *Queries) DeadLetterList(ctx context.Context, db DBTX, arg DeadLetterLis
 	return items, nil
 }
 
+const deadLetterListByRecipient = `-- name: DeadLetterListByRecipient :many
+SELECT
+    d.notification_id, d.route_id, d.channel, d.recipient_ref,
+    d.failure_classification AS classification, d.failure_message AS message,
+    d.provider, d.created_at AS dead_lettered_at,
+    rec.producer, rec.notification_type
+FROM (
+    SELECT dl.notification_id, dl.route_id, dl.channel, dl.recipient_ref,
+        dl.failure_classification, dl.failure_message, dl.provider, dl.created_at
+    FROM herald.dead_letters dl
+    WHERE dl.recipient_ref = $1::text
+    ORDER BY dl.created_at DESC
+    FETCH FIRST ($2::integer) ROWS WITH TIES
+) AS d
+JOIN LATERAL (
+    SELECT rc.producer, rc.notification_type
+    FROM herald.records rc
+    WHERE rc.notification_id = d.notification_id
+    LIMIT 1
+) AS rec ON true
+ORDER BY d.created_at DESC, d.notification_id DESC, d.route_id DESC
+LIMIT $2::integer
+`
+
+type DeadLetterListByRecipientParams struct {
+	RecipientRef string
+	Max          int32
+}
+
+type DeadLetterListByRecipientRow struct {
+	NotificationID   string
+	RouteID          string
+	Channel          string
+	RecipientRef     string
+	Classification   string
+	Message          string
+	Provider         string
+	DeadLetteredAt   time.Time
+	Producer         string
+	NotificationType string
+}
+
+// The newest @max dead letters to @recipient_ref (as RouteListByRecipient
+// takes it, and planned as it is), newest first: read down
+// dead_letters_recipient_idx (recipient_ref, created_at) backwards,
+// stopped at @max and the dead letters tied with the last, each one's
+// record (producer, type) by primary key in a nested loop.
+func (q *Queries) DeadLetterListByRecipient(ctx context.Context, db DBTX, arg DeadLetterListByRecipientParams) ([]DeadLetterListByRecipientRow, error) {
+	rows, err := db.Query(ctx, deadLetterListByRecipient, arg.RecipientRef, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeadLetterListByRecipientRow{}
+	for rows.Next() {
+		var i DeadLetterListByRecipientRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.Channel,
+			&i.RecipientRef,
+			&i.Classification,
+			&i.Message,
+			&i.Provider,
+			&i.DeadLetteredAt,
+			&i.Producer,
+			&i.NotificationType,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deadLetterReplay = `-- name: DeadLetterReplay :many
 WITH picked AS (
     SELECT d.notification_id, d.route_id

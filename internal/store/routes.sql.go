@@ -1118,6 +1118,120 @@ func (q *Queries) RouteListByReceiptKeys(ctx context.Context, db DBTX, receiptKe
 	return items, nil
 }
 
+const routeListByRecipient = `-- name: RouteListByRecipient :many
+
+SELECT
+    r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status,
+    r.attempt_count, r.max_attempts, r.delivery_status, r.created_at, r.updated_at,
+    rec.producer, rec.notification_type
+FROM (
+    SELECT
+        rt.notification_id, rt.route_id, rt.channel, rt.recipient_ref, rt.status,
+        rt.attempt_count, rt.max_attempts, rt.delivery_status, rt.created_at, rt.updated_at
+    FROM herald.routes rt
+    WHERE rt.recipient_ref = $1::text
+        AND rt.created_at <= $2::timestamptz
+        AND (rt.created_at, rt.notification_id, rt.route_id)
+            < ($2::timestamptz, $3::text, $4::text)
+    ORDER BY rt.created_at DESC
+    FETCH FIRST ($5::integer) ROWS WITH TIES
+) AS r
+JOIN LATERAL (
+    SELECT rc.producer, rc.notification_type
+    FROM herald.records rc
+    WHERE rc.notification_id = r.notification_id
+    LIMIT 1
+) AS rec ON true
+ORDER BY r.created_at DESC, r.notification_id DESC, r.route_id DESC
+LIMIT $5::integer
+`
+
+type RouteListByRecipientParams struct {
+	RecipientRef         string
+	BeforeAt             time.Time
+	BeforeNotificationID string
+	BeforeRouteID        string
+	Max                  int32
+}
+
+type RouteListByRecipientRow struct {
+	NotificationID   string
+	RouteID          string
+	Channel          string
+	RecipientRef     string
+	Status           string
+	AttemptCount     int32
+	MaxAttempts      int32
+	DeliveryStatus   *string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	Producer         string
+	NotificationType string
+}
+
+// ---------------------------------------------------------------------------
+// An operator's search by recipient (`herald find -recipient`, the
+// console's notification page).
+// ---------------------------------------------------------------------------
+// The newest @max routes to @recipient_ref (as stored: the normalized
+// address, or "user:<id>"), newest first, that sort before the cursor
+// (@before_at, @before_notification_id, @before_route_id): for the first
+// page, a time after every route's, ”, ”. It reads
+// routes_recipient_idx (recipient_ref, created_at) in every partition.
+// The caller has it planned for the recipient it names (not a generic
+// plan): for a recipient of millions of routes, which the column's
+// statistics know, Postgres then merges the partitions' backward index
+// scans in created_at order and stops at @max, a page's cost whatever the
+// recipient's routes; for one of a few it reads them all and sorts. The
+// subquery orders by created_at alone, the index's order, and keeps the
+// routes tied with its last (WITH TIES: the routes of one accept share
+// created_at), so the outer sort on the whole key cuts the page where the
+// cursor resumes. The created_at bound is the row comparison's leading
+// column, written out so the index scan starts at the cursor. Each
+// route's record (producer, type) is read by primary key (the LATERAL
+// subquery with LIMIT keeps that a nested loop: a hash join read every
+// record for a hot recipient's page). A producer's
+// login sees its own routes only (row-level security), and uses the index
+// too: texteq is leakproof, so Postgres may check it ahead of the policy.
+func (q *Queries) RouteListByRecipient(ctx context.Context, db DBTX, arg RouteListByRecipientParams) ([]RouteListByRecipientRow, error) {
+	rows, err := db.Query(ctx, routeListByRecipient,
+		arg.RecipientRef,
+		arg.BeforeAt,
+		arg.BeforeNotificationID,
+		arg.BeforeRouteID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RouteListByRecipientRow{}
+	for rows.Next() {
+		var i RouteListByRecipientRow
+		if err := rows.Scan(
+			&i.NotificationID,
+			&i.RouteID,
+			&i.Channel,
+			&i.RecipientRef,
+			&i.Status,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.DeliveryStatus,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Producer,
+			&i.NotificationType,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const routeLockDue = `-- name: RouteLockDue :many
 WITH due AS (
     SELECT notification_id, route_id FROM (

@@ -22,6 +22,8 @@ ALTER TABLE ONLY herald.dead_letters
 
 CREATE INDEX dead_letters_listing_idx ON herald.dead_letters USING btree (created_at DESC, notification_id DESC, route_id DESC);
 
+CREATE INDEX dead_letters_recipient_idx ON herald.dead_letters USING btree (recipient_ref, created_at);
+
 ALTER TABLE herald.dead_letters ENABLE ROW LEVEL SECURITY;
 
 CREATE POLICY operator_write ON herald.dead_letters TO herald_operator USING (true) WITH CHECK (true);

@@ -63,6 +63,8 @@ COMMENT ON COLUMN herald.routes.receipt_keyed_at IS 'When the attempt that got t
 
 CREATE INDEX routes_receipt_parts_idx ON ONLY herald.routes USING gin (receipt_parts) WITH (fastupdate=off) WHERE (receipt_parts IS NOT NULL);
 
+CREATE INDEX routes_recipient_idx ON ONLY herald.routes USING btree (recipient_ref, created_at);
+
 CREATE TRIGGER routes_callback AFTER UPDATE OF status, delivery_status ON herald.routes FOR EACH ROW WHEN ((new.notify_producer AND (((old.status IS DISTINCT FROM new.status) AND (new.status = ANY (ARRAY['published'::text, 'dead_letter'::text, 'skipped'::text, 'canceled'::text]))) OR ((old.delivery_status IS DISTINCT FROM new.delivery_status) AND (new.delivery_status = ANY (ARRAY['delivered'::text, 'undelivered'::text, 'expired'::text])))))) EXECUTE FUNCTION herald.routes_callback_enqueue();
 
 CREATE TRIGGER routes_callback_finished AFTER INSERT ON herald.routes FOR EACH ROW WHEN ((new.notify_producer AND (new.finished_at IS NOT NULL) AND ((new.status = ANY (ARRAY['published'::text, 'skipped'::text, 'canceled'::text])) OR (new.delivery_status = ANY (ARRAY['delivered'::text, 'undelivered'::text, 'expired'::text]))))) EXECUTE FUNCTION herald.routes_callback_enqueue();

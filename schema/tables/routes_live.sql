@@ -63,9 +63,13 @@ CREATE INDEX routes_due_idx ON herald.routes_live USING btree (channel, lane, pr
 
 CREATE INDEX routes_live_receipt_parts_idx ON herald.routes_live USING gin (receipt_parts) WITH (fastupdate=off) WHERE (receipt_parts IS NOT NULL);
 
+CREATE INDEX routes_live_recipient_ref_created_at_idx ON herald.routes_live USING btree (recipient_ref, created_at);
+
 CREATE INDEX routes_receipt_key_idx ON herald.routes_live USING btree (receipt_key) WHERE (receipt_key IS NOT NULL);
 
 ALTER INDEX herald.routes_receipt_parts_idx ATTACH PARTITION herald.routes_live_receipt_parts_idx;
+
+ALTER INDEX herald.routes_recipient_idx ATTACH PARTITION herald.routes_live_recipient_ref_created_at_idx;
 
 GRANT SELECT ON TABLE herald.routes_live TO herald_operator;
 GRANT SELECT ON TABLE herald.routes_live TO herald_auditor;
