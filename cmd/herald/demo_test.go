@@ -742,6 +742,11 @@ func checkDemoConsoleOnCall(t *testing.T, sum *demo.Summary, count func(string, 
 	require.Positive(t, o.Failovers, "the kenya rule's routes failed over from sms/acme")
 	require.Equal(t, o.Failovers, count(`SELECT coalesce(sum(f.v::bigint), 0)::bigint FROM herald.provider_health h
 		CROSS JOIN LATERAL jsonb_each_text(h.failovers) AS f(k, v) WHERE h.provider = $1`, o.Provider))
+	// The first on-call SMS, found by its number as typed with spaces.
+	require.Equal(t, int64(o.Found), count(`SELECT count(*) FROM herald.routes WHERE recipient_ref = $1`,
+		strings.ReplaceAll(o.Recipient, " ", "")))
+	require.Equal(t, 1, o.Found)
+	require.Equal(t, "published", o.FoundStatus)
 	// The demo's engine recorded itself, ready, and marked its row stopped
 	// when the demo stopped it.
 	require.Equal(t, 1, o.Processes)

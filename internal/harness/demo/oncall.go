@@ -108,9 +108,15 @@ type OnCallPart struct {
 	// Processes are the serve processes recorded in the database (the
 	// demo's engine among them), and Ready those whose last heartbeat
 	// found them ready.
-	Processes int    `json:"serve_processes"`
-	Ready     int    `json:"serve_processes_ready"`
-	Skipped   string `json:"skipped,omitempty"`
+	Processes int `json:"serve_processes"`
+	Ready     int `json:"serve_processes_ready"`
+	// Recipient is the first on-call SMS's number as a person types it,
+	// and Found what `herald find -recipient` found for it: its routes,
+	// with the status of the newest.
+	Recipient   string `json:"recipient"`
+	Found       int    `json:"recipient_routes"`
+	FoundStatus string `json:"recipient_status"`
+	Skipped     string `json:"skipped,omitempty"`
 }
 
 const (
@@ -118,6 +124,9 @@ const (
 	onCallBackup   = "sms/backup"
 	onCallActor    = "demo"
 	onCallSMS      = 4
+	// onCallRecipientTyped is the first on-call SMS's number
+	// (SMSDownPrefix, "72", 0009000) with a person's spaces.
+	onCallRecipientTyped = "+254 720 009 000"
 )
 
 // runOnCall drains sms/acme, sends onCallSMS SMS to the kenya rule's
@@ -191,6 +200,17 @@ func runOnCall(ctx context.Context, pool *pgxpool.Pool, client Client, runID str
 	if _, err := op.SetProviderState(ctx, onCallProvider, operator.ProviderEnabled, onCallActor, "on call: drained for the demo, back in service"); err != nil {
 		return nil, err
 	}
+	// The first of them, found as an operator asked about it would: by
+	// the number as the customer reads it out.
+	p.Recipient = onCallRecipientTyped
+	found, err := op.FindByRecipient(ctx, p.Recipient, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	p.Found = len(found.Routes)
+	if p.Found > 0 {
+		p.FoundStatus = found.Routes[0].Status
+	}
 	// Read while the engine runs: the summary comes after it stops.
 	ps, err := op.ServeProcesses(ctx)
 	if err != nil {
@@ -245,5 +265,6 @@ func writeOnCall(out io.Writer, c *ConsolePart, p *OnCallPart) {
 	fmt.Fprintf(out, "on call: %s set %s %s (%q, audited) after %d deliveries; %d of %d SMS for %s then went straight to %s;\n",
 		p.Actor, p.Provider, p.StateDrained, p.Reason, p.DeliveredBefore, p.ToBackup, p.Sent, SMSDownPrefix, p.Backup)
 	fmt.Fprintf(out, "  provider health counted %d failovers from %s over the run; %s is %s again\n", p.Failovers, p.Provider, p.Provider, p.StateNow)
+	fmt.Fprintf(out, "  herald find -recipient '%s': %d route(s), the newest %s\n", p.Recipient, p.Found, p.FoundStatus)
 	fmt.Fprintf(out, "  serve processes: %d running, %d ready at their last heartbeat (`herald status`; the console's overview)\n", p.Processes, p.Ready)
 }

@@ -84,7 +84,8 @@ func TestWriteSummary_ShowsConsoleAndOnCall(t *testing.T) {
 	s := &demo.Summary{RunID: "demo-x",
 		Console: &demo.ConsolePart{URL: "http://127.0.0.1:8089", Login: "a member of herald_operator", Status: 200},
 		OnCall: &demo.OnCallPart{Provider: "sms/acme", Backup: "sms/backup", Actor: "demo", Reason: "acme is down",
-			DeliveredBefore: 139, Sent: 4, ToBackup: 3, StateDrained: "draining", StateNow: "enabled", Failovers: 55, Processes: 2, Ready: 1}}
+			DeliveredBefore: 139, Sent: 4, ToBackup: 3, StateDrained: "draining", StateNow: "enabled", Failovers: 55, Processes: 2, Ready: 1,
+			Recipient: "+254 720 009 000", Found: 1, FoundStatus: "published"}}
 	var out bytes.Buffer
 	require.NoError(t, demo.WriteSummary(&out, s))
 	text := out.String()
@@ -92,6 +93,7 @@ func TestWriteSummary_ShowsConsoleAndOnCall(t *testing.T) {
 		"console: http://127.0.0.1:8089 (sign in as a member of herald_operator); its sign-in page answered 200\n",
 		"on call: demo set sms/acme draining (\"acme is down\", audited) after 139 deliveries; 3 of 4 SMS for +254 then went straight to sms/backup;\n",
 		"  provider health counted 55 failovers from sms/acme over the run; sms/acme is enabled again\n",
+		"  herald find -recipient '+254 720 009 000': 1 route(s), the newest published\n",
 		"  serve processes: 2 running, 1 ready at their last heartbeat (`herald status`; the console's overview)\n",
 	} {
 		require.Contains(t, text, line)
