@@ -29,9 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nyaruka/phonenumbers"
-
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/e164"
 )
 
 // Formats of the request body.
@@ -356,16 +355,7 @@ func (d *Deliverer) encode(to string, c Content) ([]byte, string, error) {
 
 // IsE164 reports whether s is a valid phone number written in E.164 form:
 // a '+', the country code and the national number, digits only.
-func IsE164(s string) bool {
-	if len(s) < 3 || s[0] != '+' {
-		return false
-	}
-	n, err := phonenumbers.Parse(s, "")
-	if err != nil || !phonenumbers.IsValidNumber(n) {
-		return false
-	}
-	return phonenumbers.Format(n, phonenumbers.E164) == s
-}
+func IsE164(s string) bool { return e164.Valid(s) }
 
 // classify maps the provider's answer onto an outcome.
 func (d *Deliverer) classify(resp *http.Response, body []byte) channel.Outcome {
