@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -54,24 +55,35 @@ type completion struct {
 	span trace.SpanContext
 }
 
-// completerWorkers write batches concurrently: while one waits for its
-// statement, the next batch fills.
+// completerWorkers write batches concurrently when full batches wait;
+// otherwise one writes while the other gathers the next batch.
 const completerWorkers = 2
 
 // completer writes outcomes in batches: a bounded buffer drained by a few
 // workers, each taking whatever is waiting (up to the batch size) and
-// writing it in one fenced statement. Under load batches fill by
-// themselves; when idle an outcome is written at once.
+// writing it in one fenced statement. When idle an outcome is written at
+// once; while one worker's statement runs, the next worker keeps
+// gathering until its batch is full or that statement ends (maxGather at
+// most), so that under load each statement (and its commit, which waits
+// for the WAL flush) carries what arrived during the one before, not a
+// sliver of it.
 type completer struct {
 	d    *Dispatcher
 	in   chan completion
 	once sync.Once
 	// progs tracks each worker's statements.
 	progs [completerWorkers]*progress
+	// turn is held by the one worker taking from in (see work).
+	turn chan struct{}
+	// writing counts the workers in a statement; wrote takes a signal
+	// when one ends, for the worker gathering behind it.
+	writing atomic.Int32
+	wrote   chan struct{}
 }
 
 func newCompleter(d *Dispatcher, buffer int) *completer {
-	c := &completer{d: d, in: make(chan completion, buffer)}
+	c := &completer{d: d, in: make(chan completion, buffer), turn: make(chan struct{}, 1), wrote: make(chan struct{}, 1)}
+	c.turn <- struct{}{}
 	for i := range c.progs {
 		c.progs[i] = newProgress(d, fmt.Sprintf("completer %d", i+1), "")
 	}
@@ -113,26 +125,51 @@ func (c *completer) work(ctx context.Context, prog *progress) {
 	retry := time.NewTimer(0)
 	<-retry.C
 	defer retry.Stop()
+	limit := time.NewTimer(maxGather)
+	limit.Stop()
 	for {
-		var first completion
-		ok := true
+		// One worker at a time takes from the buffer: it holds the turn
+		// while it waits for an outcome and gathers a batch behind the
+		// other's statement, and hands it over as its own statement
+		// starts. A worker with held completions also wakes to retry them.
+		retried := false
 		if len(held) == 0 {
-			first, ok = <-c.in
+			<-c.turn
 		} else {
 			select {
-			case first, ok = <-c.in:
+			case <-c.turn:
 			case <-retry.C:
-				held = c.flushHeld(ctx, prog, held)
-				heldDelay = min(2*heldDelay, maxCompleteDelay)
-				if len(held) == 0 {
-					heldDelay = minCompleteDelay
-				} else {
-					retry.Reset(heldDelay)
-				}
-				continue
+				retried = true
 			}
 		}
+		var first completion
+		ok := true
+		if !retried {
+			if len(held) == 0 {
+				first, ok = <-c.in
+			} else {
+				select {
+				case first, ok = <-c.in:
+				case <-retry.C:
+					retried = true
+					c.turn <- struct{}{}
+				}
+			}
+		}
+		if retried {
+			c.writing.Add(1)
+			held = c.flushHeld(ctx, prog, held)
+			c.wroteOne()
+			heldDelay = min(2*heldDelay, maxCompleteDelay)
+			if len(held) == 0 {
+				heldDelay = minCompleteDelay
+			} else {
+				retry.Reset(heldDelay)
+			}
+			continue
+		}
 		if !ok {
+			c.turn <- struct{}{} // for the other worker, to see the end too
 			// Shutting down: the held completions are tried until written
 			// or ctx ends (then their leases expire: at-least-once).
 			for len(held) > 0 && pause.For(ctx, heldDelay) == nil {
@@ -142,20 +179,11 @@ func (c *completer) work(ctx context.Context, prog *progress) {
 			c.release(held)
 			return
 		}
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < c.d.batchSize {
-			select {
-			case x, ok := <-c.in:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, x)
-			default:
-				break drain
-			}
-		}
+		batch = c.gather(append(batch[:0], first), limit)
+		c.writing.Add(1)
+		c.turn <- struct{}{}
 		more := c.flush(ctx, prog, batch)
+		c.wroteOne()
 		if len(more) > 0 {
 			if len(held) == 0 {
 				retry.Reset(heldDelay)
@@ -163,6 +191,80 @@ func (c *completer) work(ctx context.Context, prog *progress) {
 			held = append(held, more...)
 		}
 	}
+}
+
+// wroteOne ends a worker's statement, waking a worker gathering behind it.
+func (c *completer) wroteOne() {
+	c.writing.Add(-1)
+	select {
+	case c.wrote <- struct{}{}:
+	default:
+	}
+}
+
+// maxGather bounds how long a worker gathers behind another's statement:
+// about a loaded commit's time, so that a statement waiting on a row lock
+// (a producer's open cancel) holds up the next batch no longer than this.
+const maxGather = 20 * time.Millisecond
+
+// gather adds to batch what is waiting, up to the batch size, and, while
+// another worker's statement runs, what arrives until that statement ends,
+// the batch is full or maxGather has passed. limit is the worker's own
+// timer, stopped.
+func (c *completer) gather(batch []completion, limit *time.Timer) []completion {
+	waiting := false
+	defer func() {
+		if waiting {
+			limit.Stop()
+		}
+	}()
+	for {
+		batch = c.drain(batch)
+		if len(batch) == c.d.batchSize {
+			return batch
+		}
+		// Nothing waiting. A stale signal is dropped first, so that one
+		// from a statement ending after the check below is not lost.
+		select {
+		case <-c.wrote:
+		default:
+		}
+		if c.writing.Load() == 0 {
+			return batch
+		}
+		if !waiting {
+			waiting = true
+			limit.Reset(maxGather)
+		}
+		select {
+		case x, ok := <-c.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, x)
+		case <-c.wrote:
+			return c.drain(batch)
+		case <-limit.C:
+			waiting = false
+			return c.drain(batch)
+		}
+	}
+}
+
+// drain adds to batch what is waiting, up to the batch size.
+func (c *completer) drain(batch []completion) []completion {
+	for len(batch) < c.d.batchSize {
+		select {
+		case x, ok := <-c.in:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, x)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // release counts completions out of hand: written, fenced out or given up.

@@ -179,7 +179,7 @@ var drivers = map[string]driverFunc{
 		if err != nil {
 			return nil, fmt.Errorf("webhook.%w", err)
 		}
-		cfg.Timeout, cfg.Logger = ch.Timeout, env.logger
+		cfg.Timeout, cfg.Logger, cfg.Concurrency = ch.Timeout, env.logger, ch.Concurrency
 		return built(webhook.New(cfg))
 	},
 	config.DriverSMTP: func(_ string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {
@@ -195,7 +195,7 @@ var drivers = map[string]driverFunc{
 		if err != nil {
 			return nil, fmt.Errorf("sms_http.%w", err)
 		}
-		cfg.Timeout, cfg.Logger, cfg.Provider = ch.Timeout, env.logger, name
+		cfg.Timeout, cfg.Logger, cfg.Provider, cfg.Concurrency = ch.Timeout, env.logger, name, ch.Concurrency
 		return built(sms.New(cfg))
 	},
 	config.DriverSMPP: func(name string, ch config.Channel, env driverEnv) (channel.Deliverer, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nyaruka/phonenumbers"
 
+	"github.com/heraldhq/herald/internal/e164"
 	"github.com/heraldhq/herald/internal/heraldtype"
 )
 
@@ -56,6 +57,9 @@ func normalizePhone(s string) (string, heraldtype.Code, string) {
 	const want = "want an international number with a leading +, e.g. +14155550123"
 	if !strings.HasPrefix(s, "+") {
 		return "", heraldtype.CodeInvalidPhone, "phone number has no leading +; " + want
+	}
+	if e164.Valid(s) {
+		return s, "", "" // what the parse below returns, without the parse
 	}
 	num, err := phonenumbers.Parse(s, "ZZ")
 	if err != nil || !phonenumbers.IsValidNumber(num) {

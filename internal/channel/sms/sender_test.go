@@ -3,7 +3,9 @@ package sms
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -109,4 +111,84 @@ func TestSettingsCheckFlashValue(t *testing.T) {
 	cfg, err := s.Config(func(string) string { return "k" })
 	require.NoError(t, err)
 	require.Equal(t, "message-class", cfg.FlashField)
+}
+
+// barrierServer is a loopback provider that counts the connections it
+// accepts and answers no request of a round of n until all n arrived,
+// so that the n are in flight at once, each on its own connection.
+type barrierServer struct {
+	server  *httptest.Server
+	n       int
+	mu      sync.Mutex
+	arrived int
+	release chan struct{}
+	conns   int
+}
+
+func startBarrierServer(t *testing.T, n int, answer func(http.ResponseWriter)) *barrierServer {
+	t.Helper()
+	b := &barrierServer{n: n, release: make(chan struct{})}
+	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		b.mu.Lock()
+		release := b.release
+		if b.arrived++; b.arrived%b.n == 0 {
+			close(b.release)
+			b.release = make(chan struct{})
+		}
+		b.mu.Unlock()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		answer(w)
+	}))
+	b.server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			b.mu.Lock()
+			b.conns++
+			b.mu.Unlock()
+		}
+	}
+	b.server.Start()
+	t.Cleanup(b.server.Close)
+	return b
+}
+
+func (b *barrierServer) accepted() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.conns
+}
+
+// A round of n deliveries at once leaves its n connections open for the
+// next: the second round opens none, whether the pool is sized by the
+// caller's concurrency or left to the deliveries in flight.
+func TestConnectionsAreKeptForTheNextRound(t *testing.T) {
+	const n = 100
+	for _, concurrency := range []int{n, 0} {
+		t.Run(fmt.Sprint("concurrency ", concurrency), func(t *testing.T) {
+			b := startBarrierServer(t, n, func(w http.ResponseWriter) {
+				writeJSON(w, http.StatusOK, map[string]string{"id": "p1"})
+			})
+			d, err := New(Config{URL: b.server.URL, APIKey: "k", Concurrency: concurrency})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = d.Close() })
+			round := func() {
+				var wg sync.WaitGroup
+				for range n {
+					wg.Go(func() {
+						out := d.Deliver(t.Context(), senderMsg(Content{Body: "hi"}))
+						require.Equal(t, channel.Delivered, out.Class, out.Message)
+					})
+				}
+				wg.Wait()
+			}
+			round()
+			require.Equal(t, n, b.accepted(), "the first round's connections")
+			round()
+			require.Equal(t, n, b.accepted(), "connections after the second round")
+		})
+	}
 }

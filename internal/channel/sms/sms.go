@@ -29,9 +29,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nyaruka/phonenumbers"
-
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/e164"
 )
 
 // Formats of the request body.
@@ -104,6 +103,12 @@ type Config struct {
 	// Timeout bounds one request, and is shortened by the caller's context
 	// deadline. Default 10s.
 	Timeout time.Duration
+	// Concurrency is the most requests the caller has in flight at once
+	// (the dispatcher's concurrency for the channel or provider); the
+	// default client keeps that many connections open between them, so
+	// that a burst's connections are reused by the next instead of closed
+	// and dialled again. 0: as many as were ever in flight at once.
+	Concurrency int
 	// HTTPClient, if set, sends the requests (its Timeout is left as it
 	// is); default a client with its own connection pool.
 	HTTPClient *http.Client
@@ -134,6 +139,9 @@ func (c *Config) validate() error {
 	}
 	if c.Timeout < 0 {
 		return errors.New("Timeout must not be negative")
+	}
+	if c.Concurrency < 0 || c.Concurrency > channel.MaxConcurrency {
+		return fmt.Errorf("Concurrency must be 0 to %d", channel.MaxConcurrency)
 	}
 	if c.FlashValue != "" && !json.Valid([]byte(c.FlashValue)) {
 		return errors.New("FlashValue must be a JSON value, e.g. true, 1 or \"0\"")
@@ -176,7 +184,12 @@ func New(cfg Config) (*Deliverer, error) {
 	client := cfg.HTTPClient
 	if client == nil {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
-		transport.MaxIdleConnsPerHost = 32
+		// Every request goes to the one provider host: the idle pool is
+		// the connections in flight at most, each kept until
+		// IdleConnTimeout. A smaller pool closes what a burst opened,
+		// and the next burst dials again.
+		transport.MaxIdleConns = cmp.Or(cfg.Concurrency, channel.MaxConcurrency)
+		transport.MaxIdleConnsPerHost = transport.MaxIdleConns
 		client = &http.Client{Transport: transport}
 	}
 	flashJSON := json.RawMessage(cmp.Or(cfg.FlashValue, "true"))
@@ -356,16 +369,7 @@ func (d *Deliverer) encode(to string, c Content) ([]byte, string, error) {
 
 // IsE164 reports whether s is a valid phone number written in E.164 form:
 // a '+', the country code and the national number, digits only.
-func IsE164(s string) bool {
-	if len(s) < 3 || s[0] != '+' {
-		return false
-	}
-	n, err := phonenumbers.Parse(s, "")
-	if err != nil || !phonenumbers.IsValidNumber(n) {
-		return false
-	}
-	return phonenumbers.Format(n, phonenumbers.E164) == s
-}
+func IsE164(s string) bool { return e164.Valid(s) }
 
 // classify maps the provider's answer onto an outcome.
 func (d *Deliverer) classify(resp *http.Response, body []byte) channel.Outcome {

@@ -30,7 +30,12 @@ type SenderConfig struct {
 	DenyCIDRs        []string
 	UserAgent        string
 	MaxResponseBytes int64
+	Concurrency      int
 }
+
+// maxIdleConns bounds a Sender's idle connections over all hosts, unless
+// its concurrency is larger.
+const maxIdleConns = 256
 
 // Sender POSTs JSON bodies to URLs that belong to someone else, behind the
 // dial guard (see the package documentation), and classifies the answer as
@@ -72,9 +77,13 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 			d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.control(host)}
 			return d.DialContext(ctx, network, addr)
 		},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   16,
+		ForceAttemptHTTP2: true,
+		// Idle connections over all hosts are bounded; one host may keep
+		// as many as the deliveries in flight, since a channel often sends
+		// most of its traffic to one receiver, and a smaller pool would
+		// close what a burst opened for the next burst to dial again.
+		MaxIdleConns:          max(maxIdleConns, cfg.Concurrency),
+		MaxIdleConnsPerHost:   cmp.Or(cfg.Concurrency, maxIdleConns),
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   timeout,
 		ExpectContinueTimeout: time.Second,

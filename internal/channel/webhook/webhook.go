@@ -85,6 +85,13 @@ type Config struct {
 	// MaxResponseBytes bounds how much of a response body is read (and
 	// thrown away, so the connection can be reused). Default 64 KiB.
 	MaxResponseBytes int64
+	// Concurrency is the most deliveries the caller has in flight at once
+	// (the dispatcher's concurrency for the channel); one destination
+	// host keeps up to that many connections open between requests, so
+	// that a burst to one receiver reuses its connections instead of
+	// closing and dialling them again. 0: as many as were in flight at
+	// once, within the pool's bound over all hosts.
+	Concurrency int
 	// Logger receives a debug record per attempt, with the destination
 	// masked. Default: discard.
 	Logger *slog.Logger
@@ -96,6 +103,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxResponseBytes < 0 {
 		return errors.New("MaxResponseBytes must not be negative")
+	}
+	if c.Concurrency < 0 || c.Concurrency > channel.MaxConcurrency {
+		return fmt.Errorf("Concurrency must be 0 to %d", channel.MaxConcurrency)
 	}
 	if len(c.Secrets) == 0 {
 		return errors.New("Secrets must hold at least one " + SecretPrefix + " secret")
@@ -132,6 +142,7 @@ func New(cfg Config) (*Deliverer, error) {
 		DenyCIDRs:        cfg.DenyCIDRs,
 		UserAgent:        cfg.UserAgent,
 		MaxResponseBytes: cfg.MaxResponseBytes,
+		Concurrency:      cfg.Concurrency,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook config: %w", err)

@@ -45,10 +45,10 @@ func (c *Config) riverWorkerMode() string {
 
 // newWebhookDeliverer returns the webhook driver as the bench's serve
 // processes build it (startServeProcesses' environment: the one secret,
-// private addresses allowed, every other setting serve's default), for
-// River's worker.
-func newWebhookDeliverer() (channel.Deliverer, error) {
-	return webhook.New(webhook.Config{Secrets: []string{webhookSecret}, AllowPrivate: true})
+// private addresses allowed, the channel's concurrency, every other
+// setting serve's default), for River's worker.
+func newWebhookDeliverer(concurrency int) (channel.Deliverer, error) {
+	return webhook.New(webhook.Config{Secrets: []string{webhookSecret}, AllowPrivate: true, Concurrency: concurrency})
 }
 
 // newProviderDeliverer returns sms/bench's sms-http driver as herald's
@@ -64,7 +64,7 @@ func newProviderDeliverer(url string) (channel.Deliverer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the bench's provider: %w", err)
 	}
-	cfg.Timeout, cfg.Provider = p.Timeout, p.Name
+	cfg.Timeout, cfg.Provider, cfg.Concurrency = p.Timeout, p.Name, p.Concurrency
 	return sms.New(cfg)
 }
 

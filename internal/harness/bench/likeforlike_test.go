@@ -92,7 +92,7 @@ func TestSink_RejectsWhatHeraldWouldNotSend(t *testing.T) {
 	msg := &channel.Message{NotificationID: "n", RouteID: "r", NotificationType: benchType,
 		Address: url + "/0", Content: payload(64), AcceptedAt: time.Now()}
 
-	good, err := newWebhookDeliverer()
+	good, err := newWebhookDeliverer(DefaultConcurrency)
 	require.NoError(t, err)
 	require.Equal(t, channel.Delivered, good.Deliver(context.Background(), msg).Class)
 

@@ -53,7 +53,7 @@ func RunRiverWorker(ctx context.Context, getenv func(string) string, logger *slo
 	var d channel.Deliverer
 	switch kind := getenv(riverWorkerEnv); kind {
 	case "webhook":
-		d, err = newWebhookDeliverer()
+		d, err = newWebhookDeliverer(concurrency)
 	case "discard":
 		d = channel.Discard
 	default:
