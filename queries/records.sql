@@ -31,7 +31,12 @@
 WITH rec_in AS (
     -- Several set-returning functions in one select list are zipped row by
     -- row (Postgres 10+): the multi-argument unnest(a, b, ...) that sqlc
-    -- cannot type.
+    -- cannot type. An optional array may be NULL when every intent of the
+    -- batch leaves it at its default (request and trace ids, callback
+    -- URLs, campaigns, metadata, send_at and expires_at, user ids, and
+    -- the routes' SMS encoding and segments): unnest zips it as NULLs,
+    -- which the inserts below read as the default, so that Postgres does
+    -- not decode and unnest a thousand '' per batch.
     SELECT
         unnest(@notification_ids::text[]) AS notification_id,
         unnest(@notification_types::text[]) AS notification_type,
@@ -83,8 +88,9 @@ ins AS (
         callback_url, campaign, metadata
     )
     SELECT
-        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
-        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        notification_id, notification_type, producer, audience_kind, coalesce(recipient_user_ids, '[]'),
+        payload_json, idempotency_key, request_fingerprint, coalesce(request_id, ''), coalesce(trace_id, ''),
+        occurred_at,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8),
@@ -92,7 +98,7 @@ ins AS (
         priority,
         send_at,
         expires_at,
-        callback_url,
+        coalesce(callback_url, ''),
         campaign,
         metadata
     FROM rec_in
@@ -108,7 +114,7 @@ routes_ins AS (
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         -- Due now, or at send_at (greatest ignores NULLs).
         greatest(coalesce(sqlc.narg('now')::timestamptz, now()), r.send_at),
-        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        r.priority, r.expires_at, coalesce(r.sms_encoding, ''), coalesce(r.sms_segments, 0),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         -- Watched for status callbacks (migration 00012's trigger) only if
@@ -211,8 +217,9 @@ ins AS (
         callback_url, campaign, metadata
     )
     SELECT
-        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
-        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        notification_id, notification_type, producer, audience_kind, coalesce(recipient_user_ids, '[]'),
+        payload_json, idempotency_key, request_fingerprint, coalesce(request_id, ''), coalesce(trace_id, ''),
+        occurred_at,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()) + make_interval(secs => @idempotency_window_seconds::float8),
@@ -220,7 +227,7 @@ ins AS (
         priority,
         send_at,
         expires_at,
-        callback_url,
+        coalesce(callback_url, ''),
         campaign,
         metadata
     FROM rec_in
@@ -234,7 +241,7 @@ routes_ins AS (
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         greatest(coalesce(sqlc.narg('now')::timestamptz, now()), r.send_at),
-        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        r.priority, r.expires_at, coalesce(r.sms_encoding, ''), coalesce(r.sms_segments, 0),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()),
         ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),

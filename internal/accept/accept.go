@@ -448,7 +448,39 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 			a.RouteSmsSegments = append(a.RouteSmsSegments, int16(r.SMSSegments))
 		}
 	}
+	thinDefaults(&a)
 	return a, nil
+}
+
+// thinDefaults sets to nil (a NULL array) each optional array of a whose
+// every element is the default, which RecordInsertMany reads as the
+// default: a batch of plain intents does not send, and Postgres does not
+// decode, a thousand empty strings or zero times per array.
+func thinDefaults(a *store.RecordInsertManyParams) {
+	a.RequestIds = nilIfZero(a.RequestIds)
+	a.TraceIds = nilIfZero(a.TraceIds)
+	a.SendAts = nilIfZero(a.SendAts)
+	a.ExpiresAts = nilIfZero(a.ExpiresAts)
+	a.CallbackUrls = nilIfZero(a.CallbackUrls)
+	a.Campaigns = nilIfZero(a.Campaigns)
+	a.Metadatas = nilIfZero(a.Metadatas)
+	a.RouteSendAts = nilIfZero(a.RouteSendAts)
+	a.RouteExpiresAts = nilIfZero(a.RouteExpiresAts)
+	a.RouteSmsEncodings = nilIfZero(a.RouteSmsEncodings)
+	a.RouteSmsSegments = nilIfZero(a.RouteSmsSegments)
+	if !slices.ContainsFunc(a.RecipientUserIds, func(u []byte) bool { return string(u) != "[]" }) {
+		a.RecipientUserIds = nil
+	}
+}
+
+// nilIfZero returns nil when every element of xs is its type's zero value
+// (for a time, the zero time.Time{} that stands for "not set"), else xs.
+func nilIfZero[T comparable](xs []T) []T {
+	var zero T
+	if slices.ContainsFunc(xs, func(x T) bool { return x != zero }) {
+		return xs
+	}
+	return nil
 }
 
 // HintChannel returns the payload of the wake.RoutesTopic hint for the

@@ -569,7 +569,12 @@ const recordInsertMany = `-- name: RecordInsertMany :many
 WITH rec_in AS (
     -- Several set-returning functions in one select list are zipped row by
     -- row (Postgres 10+): the multi-argument unnest(a, b, ...) that sqlc
-    -- cannot type.
+    -- cannot type. An optional array may be NULL when every intent of the
+    -- batch leaves it at its default (request and trace ids, callback
+    -- URLs, campaigns, metadata, send_at and expires_at, user ids, and
+    -- the routes' SMS encoding and segments): unnest zips it as NULLs,
+    -- which the inserts below read as the default, so that Postgres does
+    -- not decode and unnest a thousand '' per batch.
     SELECT
         unnest($1::text[]) AS notification_id,
         unnest($2::text[]) AS notification_type,
@@ -621,8 +626,9 @@ ins AS (
         callback_url, campaign, metadata
     )
     SELECT
-        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
-        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        notification_id, notification_type, producer, audience_kind, coalesce(recipient_user_ids, '[]'),
+        payload_json, idempotency_key, request_fingerprint, coalesce(request_id, ''), coalesce(trace_id, ''),
+        occurred_at,
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8),
@@ -630,7 +636,7 @@ ins AS (
         priority,
         send_at,
         expires_at,
-        callback_url,
+        coalesce(callback_url, ''),
         campaign,
         metadata
     FROM rec_in
@@ -646,7 +652,7 @@ routes_ins AS (
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         -- Due now, or at send_at (greatest ignores NULLs).
         greatest(coalesce($19::timestamptz, now()), r.send_at),
-        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        r.priority, r.expires_at, coalesce(r.sms_encoding, ''), coalesce(r.sms_segments, 0),
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()),
         -- Watched for status callbacks (migration 00012's trigger) only if
@@ -862,8 +868,9 @@ ins AS (
         callback_url, campaign, metadata
     )
     SELECT
-        notification_id, notification_type, producer, audience_kind, recipient_user_ids,
-        payload_json, idempotency_key, request_fingerprint, request_id, trace_id, occurred_at,
+        notification_id, notification_type, producer, audience_kind, coalesce(recipient_user_ids, '[]'),
+        payload_json, idempotency_key, request_fingerprint, coalesce(request_id, ''), coalesce(trace_id, ''),
+        occurred_at,
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()) + make_interval(secs => $20::float8),
@@ -871,7 +878,7 @@ ins AS (
         priority,
         send_at,
         expires_at,
-        callback_url,
+        coalesce(callback_url, ''),
         campaign,
         metadata
     FROM rec_in
@@ -885,7 +892,7 @@ routes_ins AS (
     SELECT
         r.notification_id, r.route_id, r.channel, r.recipient_ref, 'pending', r.max_attempts,
         greatest(coalesce($19::timestamptz, now()), r.send_at),
-        r.priority, r.expires_at, r.sms_encoding, r.sms_segments,
+        r.priority, r.expires_at, coalesce(r.sms_encoding, ''), coalesce(r.sms_segments, 0),
         coalesce($19::timestamptz, now()),
         coalesce($19::timestamptz, now()),
         ins.callback_url <> '' OR ins.producer IN (SELECT producer FROM subscribed),
