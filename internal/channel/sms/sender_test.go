@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/harness/httpservetest"
 	"github.com/heraldhq/herald/internal/secret"
 )
 
@@ -113,55 +113,6 @@ func TestSettingsCheckFlashValue(t *testing.T) {
 	require.Equal(t, "message-class", cfg.FlashField)
 }
 
-// barrierServer is a loopback provider that counts the connections it
-// accepts and answers no request of a round of n until all n arrived,
-// so that the n are in flight at once, each on its own connection.
-type barrierServer struct {
-	server  *httptest.Server
-	n       int
-	mu      sync.Mutex
-	arrived int
-	release chan struct{}
-	conns   int
-}
-
-func startBarrierServer(t *testing.T, n int, answer func(http.ResponseWriter)) *barrierServer {
-	t.Helper()
-	b := &barrierServer{n: n, release: make(chan struct{})}
-	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		b.mu.Lock()
-		release := b.release
-		if b.arrived++; b.arrived%b.n == 0 {
-			close(b.release)
-			b.release = make(chan struct{})
-		}
-		b.mu.Unlock()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		answer(w)
-	}))
-	b.server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			b.mu.Lock()
-			b.conns++
-			b.mu.Unlock()
-		}
-	}
-	b.server.Start()
-	t.Cleanup(b.server.Close)
-	return b
-}
-
-func (b *barrierServer) accepted() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.conns
-}
-
 // A round of n deliveries at once leaves its n connections open for the
 // next: the second round opens none, whether the pool is sized by the
 // caller's concurrency or left to the deliveries in flight.
@@ -169,10 +120,10 @@ func TestConnectionsAreKeptForTheNextRound(t *testing.T) {
 	const n = 100
 	for _, concurrency := range []int{n, 0} {
 		t.Run(fmt.Sprint("concurrency ", concurrency), func(t *testing.T) {
-			b := startBarrierServer(t, n, func(w http.ResponseWriter) {
+			b := httpservetest.NewBarrier(t, n, func(w http.ResponseWriter) {
 				writeJSON(w, http.StatusOK, map[string]string{"id": "p1"})
 			})
-			d, err := New(Config{URL: b.server.URL, APIKey: "k", Concurrency: concurrency})
+			d, err := New(Config{URL: b.URL, APIKey: "k", Concurrency: concurrency})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = d.Close() })
 			round := func() {
@@ -186,9 +137,9 @@ func TestConnectionsAreKeptForTheNextRound(t *testing.T) {
 				wg.Wait()
 			}
 			round()
-			require.Equal(t, n, b.accepted(), "the first round's connections")
+			require.Equal(t, n, b.Accepted(), "the first round's connections")
 			round()
-			require.Equal(t, n, b.accepted(), "connections after the second round")
+			require.Equal(t, n, b.Accepted(), "connections after the second round")
 		})
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/harness/httpservetest"
 )
 
 // newSecret returns a fresh secret in the whsec_ format.
@@ -575,55 +576,6 @@ func TestDeliver_NilMessageDoesNotPanic(t *testing.T) {
 	require.Equal(t, channel.ClassBadContent, out.Classification)
 }
 
-// barrierReceiver is a loopback receiver that counts the connections it
-// accepts and answers no request of a round of n until all n arrived, so
-// that the n are in flight at once, each on its own connection.
-type barrierReceiver struct {
-	server  *httptest.Server
-	n       int
-	mu      sync.Mutex
-	arrived int
-	release chan struct{}
-	conns   int
-}
-
-func startBarrierReceiver(t *testing.T, n int) *barrierReceiver {
-	t.Helper()
-	b := &barrierReceiver{n: n, release: make(chan struct{})}
-	b.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		b.mu.Lock()
-		release := b.release
-		if b.arrived++; b.arrived%b.n == 0 {
-			close(b.release)
-			b.release = make(chan struct{})
-		}
-		b.mu.Unlock()
-		select {
-		case <-release:
-		case <-r.Context().Done():
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	b.server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			b.mu.Lock()
-			b.conns++
-			b.mu.Unlock()
-		}
-	}
-	b.server.Start()
-	t.Cleanup(b.server.Close)
-	return b
-}
-
-func (b *barrierReceiver) accepted() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.conns
-}
-
 // A round of n deliveries at once to one receiver leaves its n connections
 // open for the next: the second round opens none, whether the pool is
 // sized by the caller's concurrency or left to its bound over all hosts.
@@ -632,7 +584,7 @@ func TestDeliver_KeepsConnectionsForTheNextRound(t *testing.T) {
 	const n = 100
 	for _, concurrency := range []int{n, 0} {
 		t.Run(fmt.Sprint("concurrency ", concurrency), func(t *testing.T) {
-			b := startBarrierReceiver(t, n)
+			b := httpservetest.NewBarrier(t, n, func(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) })
 			d, err := New(Config{Secrets: []string{newSecret(t)}, AllowPrivate: true, Concurrency: concurrency})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = d.Close() })
@@ -640,7 +592,7 @@ func TestDeliver_KeepsConnectionsForTheNextRound(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range n {
 					wg.Go(func() {
-						msg := testMessage(b.server.URL)
+						msg := testMessage(b.URL)
 						msg.RouteID = fmt.Sprintf("rte_%d", i)
 						out := d.Deliver(t.Context(), msg)
 						require.Equal(t, channel.Delivered, out.Class, out.Message)
@@ -649,9 +601,9 @@ func TestDeliver_KeepsConnectionsForTheNextRound(t *testing.T) {
 				wg.Wait()
 			}
 			round()
-			require.Equal(t, n, b.accepted(), "the first round's connections")
+			require.Equal(t, n, b.Accepted(), "the first round's connections")
 			round()
-			require.Equal(t, n, b.accepted(), "connections after the second round")
+			require.Equal(t, n, b.Accepted(), "connections after the second round")
 		})
 	}
 }
