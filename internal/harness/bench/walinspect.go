@@ -59,6 +59,14 @@ const (
 	// walFlushedSQL: whether the WAL up to $1 is on disk, which
 	// pg_walinspect requires of the range it reads.
 	walFlushedSQL = `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`
+	// walSyncCommitSQL and walForceFlushSQL commit a transaction with an
+	// id synchronously: its commit record, written after everything
+	// before it, is flushed, and with it the WAL up to there. The WAL
+	// writer alone flushes only whole pages when no commit waits, so the
+	// last records of an idle database's partial page can stay in the
+	// buffers indefinitely.
+	walSyncCommitSQL = `SET LOCAL synchronous_commit = on`
+	walForceFlushSQL = `SELECT pg_current_xact_id()`
 	// walIndexTuplesSQL counts, per B-tree index of this database in the
 	// herald schema, the entries written between two WAL positions: a leaf
 	// insert (INSERT_LEAF), an insert that splits a posting list
@@ -156,6 +164,17 @@ func (w *walInspector) btreeTuples(ctx context.Context, from, to string) (map[st
 		}
 		if i == 100 {
 			return nil, errors.New("wal not flushed after 5s")
+		}
+		if i == 20 {
+			if err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+				if _, err := tx.Exec(ctx, walSyncCommitSQL); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, walForceFlushSQL)
+				return err
+			}); err != nil {
+				return nil, fmt.Errorf("flush wal: %w", err)
+			}
 		}
 		if err := pause.For(ctx, 50*time.Millisecond); err != nil {
 			return nil, err
