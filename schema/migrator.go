@@ -219,9 +219,18 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	rm, err := m.river()
+	rst, err := m.riverStatus(ctx)
 	if err != nil {
 		return nil, err
+	}
+	return append(out, rst), nil
+}
+
+// riverStatus is River's part of Status.
+func (m *Migrator) riverStatus(ctx context.Context) (Status, error) {
+	rm, err := m.river()
+	if err != nil {
+		return Status{}, err
 	}
 	rst := Status{Component: "river"}
 	all := rm.AllVersions()
@@ -230,13 +239,13 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	}
 	exists, err := m.tableExists(ctx, Name+".river_migration")
 	if err != nil {
-		return nil, err
+		return Status{}, err
 	}
 	applied := map[int]bool{}
 	if exists {
 		versions, err := rm.ExistingVersions(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("river status: %w", err)
+			return Status{}, fmt.Errorf("river status: %w", err)
 		}
 		for _, v := range versions {
 			applied[v.Version] = true
@@ -248,23 +257,31 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 			rst.Pending = append(rst.Pending, int64(v.Version))
 		}
 	}
-	out = append(out, rst)
-	return out, nil
+	return rst, nil
 }
 
 // Current reports whether every migration, herald's and River's, is
-// applied: what /readyz checks.
+// applied: what /readyz, the herald_ready gauge and each serve process's
+// heartbeat check, every few seconds. It reads goose's history in one
+// statement (Status reads it once per migration) and River's in two.
 func (m *Migrator) Current(ctx context.Context) (bool, error) {
-	sts, err := m.Status(ctx)
+	var pending bool
+	err := m.withProvider(ctx, func(p *goose.Provider) error {
+		var err error
+		pending, err = p.HasPending(ctx)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("herald status: %w", err)
+	}
+	if pending {
+		return false, nil
+	}
+	rst, err := m.riverStatus(ctx)
 	if err != nil {
 		return false, err
 	}
-	for _, s := range sts {
-		if len(s.Pending) > 0 {
-			return false, nil
-		}
-	}
-	return true, nil
+	return len(rst.Pending) == 0, nil
 }
 
 func (m *Migrator) tableExists(ctx context.Context, name string) (bool, error) {
