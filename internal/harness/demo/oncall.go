@@ -217,11 +217,14 @@ func runOnCall(ctx context.Context, pool *pgxpool.Pool, client Client, runID str
 		return nil, err
 	}
 	for _, sp := range ps.Processes {
-		if sp.StoppedAt == nil {
+		// Running: beating, ready or not (a kept database may hold
+		// earlier runs' stopped or stale rows).
+		switch sp.State {
+		case operator.ProcessReady:
 			p.Processes++
-			if sp.State == operator.ProcessReady {
-				p.Ready++
-			}
+			p.Ready++
+		case operator.ProcessNotReady:
+			p.Processes++
 		}
 	}
 	return p, nil
