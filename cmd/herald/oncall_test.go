@@ -201,13 +201,22 @@ func TestOnCall_StagedOutageAnsweredOneCommandEach(t *testing.T) {
 	require.Len(t, st.DeadLettersByProducer, 2, "stats has the dead letters by producer too")
 
 	// 3 and 4. When the primary started failing, its circuit as it
-	// behaves, its outcomes over fifteen minutes.
+	// behaves, its outcomes over fifteen minutes. The serve flushes its
+	// health counts while the commands run, so the two commands' failover
+	// counts are compared once both read the same flush: stats is read
+	// again after each health read until they agree.
 	var health []operator.ProviderHealth
 	require.Eventually(t, func() bool {
 		o, _, err := run(t, b.env, "providers", "health", "-window", "15m", "--json")
 		health = nil
-		return err == nil && json.Unmarshal([]byte(o), &health) == nil && len(health) == 2 && health[1].Circuit != "closed"
-	}, 30*time.Second, 100*time.Millisecond, "the primary's circuit opens")
+		if err != nil || json.Unmarshal([]byte(o), &health) != nil || len(health) != 2 || health[1].Circuit == "closed" {
+			return false
+		}
+		o, _, err = run(t, b.env, "stats", "-window", "15m", "--json")
+		st = operator.Stats{}
+		return err == nil && json.Unmarshal([]byte(o), &st) == nil && len(st.Failovers) > 0 &&
+			st.Failovers[0].Failovers == health[1].Window.FailedOverTo
+	}, 30*time.Second, 100*time.Millisecond, "the primary's circuit opens, and stats and health count the same failovers")
 	p := health[1]
 	require.Equal(t, "sms/primary", p.Provider)
 	require.NotNil(t, p.FailingSince, "the primary has failed since its first error")
