@@ -629,17 +629,22 @@ updated AS (
         AND (r.route_id = d.route_id) IS TRUE
         AND CASE WHEN r.status = 'claimed' THEN r.attempt_count END = d.attempt
         AND r.lease_until = d.lease_until
-    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count
+    -- What dead_lettered writes comes from here, the completion that moved
+    -- the route included: done is read by this UPDATE alone, so Postgres
+    -- folds it into the UPDATE's scan of the batch instead of first
+    -- writing every completion (16 columns) to a tuplestore and reading it
+    -- back, which a CTE read by two others costs.
+    RETURNING r.notification_id, r.route_id, r.channel, r.recipient_ref, r.status, r.attempt_count,
+        d.max_attempts, d.classification, d.message, d.recovery_hint, d.provider
 ),
 dead_lettered AS (
     INSERT INTO herald.dead_letters (
         notification_id, route_id, channel, recipient_ref, final_attempt_count, max_attempts,
         failure_classification, failure_message, recovery_hint, created_at, provider
     )
-    SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, d.max_attempts,
-        d.classification, d.message, d.recovery_hint, coalesce($17::timestamptz, now()), d.provider
+    SELECT u.notification_id, u.route_id, u.channel, u.recipient_ref, u.attempt_count, u.max_attempts,
+        u.classification, u.message, u.recovery_hint, coalesce($17::timestamptz, now()), u.provider
     FROM updated AS u
-    JOIN done AS d ON d.notification_id = u.notification_id AND d.route_id = u.route_id
     WHERE u.status = 'dead_letter'
     ON CONFLICT (notification_id, route_id) DO UPDATE
     SET channel = excluded.channel,
