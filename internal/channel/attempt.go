@@ -22,6 +22,11 @@ func Attempt(ctx context.Context, logger *slog.Logger, ch string, msg *Message,
 	} else {
 		out = deliver(ctx, msg)
 	}
+	if !logger.Enabled(ctx, slog.LevelDebug) {
+		// The record's attributes (the masked address above all) cost a
+		// delivery more than the rest of this function; unlogged, skip them.
+		return out
+	}
 	logger.DebugContext(ctx, ch+" attempt",
 		slog.String("notification_id", msg.NotificationID),
 		slog.String("route_id", msg.RouteID),

@@ -216,6 +216,7 @@ type Engine struct {
 	watcher      *planeWatcher
 	beat         *heartbeat           // nil: no row in herald.serve_processes
 	tracer       trace.TracerProvider // nil: no spans
+	cpuProfile   string               // CPUProfileEnv's path; "": none
 	closers      []func()             // run once by Close, in reverse order
 	closeOnce    sync.Once
 	running      atomic.Bool
@@ -246,6 +247,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (_ *Engine, err error) {
 	case cfg.MetricsAddr != "" && cfg.Registry == nil:
 		return nil, errors.New("new engine: MetricsAddr requires a Registry")
 	}
+	e.cpuProfile = getenvOrNone(cfg.GetenvFunc)(CPUProfileEnv)
 	e.receipts = receipt.NewGroup(pool)
 	if cfg.Registry != nil {
 		e.metrics = metrics.New(cfg.Registry)
@@ -581,7 +583,9 @@ func (e *Engine) ReceiptsAddr() net.Addr { return e.receiptsAddr }
 // returns nil once all have stopped; the first part to fail stops the
 // others, and Run returns its error prefixed with its name. Run releases
 // what the engine owns when it returns. It returns ErrRunning if the Engine
-// is running already and ErrClosed if it ran before or was closed.
+// is running already and ErrClosed if it ran before or was closed. With
+// CPUProfileEnv set, it profiles the process while it runs, and returns an
+// error naming the variable at once if the profile cannot be written.
 func (e *Engine) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return ErrRunning
@@ -591,6 +595,13 @@ func (e *Engine) Run(ctx context.Context) error {
 		return ErrClosed
 	}
 	defer e.Close()
+	if e.cpuProfile != "" {
+		stop, err := startCPUProfile(e.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	// The providers are loaded before the dispatcher claims, so that no
 	// route of a channel with providers goes through the channel's own

@@ -722,3 +722,33 @@ func fillDueWebhookRoutesNoAnalyze(t *testing.T, dbURL string, n int) {
 		FROM herald.records`)
 	require.NoError(t, err)
 }
+
+func TestRun_WritesCPUProfileWhenAsked(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	path := filepath.Join(t.TempDir(), "serve.pprof")
+	newEngine := func(getenv func(string) string) *Engine {
+		e, err := New(b.pool, &Config{
+			GetenvFunc: getenv,
+			Dispatch:   dispatch.Config{Channels: map[string]dispatch.ChannelConfig{"sms": {Deliverer: channel.Discard}}},
+		})
+		require.NoError(t, err)
+		return e
+	}
+
+	e := newEngine(env(map[string]string{CPUProfileEnv: path}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 15*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+	prof, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(prof), 2)
+	require.Equal(t, []byte{0x1f, 0x8b}, prof[:2], "a gzipped pprof profile, stopped and flushed by the time Run returned")
+
+	e = newEngine(env(map[string]string{CPUProfileEnv: filepath.Join(t.TempDir(), "missing", "serve.pprof")}))
+	err = e.Run(context.Background())
+	require.ErrorContains(t, err, CPUProfileEnv)
+}

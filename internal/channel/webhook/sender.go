@@ -129,7 +129,10 @@ func ParseTarget(address string) (target *url.URL, refused channel.Outcome, ok b
 }
 
 // Post sends body to target as application/json with header's fields
-// added, within the Sender's timeout, and classifies the result: 2xx
+// (keyed in canonical form) added, within the Sender's timeout, and
+// classifies the result. header becomes the request's header map, which
+// Post adds to: a caller passes a map of its own and does not use it
+// again. The result: 2xx
 // Delivered; 408, 429 and 5xx Transient (with Retry-After honoured); other
 // answers, redirects and the guard's refusal Permanent; network failures
 // Transient. The outcome never quotes the URL's path or query, the
@@ -147,11 +150,11 @@ func (s *Sender) Post(ctx context.Context, target *url.URL, header http.Header, 
 			RecoveryHint:   "correct the recipient's webhook URL, then replay the dead letter",
 		}
 	}
-	for k, v := range header {
-		req.Header[k] = v
+	if header != nil {
+		req.Header = header // taken over, not copied: see the doc comment
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", s.userAgent)
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["User-Agent"] = []string{s.userAgent}
 	// The traceparent of ctx's span (the delivery attempt's), if any.
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	span := trace.SpanFromContext(ctx)

@@ -248,6 +248,7 @@ func startServeProcesses(p *engineParams) (runningEngine, error) {
 				"OTEL_TRACES_SAMPLER_ARG="+strconv.FormatFloat(p.TraceSample, 'g', -1, 64),
 			)
 		}
+		cmd.Env = profileEnv(cmd.Env, "herald", i)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			_ = e.Stop()
@@ -256,6 +257,19 @@ func startServeProcesses(p *engineParams) (runningEngine, error) {
 		e.cmds = append(e.cmds, cmd)
 	}
 	return e, nil
+}
+
+// profileEnv returns env with engine.CPUProfileEnv set for the i-th (from
+// 0) process of engine, when the bench's own environment sets it: each
+// child writes its CPU profile to a file of its own, the path given with
+// ".<engine><i+1>" added (a later phase's process overwrites an earlier
+// one's: the files hold the last phase's profiles).
+func profileEnv(env []string, engineName string, i int) []string {
+	path := os.Getenv(engine.CPUProfileEnv)
+	if path == "" {
+		return env
+	}
+	return append(env, fmt.Sprintf("%s=%s.%s%d", engine.CPUProfileEnv, path, engineName, i+1))
 }
 
 // serveProcesses is herald serve child processes.

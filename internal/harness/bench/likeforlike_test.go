@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/channel/webhook"
+	"github.com/heraldhq/herald/internal/engine"
 )
 
 // TestRun_ProviderModeRiverSendsTheSameRequests runs the provider mode
@@ -107,4 +110,33 @@ func TestSink_RejectsWhatHeraldWouldNotSend(t *testing.T) {
 	require.Equal(t, int64(2), sk.rejected.Load())
 	require.Contains(t, *sk.rejection.Load(), "body")
 	require.Equal(t, int64(1), sk.delivered.Load())
+}
+
+// TestRiverPhase_ProfilesEachWorkerProcessWhenAsked runs the River phase of
+// two worker processes with engine.CPUProfileEnv set in the bench's
+// environment: each process writes a CPU profile of its own beside the
+// path given (serve processes get theirs the same way, profileEnv).
+func TestRiverPhase_ProfilesEachWorkerProcessWhenAsked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	t.Setenv(engine.CPUProfileEnv, path)
+	b := setup(t)
+	b.cfg.Intents = 200
+	b.cfg.Processes = 2
+	b.cfg.IdleSamples = -1
+	c := b.cfg.withDefaults()
+	require.NoError(t, c.validate())
+	sk := newSink(0, 0)
+	row, err := runPhase(context.Background(), b.db, &c, newRiverSubject(&c, b.db, sk, newWorkload(&c, "riverprof", 1)), sk)
+	require.NoError(t, err)
+	require.Equal(t, int64(200), row.Published)
+	for _, name := range []string{"river1", "river2"} {
+		prof, err := os.ReadFile(path + "." + name)
+		require.NoError(t, err)
+		require.Greater(t, len(prof), 2)
+		require.Equal(t, []byte{0x1f, 0x8b}, prof[:2], "a gzipped pprof profile, flushed as the process stopped")
+	}
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist, "the bench's own path is only the stem")
+	require.Equal(t, []string{"A=1"}, profileEnv([]string{"A=1"}, "herald", 0)[:1])
+	require.Equal(t, engine.CPUProfileEnv+"="+path+".herald3", profileEnv(nil, "herald", 2)[0])
 }

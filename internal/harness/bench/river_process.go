@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/internal/channel"
+	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/schema"
 )
 
@@ -40,7 +41,8 @@ const (
 // RunRiverWorker is a River worker process (ModeRiverWorker): one working
 // client on the database at DATABASE_URL, its worker as getenv's
 // riverWorkerEnv says, until ctx ends; then it stops the client, which
-// finishes the jobs in hand.
+// finishes the jobs in hand. With engine.CPUProfileEnv set, it writes its
+// CPU profile there, as a serve process does.
 func RunRiverWorker(ctx context.Context, getenv func(string) string, logger *slog.Logger) error {
 	concurrency, err := strconv.Atoi(getenv(riverConcurrencyEnv))
 	if err != nil || concurrency < 1 {
@@ -63,6 +65,13 @@ func RunRiverWorker(ctx context.Context, getenv func(string) string, logger *slo
 		return err
 	}
 	defer closeDeliverer(d)
+	if path := getenv(engine.CPUProfileEnv); path != "" {
+		stop, err := StartCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	w, err := startRiverWorker(ctx, getenv("DATABASE_URL"), concurrency, int32(conns), d, nil, logger)
 	if err != nil {
 		return err
@@ -148,6 +157,7 @@ func startRiverProcesses(n int, bin, dbURL, worker string, concurrency int, conn
 			riverConcurrencyEnv+"="+strconv.Itoa(concurrency),
 			riverConnsEnv+"="+strconv.Itoa(int(conns)),
 		)
+		cmd.Env = profileEnv(cmd.Env, "river", i)
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			return nil, errors.Join(fmt.Errorf("start river worker process %d: %w", i+1, err), e.Stop())
