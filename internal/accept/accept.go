@@ -407,13 +407,11 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 			return a, fmt.Errorf("generate notification id: %w", err)
 		}
 		nid := id.String()
-		userIDs := in.Audience.UserIDs
-		if userIDs == nil {
-			userIDs = []string{} // the column holds [], not null
-		}
-		users, err := json.Marshal(userIDs)
-		if err != nil {
-			return a, fmt.Errorf("marshal user ids: %w", err)
+		users := noUserIDs // the column holds [], not null
+		if len(in.Audience.UserIDs) > 0 {
+			if users, err = json.Marshal(in.Audience.UserIDs); err != nil {
+				return a, fmt.Errorf("marshal user ids: %w", err)
+			}
 		}
 		// The zero time stands for NULL (not set): see RecordInsertMany.
 		sendAt, expiresAt := in.SendAt, in.ExpiresAt
@@ -451,6 +449,10 @@ func insertParams(vs []*intake.Validated, firsts []int, p Params, traceparent st
 	thinDefaults(&a)
 	return a, nil
 }
+
+// noUserIDs is records.recipient_user_ids of an intent without user ids,
+// shared by all of them (nothing writes into it).
+var noUserIDs = []byte("[]")
 
 // thinDefaults sets to nil (a NULL array) each optional array of a whose
 // every element is the default, which RecordInsertMany reads as the
