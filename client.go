@@ -323,8 +323,10 @@ func (c *Client) submitResult(ctx context.Context, r accept.Result) SubmitResult
 		c.logger.DebugContext(ctx, "intent sent to the engine to be held for review", slog.Int64("rule_id", r.Held.Rule.ID))
 		return SubmitResult{Receipt: &Receipt{Held: true, HeldRule: r.Held.Rule.String()}}
 	}
-	c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", r.NotificationID),
-		slog.Bool("duplicate", r.Kind == accept.KindDuplicate), slog.Int("routes", len(r.RouteIDs)))
+	if c.logger.Enabled(ctx, slog.LevelDebug) { // its attributes cost allocations per intent even unlogged
+		c.logger.DebugContext(ctx, "intent accepted", slog.String("notification_id", r.NotificationID),
+			slog.Bool("duplicate", r.Kind == accept.KindDuplicate), slog.Int("routes", len(r.RouteIDs)))
+	}
 	return SubmitResult{Receipt: &Receipt{
 		NotificationID: r.NotificationID,
 		Duplicate:      r.Kind == accept.KindDuplicate,

@@ -151,6 +151,10 @@ func marshalSortedList(dst []byte, list []string) []byte {
 	return append(dst, ']')
 }
 
+// rawSpecial marks the bytes marshalRawJSON stops at: <, > and &, and
+// 0xE2, which starts U+2028 and U+2029 in UTF-8.
+var rawSpecial = [256]bool{'<': true, '>': true, '&': true, 0xE2: true}
+
 // marshalRawJSON appends the compact, valid JSON raw as encoding/json's
 // Marshal writes a json.RawMessage: <, > and & as \u003c, \u003e, \u0026
 // and U+2028 and U+2029 as \u2028 and \u2029, wherever they are. (Marshal
@@ -160,6 +164,9 @@ func marshalRawJSON(dst []byte, raw []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(raw); i++ {
+		if !rawSpecial[raw[i]] {
+			continue // one lookup for the usual byte, not four comparisons
+		}
 		switch c := raw[i]; {
 		case c == '<' || c == '>' || c == '&':
 			dst = append(dst, raw[start:i]...)

@@ -518,7 +518,29 @@ func (c *completer) write(ctx context.Context, prog *progress, span trace.Span, 
 // params are RouteCompleteMany's for xs, each addressed by its tuple id
 // when byTid, else by its primary key.
 func (c *completer) params(xs []completion, byTid bool) store.RouteCompleteManyParams {
-	p := store.RouteCompleteManyParams{Now: c.d.now()}
+	n := len(xs)
+	if n == 0 {
+		return store.RouteCompleteManyParams{Now: c.d.now()}
+	}
+	p := store.RouteCompleteManyParams{
+		Now:                c.d.now(),
+		NotificationIds:    make([]string, 0, n),
+		RouteIds:           make([]string, 0, n),
+		RouteTids:          make([]pgtype.TID, 0, n),
+		Attempts:           make([]int32, 0, n),
+		LeaseUntils:        make([]time.Time, 0, n),
+		Statuses:           make([]string, 0, n),
+		DelaySeconds:       make([]float64, 0, n),
+		Classifications:    make([]string, 0, n),
+		Messages:           make([]string, 0, n),
+		RecoveryHints:      make([]string, 0, n),
+		MaxAttempts:        make([]int32, 0, n),
+		ResolvedEmails:     make([]string, 0, n),
+		ResolvedLocales:    make([]string, 0, n),
+		ProviderMessageIds: make([]string, 0, n),
+		Providers:          make([]string, 0, n),
+		ReceiptKeys:        make([]string, 0, n),
+	}
 	for _, x := range xs {
 		p.NotificationIds = append(p.NotificationIds, x.notificationID)
 		p.RouteIds = append(p.RouteIds, x.routeID)

@@ -128,10 +128,12 @@ func (l *channelLoop) deliver(ctx context.Context, j *job) {
 		}
 	}
 	began := time.Now()
-	actx, cancel := context.WithTimeout(ctx, timeout)
-	actx, span := l.attemptSpan(actx, j)
+	// context.WithTimeout(ctx, timeout), made only if the deliverer uses
+	// it (attemptContext).
+	attempt := newAttemptContext(ctx, began.Add(timeout))
+	actx, span := l.attemptSpan(attempt, j)
 	out := l.safeDeliver(actx, deliverer, &j.msg)
-	cancel()
+	attempt.end()
 	if pr != nil {
 		l.d.health.record(pr.Name, out, time.Since(began))
 		l.d.metrics.ProviderAttempt(pr.Name, out.Class.String(), time.Since(began))

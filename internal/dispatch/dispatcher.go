@@ -84,11 +84,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/heraldhq/herald/internal/channel"
 	"github.com/heraldhq/herald/internal/metrics"
+	"github.com/heraldhq/herald/internal/pgarray"
 	"github.com/heraldhq/herald/internal/store"
 	"github.com/heraldhq/herald/internal/template"
 	"github.com/heraldhq/herald/internal/tracing"
@@ -376,13 +378,22 @@ func (ch ChannelConfig) withDefaults() ChannelConfig {
 // applies from the session's start (they override any the caller's URL
 // set), and as many connections as the dispatcher ever uses at once: each
 // channel loop runs one statement at a time, and so does each completer
-// worker. No connection is opened in advance.
+// worker. No connection is opened in advance. Each connection encodes
+// []string parameters (the completions' columns) with pgarray.
 func (d *Dispatcher) poolConfig(cfg *pgxpool.Config) *pgxpool.Config {
 	params := cfg.ConnConfig.RuntimeParams
 	params["lock_timeout"] = fmt.Sprintf("%dms", d.lockTimeout.Milliseconds())
 	params["statement_timeout"] = fmt.Sprintf("%dms", d.statementTimeout.Milliseconds())
 	cfg.MaxConns = int32(len(d.loops) + completerWorkers + planeConns)
 	cfg.MinConns, cfg.MinIdleConns = 0, 0
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		pgarray.Register(c.TypeMap())
+		if after != nil {
+			return after(ctx, c)
+		}
+		return nil
+	}
 	return cfg
 }
 

@@ -93,7 +93,10 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 	lim = lim.WithDefaults()
 	now = normTime(now)
 	var errs errorList
-	out := Intent{}
+	// The normalized intent is built in the result itself: a local Intent
+	// copied into it cost an allocation and a copy per intent.
+	v := &Validated{}
+	out := &v.Intent
 
 	out.NotificationType = checkName(&errs, "notification_type", in.NotificationType)
 	out.Producer = checkName(&errs, "producer", in.Producer)
@@ -124,13 +127,12 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		errs.add("channels", heraldtype.CodeMissingField, "at least one channel is required")
 	}
 	for i, c := range in.Channels {
-		field := fmt.Sprintf("channels[%d]", i)
 		c = strings.TrimSpace(c)
 		switch {
 		case !slices.Contains(knownChannels, c):
-			errs.add(field, heraldtype.CodeUnknownChannel, "unknown channel %s; want sms, email or webhook", quoteShort(c))
+			errs.add(fmt.Sprintf("channels[%d]", i), heraldtype.CodeUnknownChannel, "unknown channel %s; want sms, email or webhook", quoteShort(c))
 		case listed[c]:
-			errs.add(field, heraldtype.CodeInvalidField, "channel %s is listed twice", c)
+			errs.add(fmt.Sprintf("channels[%d]", i), heraldtype.CodeInvalidField, "channel %s is listed twice", c)
 		default:
 			listed[c] = true
 			out.Channels = append(out.Channels, c)
@@ -185,25 +187,24 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		return s, "", ""
 	})
 	addrs := []struct {
-		channel string
-		list    []string
-		dst     *[]string
-		norm    func(string) (string, heraldtype.Code, string)
+		channel, field string
+		list           []string
+		dst            *[]string
+		norm           func(string) (string, heraldtype.Code, string)
 	}{
-		{channel.SMS, a.SMS, &out.Audience.SMS, normalizePhone},
-		{channel.Email, a.Email, &out.Audience.Email, normalizeEmail},
-		{channel.Webhook, a.Webhook, &out.Audience.Webhook, normalizeURL},
+		{channel.SMS, "audience." + channel.SMS, a.SMS, &out.Audience.SMS, normalizePhone},
+		{channel.Email, "audience." + channel.Email, a.Email, &out.Audience.Email, normalizeEmail},
+		{channel.Webhook, "audience." + channel.Webhook, a.Webhook, &out.Audience.Webhook, normalizeURL},
 	}
 	for _, ad := range addrs {
-		field := "audience." + ad.channel
 		if len(ad.list) > 0 && !listed[ad.channel] && len(out.Channels) > 0 {
-			errs.add(field, heraldtype.CodeInvalidField, "addresses given for channel %s, which channels does not list", ad.channel)
+			errs.add(ad.field, heraldtype.CodeInvalidField, "addresses given for channel %s, which channels does not list", ad.channel)
 		}
-		*ad.dst = normalizeList(&errs, field, ad.list, ad.norm)
+		*ad.dst = normalizeList(&errs, ad.field, ad.list, ad.norm)
 	}
 
 	// SMS sender and message type.
-	checkSMSOptions(&errs, &out, in, listed)
+	checkSMSOptions(&errs, out, in, listed)
 
 	// Content, or a template and its data.
 	var (
@@ -211,13 +212,13 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		payload []byte
 	)
 	if in.Template != nil {
-		payload = checkTemplate(&errs, &out, in, lim)
+		payload = checkTemplate(&errs, out, in, lim)
 	} else {
 		if in.Data != nil {
 			errs.add("data", heraldtype.CodeInvalidField, "data is given without a template")
 		}
-		sms = checkContent(&errs, &out, in.Content, listed, lim)
-		payload = canonicalContent(&out)
+		sms = checkContent(&errs, out, in.Content, listed, lim)
+		payload = canonicalContent(out)
 	}
 
 	// Payload.
@@ -235,18 +236,15 @@ func Validate(in *Intent, lim Limits, now time.Time) (*Validated, error) {
 		return nil, errs.err()
 	}
 
-	routes, err := planRoutes(&out, sms)
+	routes, err := planRoutes(out, sms)
 	if err != nil {
 		return nil, err
 	}
-	v := &Validated{
-		Intent:       out,
-		Priority:     priority,
-		PayloadJSON:  payload,
-		MetadataJSON: metadata,
-		Fingerprint:  withMetadata(fingerprint(&out, payload), metadata),
-		Routes:       routes,
-	}
+	v.Priority = priority
+	v.PayloadJSON = payload
+	v.MetadataJSON = metadata
+	v.Fingerprint = withMetadata(fingerprint(out, payload), metadata)
+	v.Routes = routes
 	switch {
 	case nAddr == 0:
 		v.AudienceKind = AudienceUsers
@@ -354,6 +352,9 @@ func checkContentText(errs *errorList, field, s string) bool {
 // 48-bit hash prefix collision, which only a deliberate search finds).
 func planRoutes(in *Intent, sms smsPlan) ([]RoutePlan, error) {
 	var routes []RoutePlan
+	if n := len(in.Channels)*len(in.Audience.UserIDs) + len(in.Audience.SMS) + len(in.Audience.Email) + len(in.Audience.Webhook); n > 0 {
+		routes = make([]RoutePlan, 0, n)
+	}
 	add := func(ch, ref string) {
 		r := RoutePlan{Channel: ch, RecipientRef: ref, RouteID: routeID(ch, ref)}
 		if ch == channel.SMS {
@@ -378,6 +379,9 @@ func planRoutes(in *Intent, sms smsPlan) ([]RoutePlan, error) {
 	slices.SortFunc(routes, func(a, b RoutePlan) int {
 		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.RecipientRef, b.RecipientRef))
 	})
+	if len(routes) < 2 {
+		return routes, nil
+	}
 	var errs errorList
 	seen := make(map[string]bool, len(routes))
 	for _, r := range routes {
@@ -392,8 +396,14 @@ func planRoutes(in *Intent, sms smsPlan) ([]RoutePlan, error) {
 // routeID returns "<channel>:" plus the first 12 hex digits of
 // sha256(ref).
 func routeID(ch, ref string) string {
-	sum := sha256.Sum256([]byte(ref))
-	return ch + ":" + hex.EncodeToString(sum[:6])
+	// Built in buffers on the stack (for the usual short channel and
+	// reference): one allocation, the result's, instead of three.
+	var in [128]byte
+	sum := sha256.Sum256(append(in[:0], ref...))
+	var id [64]byte
+	b := append(id[:0], ch...)
+	b = append(b, ':')
+	return string(hex.AppendEncode(b, sum[:6]))
 }
 
 // checkName validates notification_type and producer: required, at most
