@@ -126,20 +126,10 @@ func TestConnectionsAreKeptForTheNextRound(t *testing.T) {
 			d, err := New(Config{URL: b.URL, APIKey: "k", Concurrency: concurrency})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = d.Close() })
-			round := func() {
-				var wg sync.WaitGroup
-				for range n {
-					wg.Go(func() {
-						out := d.Deliver(t.Context(), senderMsg(Content{Body: "hi"}))
-						require.Equal(t, channel.Delivered, out.Class, out.Message)
-					})
-				}
-				wg.Wait()
-			}
-			round()
-			require.Equal(t, n, b.Accepted(), "the first round's connections")
-			round()
-			require.Equal(t, n, b.Accepted(), "connections after the second round")
+			b.RequireConnectionsKept(t, func(int) {
+				out := d.Deliver(t.Context(), senderMsg(Content{Body: "hi"}))
+				require.Equal(t, channel.Delivered, out.Class, out.Message)
+			})
 		})
 	}
 }

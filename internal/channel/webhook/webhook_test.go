@@ -588,22 +588,12 @@ func TestDeliver_KeepsConnectionsForTheNextRound(t *testing.T) {
 			d, err := New(Config{Secrets: []string{newSecret(t)}, AllowPrivate: true, Concurrency: concurrency})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = d.Close() })
-			round := func() {
-				var wg sync.WaitGroup
-				for i := range n {
-					wg.Go(func() {
-						msg := testMessage(b.URL)
-						msg.RouteID = fmt.Sprintf("rte_%d", i)
-						out := d.Deliver(t.Context(), msg)
-						require.Equal(t, channel.Delivered, out.Class, out.Message)
-					})
-				}
-				wg.Wait()
-			}
-			round()
-			require.Equal(t, n, b.Accepted(), "the first round's connections")
-			round()
-			require.Equal(t, n, b.Accepted(), "connections after the second round")
+			b.RequireConnectionsKept(t, func(i int) {
+				msg := testMessage(b.URL)
+				msg.RouteID = fmt.Sprintf("rte_%d", i)
+				out := d.Deliver(t.Context(), msg)
+				require.Equal(t, channel.Delivered, out.Class, out.Message)
+			})
 		})
 	}
 }
