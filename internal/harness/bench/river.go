@@ -158,7 +158,13 @@ func (r *riverSubject) settings() string {
 // queries/*.sql".
 const (
 	riverResetSQL = `TRUNCATE herald.river_job`
-	riverOpenSQL  = `SELECT count(*) FROM herald.river_job WHERE queue = $1 AND finalized_at IS NULL`
+	// riverOpenSQL counts the jobs not finalized (River's CHECK ties
+	// finalized_at IS NULL to these states) through the leading column of
+	// River's fetching index rather than a scan of every job, as the
+	// routes' count reads only routes_live: the bench polls both while the
+	// engines run, and their cost is counted as each engine's.
+	riverOpenSQL = `SELECT count(*) FROM herald.river_job
+WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND queue = $1`
 	// riverSummarySQL: created_at is set by the inserting statement,
 	// finalized_at when the completer marks the job completed.
 	riverSummarySQL = `
