@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/heraldhq/herald"
+	"github.com/heraldhq/herald/internal/engine"
 	"github.com/heraldhq/herald/internal/harness/bench"
 	"github.com/heraldhq/herald/internal/intake"
 	"github.com/heraldhq/herald/internal/maintenance"
@@ -78,7 +79,7 @@ func runBench(ctx context.Context, m *Main, args []string) error {
 	cfg.ServeOutput = m.Stderr
 
 	if *cpuProfile != "" {
-		stop, err := bench.StartCPUProfile(*cpuProfile)
+		stop, err := engine.StartCPUProfile(*cpuProfile)
 		if err != nil {
 			return err
 		}

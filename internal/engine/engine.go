@@ -596,9 +596,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	defer e.Close()
 	if e.cpuProfile != "" {
-		stop, err := startCPUProfile(e.cpuProfile)
+		stop, err := StartCPUProfile(e.cpuProfile)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", CPUProfileEnv, err)
 		}
 		defer stop()
 	}

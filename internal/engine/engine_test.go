@@ -643,7 +643,6 @@ func requireCompletionPlan(t *testing.T, dbURL string) {
 		return err
 	}, `('{n1}', '{webhook:x}', '{"(0,1)"}', '{1}', '{"2026-01-01 00:00:00+00"}', '{published}', '{0}',
 		'{""}', '{""}', '{""}', '{5}', '{""}', '{""}', '{""}', '{""}', '{""}', NULL)`)
-	// The batch, with each NULL tid looked up by the primary key.
 	// The routes update: the batch (done, read by the update alone, so
 	// folded into its scan rather than materialized) in a nested loop over
 	// TID scans of routes_live, each NULL tid looked up by the primary key.

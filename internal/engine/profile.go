@@ -13,18 +13,18 @@ import (
 // starts, which have no flag for it. Unset, nothing is profiled.
 const CPUProfileEnv = "HERALD_CPU_PROFILE"
 
-// startCPUProfile starts writing the process's CPU profile to the file at
-// path and returns the function that stops it and closes the file. It
-// returns an error if the file cannot be created or a profile is being
-// written already.
-func startCPUProfile(path string) (stop func(), err error) {
+// StartCPUProfile starts writing this process's CPU profile to the file at
+// path (created or truncated) and returns the function that stops it and
+// closes the file. It returns an error if the file cannot be created or a
+// profile is being written already.
+func StartCPUProfile(path string) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", CPUProfileEnv, err)
+		return nil, fmt.Errorf("create cpu profile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", CPUProfileEnv, err)
+		return nil, fmt.Errorf("start cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -66,9 +66,9 @@ func RunRiverWorker(ctx context.Context, getenv func(string) string, logger *slo
 	}
 	defer closeDeliverer(d)
 	if path := getenv(engine.CPUProfileEnv); path != "" {
-		stop, err := StartCPUProfile(path)
+		stop, err := engine.StartCPUProfile(path)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", engine.CPUProfileEnv, err)
 		}
 		defer stop()
 	}
