@@ -63,24 +63,24 @@ func (b *Barrier) Accepted() int {
 	return b.conns
 }
 
-// RequireConnectionsKept runs two rounds of the Barrier's n calls of
+// RequireConnectionsKept runs two batches of the Barrier's n calls of
 // deliver (i from 0 to n-1) at once and fails the test unless the first
-// round opened n connections and the second opened none.
+// batch opened n connections and the second opened none.
 func (b *Barrier) RequireConnectionsKept(t testing.TB, deliver func(i int)) {
 	t.Helper()
-	round := func() {
+	batch := func() {
 		var wg sync.WaitGroup
 		for i := range b.n {
 			wg.Go(func() { deliver(i) })
 		}
 		wg.Wait()
 	}
-	round()
+	batch()
 	if got := b.Accepted(); got != b.n {
-		t.Fatalf("the first round's connections: %d, want %d", got, b.n)
+		t.Fatalf("the first batch's connections: %d, want %d", got, b.n)
 	}
-	round()
+	batch()
 	if got := b.Accepted(); got != b.n {
-		t.Fatalf("connections after the second round: %d, want %d", got, b.n)
+		t.Fatalf("connections after the second batch: %d, want %d", got, b.n)
 	}
 }
